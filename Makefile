@@ -1,0 +1,46 @@
+# ferry - top-level Makefile wrapping CMake. See README.md.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX     ?= /usr/local
+
+.PHONY: all deps test test-fast test-asan demo bench install clean format
+
+all: $(BUILD)/Makefile
+	@cmake --build $(BUILD) -j$(JOBS)
+
+$(BUILD)/Makefile:
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+
+deps:
+	@scripts/install-deps.sh
+
+# The whole suite: normal build (unit, integration, interop) then the ASan+UBSan build
+# (unit, integration). Private servers are started and stopped by the CTest fixture.
+test: deps
+	@$(MAKE) --no-print-directory all
+	@cd $(BUILD) && ctest --output-on-failure -j2
+	@$(MAKE) --no-print-directory test-asan
+
+test-fast: all
+	@cd $(BUILD) && ctest --output-on-failure -j2 -L unit
+
+test-asan:
+	@cmake -S . -B $(ASAN_BUILD) -DFERRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2 -LE interop
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh $(BUILD)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bench/run.sh $(BUILD)
+
+install: all
+	@cmake --install $(BUILD)
+
+clean:
+	@rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,8 @@
+/* ferry/ferry.h - umbrella header: reliable background jobs for C. */
+#ifndef FERRY_H
+#define FERRY_H
+#include "common.h"
+#include "redis.h"
+#include "queue.h"
+#include "worker.h"
+#endif

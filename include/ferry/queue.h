@@ -1,0 +1,110 @@
+/* ferry/queue.h - the producer side of a BullMQ-compatible queue.
+ *
+ * A ferry_queue holds one Redis connection and writes jobs exactly as BullMQ 6.7.0 does
+ * (keys <prefix>:<queue>:..., job hash, events, markers), so Node BullMQ workers can
+ * consume them and ferry workers can consume Node's.
+ *
+ * Thread-safety: a ferry_queue serialises its calls with an internal mutex, so one handle
+ * may be shared by threads; calls on it then run one at a time. */
+#ifndef FERRY_QUEUE_H
+#define FERRY_QUEUE_H
+
+#include "common.h"
+#include "redis.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FERRY_DEFAULT_PREFIX "bull"
+#define FERRY_DEFAULT_MAX_PAYLOAD (512u * 1024u)
+
+typedef struct ferry_queue ferry_queue;
+
+typedef struct ferry_queue_options {
+    const ferry_redis_options *redis; /* NULL = defaults (FERRY_DEFAULT_REDIS_URL) */
+    const char *prefix;               /* NULL = "bull"; may contain {hash tags} */
+    /* Default JobsOptions (BullMQ JSON). `default_job_opts`, when set, replaces
+     * `global_default_job_opts` as a whole (as a per-queue defaultJobOptions does in the
+     * seeds); a job's own options are then merged over it key by key (shallow). */
+    const char *global_default_job_opts;
+    const char *default_job_opts;
+    size_t max_payload_bytes; /* limit on a job's data JSON; 0 = 512 KiB */
+} ferry_queue_options;
+
+/* Fill *o with defaults. Thread-safe; no allocation. */
+FERRY_API void ferry_queue_options_init(ferry_queue_options *o);
+
+/* Open queue `name` (no ':' allowed): validates options, connects, loads scripts.
+ * On success *out is a new handle the caller frees with ferry_queue_close().
+ * Blocks up to the connect timeout. Returns 0 or a ferry_err (detail in *err). */
+FERRY_API int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_queue **out,
+                               ferry_error *err);
+
+/* Close the connection and free the handle. NULL is accepted. */
+FERRY_API void ferry_queue_close(ferry_queue *q);
+
+/* One job to add. All strings are borrowed for the duration of the call. */
+typedef struct ferry_job_spec {
+    const char *name;      /* job name, required */
+    const char *data_json; /* JSON text; NULL = "{}" */
+    const char *opts_json; /* BullMQ JobsOptions JSON (jobId, attempts, backoff, delay,
+                              priority, lifo, removeOnComplete, removeOnFail, ...); NULL = {} */
+} ferry_job_spec;
+
+/* Add one job. On success *job_id (if non-NULL) receives a malloc'd id the caller frees
+ * with free(); for a duplicate custom jobId it is the existing job's id and nothing is
+ * written (BullMQ semantics). Errors: FERRY_EINVAL (bad name/JSON/options, naming the
+ * field), FERRY_ETOOBIG (data over max_payload_bytes), transport errors within the
+ * command timeout. */
+FERRY_API int ferry_queue_add(ferry_queue *q, const ferry_job_spec *job, char **job_id,
+                              ferry_error *err);
+
+/* Add n jobs in one pipelined round trip. Every spec is validated before anything is
+ * sent; if one is invalid nothing is added and *err names its index. On success, if ids
+ * is non-NULL, ids[i] receives a malloc'd id for jobs[i] (caller frees each). */
+FERRY_API int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
+                                   ferry_error *err);
+
+/* Job counts as BullMQ 6.7.0 getJobCounts() reports them (waiting excludes prioritized
+ * and the legacy paused list, which is reported separately). */
+typedef struct ferry_job_counts {
+    long long waiting, active, completed, failed, delayed, prioritized, waiting_children, paused;
+} ferry_job_counts;
+
+FERRY_API int ferry_queue_counts(ferry_queue *q, ferry_job_counts *out, ferry_error *err);
+
+/* Pause / resume the queue for every worker (meta.paused + marker, BullMQ v6 semantics;
+ * resume also migrates a legacy v5 `paused` list). */
+FERRY_API int ferry_queue_pause(ferry_queue *q, ferry_error *err);
+FERRY_API int ferry_queue_resume(ferry_queue *q, ferry_error *err);
+/* *paused = 1 when paused. */
+FERRY_API int ferry_queue_is_paused(ferry_queue *q, int *paused, ferry_error *err);
+
+/* Everything stored about one job. Strings are NUL-terminated and owned by the struct;
+ * NULL when the field is absent. Free with ferry_job_info_free(). */
+typedef struct ferry_job_info {
+    char *id, *name, *data, *opts, *state; /* state: waiting, active, delayed, prioritized,
+                                               completed, failed, waiting-children, unknown */
+    char *returnvalue, *failed_reason, *stacktrace, *progress, *processed_by;
+    long long timestamp, delay, priority, processed_on, finished_on; /* -1 when absent */
+    long long attempts_made, attempts_started, stalled_count;         /* 0 when absent */
+} ferry_job_info;
+
+/* Fetch a job. FERRY_ENOTFOUND when no such job. *out is freed with ferry_job_info_free. */
+FERRY_API int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out,
+                                  ferry_error *err);
+FERRY_API void ferry_job_info_free(ferry_job_info *info);
+
+/* Remove a job in any state. FERRY_ENOTFOUND if it does not exist, FERRY_ESTATE if it is
+ * locked by a worker (active). */
+FERRY_API int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err);
+
+/* The queue's name and prefix (borrowed, valid while the handle lives). */
+FERRY_API const char *ferry_queue_name(const ferry_queue *q);
+FERRY_API const char *ferry_queue_prefix(const ferry_queue *q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,26 @@
+/* keys.h - BullMQ key names: "<prefix>:<queue>:<suffix>" (pure). */
+#ifndef FERRY_QUEUE_KEYS_H
+#define FERRY_QUEUE_KEYS_H
+
+#include <stddef.h>
+
+#include "ferry/common.h"
+
+/* Longest prefix and queue name accepted (keys stay far below Redis limits). */
+#define FERRY_NAME_MAX 512
+
+typedef struct ferry__keys {
+    char base[2 * FERRY_NAME_MAX + 4]; /* "<prefix>:<queue>:" */
+    size_t base_len;
+    char queue[FERRY_NAME_MAX + 1];
+    char prefix[FERRY_NAME_MAX + 1];
+} ferry__keys;
+
+/* Validate queue name (non-empty, no ':', <= FERRY_NAME_MAX) and prefix (non-empty,
+ * <= FERRY_NAME_MAX) and fill *k. Returns 0 or FERRY_EINVAL naming the problem. */
+int ferry__keys_init(ferry__keys *k, const char *prefix, const char *queue, ferry_error *err);
+
+/* Write base+suffix into buf (size cap). Returns buf, or NULL if it does not fit. */
+const char *ferry__key(const ferry__keys *k, const char *suffix, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,80 @@
+/* conn.h - one synchronous Redis connection: URL, TCP / TLS (OpenSSL) / unix transport,
+ * RESP via hiredis' reader and formatter (Debian's hiredis 0.14 has no TLS, so the socket
+ * and TLS layer are ours and hiredis only encodes/decodes), deadlines on every call, AUTH
+ * (with ACL user), SELECT, CLIENT SETNAME, and the Lua script registry (EVALSHA with a
+ * NOSCRIPT reload).
+ *
+ * Thread-safety: a ferry_conn is used by one thread at a time (callers lock if they share).
+ * Replies are hiredis `redisReply *`, owned by the caller, freed with freeReplyObject(). */
+#ifndef FERRY_REDIS_CONN_H
+#define FERRY_REDIS_CONN_H
+
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "ferry/redis.h"
+#include "redis/url.h"
+
+typedef struct ferry_conn ferry_conn;
+
+/* Connect per opts (NULL = defaults): parse URL, connect within connect_timeout_ms,
+ * TLS handshake + verification for rediss://, AUTH, SELECT, CLIENT SETNAME `client_name`
+ * (NULL = none). *out is freed with ferry__conn_close. */
+int ferry__conn_open(const ferry_redis_options *opts, const char *client_name, ferry_conn **out,
+                     ferry_error *err);
+void ferry__conn_close(ferry_conn *c);
+
+/* Deadline for each subsequent round trip (ms, > 0). Default: opts.command_timeout_ms. */
+void ferry__conn_set_timeout(ferry_conn *c, int timeout_ms);
+
+/* Send one command and read its reply. An error *reply* is not a failure of this call:
+ * it returns 0 with (*reply)->type == REDIS_REPLY_ERROR. Failures (FERRY_EIO,
+ * FERRY_ETIMEDOUT, FERRY_EPROTO) leave the connection broken (ferry__conn_broken() = 1);
+ * the caller reconnects. */
+int ferry__conn_command_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
+                             redisReply **reply, ferry_error *err);
+/* printf-style convenience (hiredis format: %s %b %d...). */
+int ferry__conn_command(ferry_conn *c, redisReply **reply, ferry_error *err, const char *fmt, ...);
+int ferry__conn_vcommand(ferry_conn *c, redisReply **reply, ferry_error *err, const char *fmt,
+                         va_list ap);
+
+/* Pipelining: append commands to the output buffer, then ferry__conn_flush_read to write
+ * them all and read `n` replies into replies[0..n-1] (each owned by the caller). */
+int ferry__conn_append_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
+                            ferry_error *err);
+int ferry__conn_pipeline_read(ferry_conn *c, size_t n, redisReply **replies, ferry_error *err);
+
+int ferry__conn_broken(const ferry_conn *c);
+/* The parsed endpoint (borrowed). */
+const ferry_redis_url *ferry__conn_url(const ferry_conn *c);
+
+/* ---- Lua scripts ------------------------------------------------------------------ */
+
+/* A script embedded at build time (see cmake/embed_lua.cmake). `sha1` is the hex SHA-1
+ * of `source`, computed once at first use. Static storage; never freed. */
+typedef struct ferry_script {
+    const char *name;
+    const char *source;
+    size_t source_len;
+    char sha1[41];
+} ferry_script;
+
+/* Look up an embedded script by file stem ("addJob"), or NULL. Thread-safe. */
+const ferry_script *ferry__script_get(const char *name);
+
+/* Run a script: EVALSHA sha numkeys keys... args...; on NOSCRIPT, SCRIPT LOAD and retry
+ * once. Same reply ownership as ferry__conn_command_argv. */
+int ferry__conn_evalsha(ferry_conn *c, const ferry_script *s, int nkeys, const char **keys,
+                        int nargs, const char **args, const size_t *arglens, redisReply **reply,
+                        ferry_error *err);
+/* Pipelined form: append an EVALSHA; the caller reads with ferry__conn_pipeline_read and,
+ * if any reply is NOSCRIPT, calls ferry__conn_load_scripts() and resends. All scripts are
+ * loaded when a connection opens, so NOSCRIPT only follows SCRIPT FLUSH. */
+int ferry__conn_append_evalsha(ferry_conn *c, const ferry_script *s, int nkeys, const char **keys,
+                               int nargs, const char **args, const size_t *arglens,
+                               ferry_error *err);
+/* SCRIPT LOAD every embedded script (one pipelined round trip). */
+int ferry__conn_load_scripts(ferry_conn *c, ferry_error *err);
+
+#endif

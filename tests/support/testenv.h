@@ -1,0 +1,37 @@
+/* testenv.h - what the `servers` fixture started (scripts/testenv.sh writes
+ * $FERRY_TESTENV/env as KEY=VALUE lines), and small helpers shared by tests. */
+#ifndef FERRY_TEST_TESTENV_H
+#define FERRY_TEST_TESTENV_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "redis/conn.h"
+
+/* Value of KEY from $FERRY_TESTENV/env (static storage), or NULL. Keys written by
+ * scripts/testenv.sh: REDIS_URL REDIS_PORT REDIS_TLS_URL REDIS_TLS_PORT TLS_CA TLS_CERT
+ * TLS_KEY REDIS_ACL_URL REDIS_DIR */
+const char *testenv_get(const char *key);
+/* Like testenv_get but fails the test when missing. */
+const char *testenv_require(const char *key);
+
+/* A fresh prefix unique to this process and call ("ft<pid>x<n>"), so tests never see
+ * each other's keys. Static storage per call slot (copy it if you keep several). */
+const char *testenv_prefix(void);
+
+/* Open a plain command connection to the test Redis (fails the test on error). */
+ferry_conn *testenv_conn(void);
+
+/* Run a command via printf-style format and return the reply (caller frees). Fails the
+ * test on transport error. */
+redisReply *testenv_cmd(ferry_conn *c, const char *fmt, ...);
+
+/* Poll `cond(arg)` every 5 ms until it is true or timeout_ms passes; returns 1/0. For
+ * waiting on asynchronous effects without fixed sleeps. */
+int testenv_wait_until(int (*cond)(void *), void *arg, int timeout_ms);
+
+#endif
