@@ -16,7 +16,7 @@ deps:
 	@scripts/install-deps.sh
 
 # The whole suite: normal build (unit, integration, interop) then the ASan+UBSan build
-# (unit, integration). Private servers are started and stopped by the CTest fixture.
+# (unit, integration, fuzz smoke runs). Private servers are started and stopped by the CTest fixture.
 test: deps
 	@$(MAKE) --no-print-directory all
 	@cd $(BUILD) && ctest --output-on-failure -j2
@@ -25,8 +25,10 @@ test: deps
 test-fast: all
 	@cd $(BUILD) && ctest --output-on-failure -j2 -L unit
 
+# Sanitizer pass, built with clang (the normal build uses the default cc, gcc on Debian), so
+# both compilers see the code with -Werror; also builds the libFuzzer targets and smoke-runs them.
 test-asan:
-	@cmake -S . -B $(ASAN_BUILD) -DFERRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@CC=clang cmake -S . -B $(ASAN_BUILD) -DFERRY_SANITIZE=ON -DFERRY_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2 -LE interop

@@ -13,8 +13,11 @@
 #include "redis/conn.h"
 
 /* Value of KEY from $FERRY_TESTENV/env (static storage), or NULL. Keys written by
- * scripts/testenv.sh: REDIS_URL REDIS_PORT REDIS_TLS_URL REDIS_TLS_PORT TLS_CA TLS_CERT
- * TLS_KEY REDIS_ACL_URL REDIS_DIR */
+ * scripts/testenv.sh: REDIS_URL REDIS_PORT REDIS_UNIX REDIS_ACL_URL REDIS_ACL_USER
+ * REDIS_ACL_PASSWORD REDIS_TLS_URL REDIS_TLS_PORT TLS_CA TLS_CERT TLS_KEY TLS_OTHER_CA
+ * TLS_SERVER_CERT TLS_SERVER_KEY REDIS_DIR REDIS_PIDFILE REDIS_SERVER_ARGS REDIS_CTL
+ * (DIR/redis-ctl stop|start|kill9|restart|pid for the plain server) REDIS_LOG, and with
+ * --with-postgres DATABASE_URL PG_PORT PG_DATA. */
 const char *testenv_get(const char *key);
 /* Like testenv_get but fails the test when missing. */
 const char *testenv_require(const char *key);

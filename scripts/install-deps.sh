@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# install-deps.sh - install what building and testing ferry needs on Debian 12 (`make deps`).
+# Idempotent and silent when everything is there: packages are checked with dpkg-query first and
+# apt runs only for what is missing; Node packages for the interop tests (tests/interop) are
+# installed with `npm ci` only when node_modules is missing or older than the lockfile.
+# As root it installs; otherwise it prints what to install and exits 1.
+set -euo pipefail
+
+root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+prog=install-deps.sh
+
+pkgs=(
+    build-essential cmake pkg-config clang
+    libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev libmicrohttpd-dev
+    libcurl4-openssl-dev
+    redis-server redis-tools postgresql openssl ca-certificates
+)
+# Node may come from elsewhere (e.g. a vendor nodejs that bundles npm); only without it do we
+# take Debian's, whose nodejs 18 satisfies BullMQ 6 (node >= 14.18).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    pkgs+=(nodejs npm)
+fi
+
+missing=()
+installed=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${pkgs[@]}" 2>/dev/null || true)
+for p in "${pkgs[@]}"; do
+    grep -qx "$p .i *" <<<"$installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+    if ((EUID != 0)); then
+        {
+            echo "$prog: missing Debian packages: ${missing[*]}"
+            echo "install them as root with:"
+            echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+        } >&2
+        exit 1
+    fi
+    echo "$prog: installing ${missing[*]}" >&2
+    # Keep the packages' services (a system redis on 6379, a postgres cluster on 5432) from
+    # starting: ferry's tests run their own private servers. An existing policy is left as is,
+    # and services already running are not touched.
+    policy=/usr/sbin/policy-rc.d
+    made_policy=0
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\n# temporary, from ferry scripts/install-deps.sh\nexit 101\n' >"$policy"
+        chmod 755 "$policy"
+        made_policy=1
+        trap 'rm -f "$policy"' EXIT
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    if ((made_policy)); then
+        rm -f "$policy"
+        trap - EXIT
+    fi
+fi
+
+# Node BullMQ for the interop tests, pinned by the committed lockfile. npm ci rewrites
+# node_modules/.package-lock.json, which is therefore newer than the lockfile after a good run.
+interop=$root/tests/interop
+stamp=$interop/node_modules/.package-lock.json
+if [[ -f $interop/package-lock.json ]] &&
+    { [[ ! -f $stamp ]] || [[ $interop/package-lock.json -nt $stamp ]] || [[ $interop/package.json -nt $stamp ]]; }; then
+    command -v npm >/dev/null 2>&1 || { echo "$prog: npm not found (install nodejs and npm)" >&2; exit 1; }
+    echo "$prog: installing Node packages for the interop tests (npm ci in tests/interop)" >&2
+    (cd "$interop" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# testenv.sh - the CTest `servers` fixture: private servers for the integration and interop
+# tests, all inside one directory, on free loopback ports, stopped at the end.
+#
+#   testenv.sh start DIR [--with-postgres]   wipe DIR, start servers, write DIR/env, exit 0 only
+#                                            when every server answered a real ping
+#   testenv.sh stop DIR                      stop whatever DIR's servers still run (idempotent)
+#   testenv.sh redis-ctl DIR stop|start|kill9|restart|pid
+#                                            act on the plain server (same port, same data dir);
+#                                            DIR/redis-ctl is a wrapper for this
+#
+# Servers: a plain redis-server (TCP + unix socket, ACL user `ferry` / `secret@pw`), a TLS-only
+# redis-server with a throwaway CA, and with --with-postgres a PostgreSQL cluster. DIR/env lists
+# them as KEY=VALUE lines (tests/support/testenv.h reads it); see write_env below for the keys.
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+
+FERRY_PROG=testenv.sh
+FERRY_SCRIPTS=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$FERRY_SCRIPTS/lib.sh"
+
+usage() {
+    sed -n '4,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    exit 2
+}
+
+need_tools() {
+    local t missing=()
+    for t in "$@"; do command -v "$t" >/dev/null 2>&1 || missing+=("$t"); done
+    ((${#missing[@]} == 0)) || ferry_die "missing ${missing[*]}; run scripts/install-deps.sh"
+}
+
+# --- certificates -----------------------------------------------------------------------------
+
+# Throwaway PKI in TLSDIR: ca.crt signs server.crt (CN localhost, SAN DNS:localhost and
+# IP:127.0.0.1) and client.crt; other-ca.crt is an unrelated CA that must NOT validate the server.
+# EC P-256 keys: generated in milliseconds, and every TLS stack we talk to accepts them.
+make_certs() {
+    local t=$1 name cn ext serial newkey
+    cat >"$t/openssl.cnf" <<'EOF'
+# Used only by scripts/testenv.sh to make test certificates; independent of the system config.
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+[ca_ext]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+[server_ext]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost,IP:127.0.0.1
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+[client_ext]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+EOF
+    # Every step checks its status explicitly: `set -e` does not apply inside a `( ) || ...`.
+    (
+        cd "$t" || exit 1
+        umask 077
+        newkey=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+        for name in ca other-ca; do
+            openssl req -config openssl.cnf -x509 -new "${newkey[@]}" -keyout "$name.key" \
+                -out "$name.crt" -days 3650 -subj "/O=ferry tests/CN=ferry $name" \
+                -extensions ca_ext || exit 1
+        done
+        for name in server client; do
+            cn=localhost ext=server_ext
+            [[ $name == server ]] || cn=ferry-test-client ext=client_ext
+            openssl req -config openssl.cnf -new "${newkey[@]}" -keyout "$name.key" \
+                -out "$name.csr" -subj "/O=ferry tests/CN=$cn" || exit 1
+            serial=$(openssl rand -hex 8) || exit 1
+            openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -set_serial "0x$serial" \
+                -days 3650 -out "$name.crt" -extfile openssl.cnf -extensions "$ext" || exit 1
+            rm -f "$name.csr"
+        done
+        chmod 644 ./*.crt || exit 1
+        # Prove the chain is what the tests assume before any test relies on it.
+        openssl verify -CAfile ca.crt -verify_hostname localhost server.crt || exit 1
+        openssl verify -CAfile ca.crt -verify_ip 127.0.0.1 server.crt || exit 1
+        openssl verify -CAfile ca.crt -purpose sslclient client.crt || exit 1
+        if openssl verify -CAfile other-ca.crt server.crt; then
+            echo "other-ca.crt unexpectedly validates server.crt" >&2
+            exit 1
+        fi
+    ) >"$t/openssl.log" 2>&1 || {
+        ferry_msg "certificate generation failed"
+        ferry_log_tail "$t/openssl.log"
+        return 1
+    }
+}
+
+# --- TLS redis --------------------------------------------------------------------------------
+
+# TLS only (port 0 disables plain TCP). Binds ::1 too when the host has it ("-" = optional),
+# so rediss://localhost works whichever address localhost resolves to first.
+write_tls_conf() {
+    local conf=$1 dir=$2 port=$3 t=$4
+    cat >"$conf" <<EOF
+# TLS redis-server written by scripts/testenv.sh; restart with: redis-server $conf
+port 0
+tls-port $port
+bind 127.0.0.1 -::1
+daemonize yes
+pidfile $dir/redis.pid
+logfile $dir/redis.log
+dir $dir
+save ""
+appendonly no
+maxmemory-policy noeviction
+tls-cert-file $t/server.crt
+tls-key-file $t/server.key
+tls-ca-cert-file $t/ca.crt
+tls-auth-clients no
+user ferry on >secret@pw ~* &* +@all
+EOF
+}
+
+# Start the TLS server in DIR/redis-tls; sets TLS_PORT. Args: dir [ports to avoid...]
+start_tls_redis() {
+    local dir=$1 rdir=$1/redis-tls port try rc
+    shift
+    for ((try = 1; try <= FERRY_PORT_TRIES; try++)); do
+        port=$(ferry_pick_port "$@")
+        write_tls_conf "$rdir/redis.conf" "$rdir" "$port" "$dir/tls"
+        rc=0
+        ferry_redis_launch "$rdir/redis.conf" "$rdir" "$rdir/redis.log" "$rdir/redis.pid" \
+            --tls --cacert "$dir/tls/ca.crt" -h 127.0.0.1 -p "$port" || rc=$?
+        if ((rc == 0)); then
+            TLS_PORT=$port
+            return 0
+        fi
+        if ((rc != 2)); then
+            ferry_log_tail "$rdir/redis.log"
+            return 1
+        fi
+        ferry_msg "port $port was taken before redis-server could bind it; trying another"
+    done
+    ferry_msg "gave up after $FERRY_PORT_TRIES port collisions"
+    return 1
+}
+
+# --- checks beyond the readiness ping ---------------------------------------------------------
+
+# Expect PONG from `redis-cli ARGS ping`; WHAT names the check in the error.
+expect_pong() {
+    local what=$1 out
+    shift
+    out=$(ferry_redis_cli --no-auth-warning "$@" ping 2>&1 || true)
+    [[ $out == PONG ]] || { ferry_msg "$what: expected PONG, got: ${out:-nothing}"; return 1; }
+}
+
+verify_servers() {
+    local dir=$1 sock=$2
+    expect_pong "unix socket $sock" -s "$sock" &&
+        expect_pong "ACL user ferry" --user ferry --pass 'secret@pw' -h 127.0.0.1 -p "$REDIS_PORT" &&
+        expect_pong "TLS with client certificate" --tls --cacert "$dir/tls/ca.crt" \
+            --cert "$dir/tls/client.crt" --key "$dir/tls/client.key" -h localhost -p "$TLS_PORT"
+}
+
+# --- env --------------------------------------------------------------------------------------
+
+write_env() {
+    local dir=$1 sock=$2
+    {
+        echo "REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+        echo "REDIS_PORT=$REDIS_PORT"
+        echo "REDIS_UNIX=$sock"
+        echo "REDIS_ACL_URL=redis://ferry:secret%40pw@127.0.0.1:$REDIS_PORT"
+        echo "REDIS_ACL_USER=ferry"
+        echo "REDIS_ACL_PASSWORD=secret@pw"
+        echo "REDIS_TLS_URL=rediss://localhost:$TLS_PORT"
+        echo "REDIS_TLS_PORT=$TLS_PORT"
+        echo "TLS_CA=$dir/tls/ca.crt"
+        echo "TLS_CERT=$dir/tls/client.crt"
+        echo "TLS_KEY=$dir/tls/client.key"
+        echo "TLS_OTHER_CA=$dir/tls/other-ca.crt"
+        echo "TLS_SERVER_CERT=$dir/tls/server.crt"
+        echo "TLS_SERVER_KEY=$dir/tls/server.key"
+        echo "REDIS_DIR=$dir/redis"
+        echo "REDIS_PIDFILE=$dir/redis/redis.pid"
+        echo "REDIS_LOG=$dir/redis/redis.log"
+        echo "REDIS_CONF=$dir/redis/redis.conf"
+        # One argument: `redis-server $REDIS_SERVER_ARGS` restarts the same server.
+        echo "REDIS_SERVER_ARGS=$dir/redis/redis.conf"
+        echo "REDIS_CTL=$dir/redis-ctl"
+        echo "REDIS_TLS_PIDFILE=$dir/redis-tls/redis.pid"
+        if [[ -n ${PG_PORT:-} ]]; then
+            echo "DATABASE_URL=postgresql://ferry@127.0.0.1:$PG_PORT/ferry"
+            echo "PG_PORT=$PG_PORT"
+            echo "PG_DATA=$dir/pg/data"
+        fi
+    } | ferry_write_env "$dir/env"
+}
+
+write_redis_ctl() {
+    local dir=$1
+    cat >"$dir/redis-ctl" <<EOF
+#!/bin/sh
+# Control the plain private redis-server of this directory: stop|start|kill9|restart|pid.
+exec "$FERRY_SCRIPTS/testenv.sh" redis-ctl "$dir" "\$@"
+EOF
+    chmod 755 "$dir/redis-ctl"
+}
+
+# --- commands ---------------------------------------------------------------------------------
+
+stop_all() {
+    local dir=$1 rc=0
+    [[ -d $dir ]] || return 0
+    rm -f -- "$dir/env"
+    ferry_redis_stop_pidfile "$dir/redis/redis.pid" || rc=1
+    ferry_redis_stop_pidfile "$dir/redis-tls/redis.pid" || rc=1
+    ferry_pg_stop "$dir/pg" || rc=1
+    ferry_redis_cleanup_sockdir "$dir"
+    return "$rc"
+}
+
+cmd_start() {
+    local dir with_pg=0 sock
+    dir=$(ferry_abspath "${1:-}")
+    shift || true
+    while (($#)); do
+        case $1 in
+            --with-postgres) with_pg=1 ;;
+            *) usage ;;
+        esac
+        shift
+    done
+    ferry_check_path "$dir"
+    need_tools redis-server redis-cli openssl ss timeout
+    # A previous run that died may have left servers; stop them before wiping their files.
+    if [[ -e $dir/$FERRY_MARKER ]]; then stop_all "$dir" || ferry_die "could not stop old servers in $dir"; fi
+    ferry_prepare_dir "$dir"
+    mkdir -p "$dir/redis" "$dir/redis-tls" "$dir/tls"
+    [[ $with_pg == 0 ]] || mkdir -p "$dir/pg"
+
+    # Any failure from here on: stop what did start, keep the logs for reading.
+    trap 'stop_all "$dir" || true' EXIT
+    sock=$(ferry_redis_sock_path "$dir")
+    ferry_redis_start_plain "$dir/redis" "$sock" || ferry_die "plain redis-server did not start"
+    REDIS_PORT=$FERRY_REDIS_PORT
+    make_certs "$dir/tls" || exit 1
+    start_tls_redis "$dir" "$REDIS_PORT" || ferry_die "TLS redis-server did not start"
+    verify_servers "$dir" "$sock" || ferry_die "servers started but do not behave as configured"
+    if ((with_pg)); then
+        ferry_pg_start "$dir/pg" "$REDIS_PORT" "$TLS_PORT" || ferry_die "PostgreSQL did not start"
+        PG_PORT=$FERRY_PG_PORT
+    fi
+    write_redis_ctl "$dir"
+    write_env "$dir" "$sock"
+    trap - EXIT
+    printf 'testenv: redis 127.0.0.1:%s (unix %s), tls localhost:%s%s; env in %s/env\n' \
+        "$REDIS_PORT" "$sock" "$TLS_PORT" "${PG_PORT:+, postgres 127.0.0.1:$PG_PORT}" "$dir"
+}
+
+cmd_stop() {
+    local dir
+    dir=$(ferry_abspath "${1:-}")
+    [[ -e $dir/$FERRY_MARKER ]] || return 0
+    stop_all "$dir" || ferry_die "some server in $dir did not stop"
+}
+
+cmd_redis_ctl() {
+    local dir rdir port action=${2:-}
+    dir=$(ferry_abspath "${1:-}")
+    rdir=$dir/redis
+    [[ -r $rdir/redis.conf ]] || ferry_die "no server configured in $dir (run start first)"
+    port=$(sed -n 's/^port //p' "$rdir/redis.conf")
+    case $action in
+        stop) ferry_redis_stop_pidfile "$rdir/redis.pid" || ferry_die "redis-server did not stop" ;;
+        kill9) ferry_redis_kill9_pidfile "$rdir/redis.pid" || ferry_die "redis-server did not die" ;;
+        start | restart)
+            [[ $action == start ]] || ferry_redis_stop_pidfile "$rdir/redis.pid" ||
+                ferry_die "redis-server did not stop"
+            if [[ -n $(ferry_pidfile_pid "$rdir/redis.pid" redis-server) ]]; then return 0; fi
+            # Keep the old log: tests that crash the server may want to read it.
+            local log=$rdir/redis.log rc=0
+            [[ ! -s $log ]] || cat "$log" >>"$log.old"
+            ferry_redis_launch "$rdir/redis.conf" "$rdir" "$log" "$rdir/redis.pid" \
+                -h 127.0.0.1 -p "$port" || rc=$?
+            if ((rc == 2)); then ferry_die "port $port is now used by another process"; fi
+            if ((rc != 0)); then ferry_log_tail "$log"; ferry_die "redis-server did not restart"; fi
+            ;;
+        pid) ferry_pidfile_pid "$rdir/redis.pid" redis-server ;;
+        *) usage ;;
+    esac
+}
+
+case ${1:-} in
+    start) shift; cmd_start "$@" ;;
+    stop) shift; cmd_stop "${1:-}" ;;
+    redis-ctl) shift; cmd_redis_ctl "$@" ;;
+    *) usage ;;
+esac
