@@ -32,8 +32,10 @@ static void load(void) {
         *eq = 0;
         char *v = eq + 1;
         v[strcspn(v, "\r\n")] = 0;
-        snprintf(env.key[env.n], sizeof env.key[0], "%s", line);
-        snprintf(env.val[env.n], sizeof env.val[0], "%s", v);
+        size_t kl = strlen(line), vl = strlen(v);
+        if (kl >= sizeof env.key[0] || vl >= sizeof env.val[0]) continue; /* never truncate */
+        memcpy(env.key[env.n], line, kl + 1);
+        memcpy(env.val[env.n], v, vl + 1);
         env.n++;
     }
     fclose(f);

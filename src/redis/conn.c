@@ -1,0 +1,507 @@
+/* conn.c - one synchronous Redis connection (see conn.h): requests encoded by hiredis'
+ * formatter into an output buffer, replies decoded by hiredis' redisReader from bytes our
+ * transport reads, every round trip under one deadline, and the open-time handshake
+ * (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD) sent as a single pipeline. */
+#include "redis/conn.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis/scripts.h"
+#include "redis/transport.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define TIMEOUT_MAX_MS (24 * 3600 * 1000)
+#define OBUF_MAX ((size_t)512 << 20)        /* encoded requests waiting to be sent */
+#define REPLY_BYTES_MAX ((size_t)512 << 20) /* unparsed bytes of one reply */
+#define REPLY_ELEMENTS_MAX (1 << 24)        /* elements of one reply array */
+#define CLIENT_NAME_MAX 256
+#define EVAL_ARGS_MAX (1 << 20) /* keys + args of one EVALSHA */
+#define RBUF_SIZE 65536
+
+struct ferry_conn {
+    ferry_redis_url url;
+    ferry_transport *t;
+    redisReader *reader;
+    /* The reader's default reply builders, with createArray wrapped to enforce
+     * REPLY_ELEMENTS_MAX (hiredis 0.14 has no element limit of its own). */
+    redisReplyObjectFunctions fns;
+    void *(*create_array)(const redisReadTask *, int);
+    int over_limit;
+    char *obuf;
+    size_t olen, ocap;
+    size_t pending;    /* appended commands whose replies are not read yet */
+    size_t secret_len; /* obuf[0..secret_len) holds AUTH: wiped once sent */
+    int timeout_ms, default_timeout_ms;
+    int broken;
+    char endpoint[300];
+    char rbuf[RBUF_SIZE];
+};
+
+static void *create_array_limited(const redisReadTask *task, int elements) {
+    ferry_conn *c = task->privdata;
+    if (elements < 0 || elements > REPLY_ELEMENTS_MAX) {
+        c->over_limit = 1;
+        return NULL; /* the reader reports out-of-memory; over_limit tells us why */
+    }
+    return c->create_array(task, elements);
+}
+
+static int broken(ferry_conn *c, int rc) {
+    c->broken = 1;
+    return rc;
+}
+
+/* Calls that need an idle, healthy connection. */
+static int check_idle(ferry_conn *c, ferry_error *err) {
+    if (c->broken)
+        return ferry__err(err, FERRY_EIO, "redis %s: connection is broken; reconnect", c->endpoint);
+    if (c->pending)
+        return ferry__err(err, FERRY_ESTATE, "redis %s: %zu pipelined commands not read yet",
+                          c->endpoint, c->pending);
+    return 0;
+}
+
+static int obuf_append(ferry_conn *c, const char *cmd, size_t len, ferry_error *err) {
+    if (len > OBUF_MAX - c->olen)
+        return ferry__err(err, FERRY_ETOOBIG, "redis %s: request over %zu MiB", c->endpoint,
+                          OBUF_MAX >> 20);
+    if (c->olen + len > c->ocap) {
+        size_t cap = c->ocap ? c->ocap : 4096;
+        while (cap < c->olen + len)
+            cap *= 2;
+        char *nb = realloc(c->obuf, cap);
+        if (!nb) return ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+        c->obuf = nb;
+        c->ocap = cap;
+    }
+    memcpy(c->obuf + c->olen, cmd, len);
+    c->olen += len;
+    c->pending++;
+    return 0;
+}
+
+static int append_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
+                       ferry_error *err) {
+    if (argc <= 0 || !argv) return ferry__err(err, FERRY_EINVAL, "redis: empty command");
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    if (len < 0) return ferry__err(err, FERRY_ENOMEM, "redis: cannot encode command");
+    int rc = obuf_append(c, cmd, (size_t)len, err);
+    redisFreeCommand(cmd);
+    return rc;
+}
+
+/* One reply from the reader, reading from the socket as needed. */
+static int read_reply(ferry_conn *c, redisReply **out, int64_t deadline, ferry_error *err) {
+    for (;;) {
+        void *r = NULL;
+        c->over_limit = 0;
+        if (redisReaderGetReply(c->reader, &r) != REDIS_OK) {
+            if (c->over_limit)
+                return ferry__err(err, FERRY_ETOOBIG, "redis %s: reply array over %d elements",
+                                  c->endpoint, REPLY_ELEMENTS_MAX);
+            return ferry__err(err, FERRY_EPROTO, "redis %s: bad reply: %s", c->endpoint,
+                              c->reader->errstr);
+        }
+        if (r) {
+            *out = r;
+            return 0;
+        }
+        if (c->reader->len - c->reader->pos > REPLY_BYTES_MAX)
+            return ferry__err(err, FERRY_ETOOBIG, "redis %s: reply over %zu MiB", c->endpoint,
+                              REPLY_BYTES_MAX >> 20);
+        size_t got = 0;
+        int rc = ferry__transport_read(c->t, c->rbuf, sizeof c->rbuf, &got, deadline, err);
+        if (rc != 0) return rc;
+        if (redisReaderFeed(c->reader, c->rbuf, got) != REDIS_OK)
+            return ferry__err(err, FERRY_ENOMEM, "redis %s: reader: %s", c->endpoint,
+                              c->reader->errstr);
+    }
+}
+
+/* Send everything appended, then read n replies. On failure no reply is returned and the
+ * connection is broken: the stream position is unknown. */
+static int flush_read(ferry_conn *c, size_t n, redisReply **replies, int64_t deadline,
+                      ferry_error *err) {
+    for (size_t i = 0; i < n; i++)
+        replies[i] = NULL;
+    int rc = 0;
+    if (c->olen) {
+        rc = ferry__transport_write(c->t, c->obuf, c->olen, deadline, err);
+        c->olen = 0;
+        if (c->secret_len) {
+            explicit_bzero(c->obuf, c->secret_len);
+            c->secret_len = 0;
+        }
+        if (c->ocap > 1 << 20) { /* don't keep a huge batch's buffer around */
+            free(c->obuf);
+            c->obuf = NULL;
+            c->ocap = 0;
+        }
+        if (rc != 0) return broken(c, rc);
+    }
+    for (size_t i = 0; i < n; i++) {
+        rc = read_reply(c, &replies[i], deadline, err);
+        if (rc != 0) {
+            for (size_t j = 0; j < i; j++) {
+                freeReplyObject(replies[j]);
+                replies[j] = NULL;
+            }
+            return broken(c, rc);
+        }
+    }
+    c->pending = 0;
+    return 0;
+}
+
+static int64_t command_deadline(const ferry_conn *c) {
+    return ferry__mono_ms() + c->timeout_ms;
+}
+
+/* ---- commands --------------------------------------------------------------------- */
+
+int ferry__conn_command_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
+                             redisReply **reply, ferry_error *err) {
+    *reply = NULL;
+    int rc = check_idle(c, err);
+    if (rc == 0) rc = append_argv(c, argc, argv, argvlen, err);
+    if (rc != 0) return rc;
+    return flush_read(c, 1, reply, command_deadline(c), err);
+}
+
+int ferry__conn_vcommand(ferry_conn *c, redisReply **reply, ferry_error *err, const char *fmt,
+                         va_list ap) {
+    *reply = NULL;
+    int rc = check_idle(c, err);
+    if (rc != 0) return rc;
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    if (len < 0) return ferry__err(err, FERRY_EINVAL, "redis: bad command format '%s'", fmt);
+    rc = obuf_append(c, cmd, (size_t)len, err);
+    redisFreeCommand(cmd);
+    if (rc != 0) return rc;
+    return flush_read(c, 1, reply, command_deadline(c), err);
+}
+
+int ferry__conn_command(ferry_conn *c, redisReply **reply, ferry_error *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = ferry__conn_vcommand(c, reply, err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int ferry__conn_append_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
+                            ferry_error *err) {
+    if (c->broken)
+        return ferry__err(err, FERRY_EIO, "redis %s: connection is broken; reconnect", c->endpoint);
+    return append_argv(c, argc, argv, argvlen, err);
+}
+
+int ferry__conn_pipeline_read(ferry_conn *c, size_t n, redisReply **replies, ferry_error *err) {
+    for (size_t i = 0; i < n; i++)
+        replies[i] = NULL;
+    if (c->broken)
+        return ferry__err(err, FERRY_EIO, "redis %s: connection is broken; reconnect", c->endpoint);
+    if (n != c->pending)
+        return ferry__err(err, FERRY_EINVAL,
+                          "redis %s: asked for %zu replies, %zu commands pending", c->endpoint, n,
+                          c->pending);
+    if (n == 0) return 0;
+    return flush_read(c, n, replies, command_deadline(c), err);
+}
+
+void ferry__conn_set_timeout(ferry_conn *c, int timeout_ms) {
+    c->timeout_ms = timeout_ms > 0 && timeout_ms <= TIMEOUT_MAX_MS ? timeout_ms
+                    : timeout_ms > 0                               ? TIMEOUT_MAX_MS
+                                                                   : c->default_timeout_ms;
+}
+
+int ferry__conn_broken(const ferry_conn *c) {
+    return !c || c->broken;
+}
+
+const ferry_redis_url *ferry__conn_url(const ferry_conn *c) {
+    return &c->url;
+}
+
+/* ---- scripts ---------------------------------------------------------------------- */
+
+static int reply_is_noscript(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+/* SCRIPT LOAD answered with the sha we computed? */
+static int check_loaded(ferry_conn *c, const ferry_script *s, const char *sha, redisReply *r,
+                        ferry_error *err) {
+    if (r->type == REDIS_REPLY_ERROR)
+        return ferry__err(err, FERRY_EREDIS, "redis %s: SCRIPT LOAD %s: %s", c->endpoint, s->name,
+                          r->str);
+    if (r->type != REDIS_REPLY_STRING || r->len != 40 || memcmp(r->str, sha, 40) != 0)
+        return ferry__err(err, FERRY_EPROTO, "redis %s: SCRIPT LOAD %s: unexpected reply",
+                          c->endpoint, s->name);
+    return 0;
+}
+
+static int append_script_load(ferry_conn *c, const ferry_script *s, ferry_error *err) {
+    const char *argv[] = {"SCRIPT", "LOAD", s->source};
+    const size_t lens[] = {6, 4, s->source_len};
+    return append_argv(c, 3, argv, lens, err);
+}
+
+static int load_all(ferry_conn *c, int64_t deadline, ferry_error *err) {
+    size_t n;
+    const ferry_script *all = ferry__scripts_all(&n);
+    if (n == 0) return 0;
+    redisReply **replies = calloc(n, sizeof *replies);
+    if (!replies) return ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = append_script_load(c, &all[i], err);
+    if (rc != 0) {
+        /* Appended but unsent commands would desynchronise the next round trip. */
+        c->olen = 0;
+        c->pending = 0;
+    } else {
+        rc = flush_read(c, n, replies, deadline, err);
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = check_loaded(c, &all[i], all[i].sha1, replies[i], err);
+    for (size_t i = 0; i < n; i++)
+        if (replies[i]) freeReplyObject(replies[i]);
+    free(replies);
+    return rc;
+}
+
+int ferry__conn_load_scripts(ferry_conn *c, ferry_error *err) {
+    int rc = check_idle(c, err);
+    if (rc != 0) return rc;
+    return load_all(c, command_deadline(c), err);
+}
+
+/* EVALSHA sha numkeys keys... args... into the output buffer. */
+static int append_evalsha(ferry_conn *c, const ferry_script *s, int nkeys, const char **keys,
+                          int nargs, const char **args, const size_t *arglens, ferry_error *err) {
+    if (!s || nkeys < 0 || nargs < 0 || (nkeys && !keys) || (nargs && !args) ||
+        nkeys > EVAL_ARGS_MAX || nargs > EVAL_ARGS_MAX - nkeys)
+        return ferry__err(err, FERRY_EINVAL, "redis: bad EVALSHA arguments (at most %d keys+args)",
+                          EVAL_ARGS_MAX);
+    char sha[41], numkeys[16];
+    if (ferry__script_sha1(s, sha) != 0)
+        return ferry__err(err, FERRY_EINVAL, "redis: cannot compute SHA-1 of script %s", s->name);
+    snprintf(numkeys, sizeof numkeys, "%d", nkeys);
+    size_t argc = 3 + (size_t)nkeys + (size_t)nargs;
+    const char **argv = malloc(argc * sizeof *argv);
+    size_t *lens = malloc(argc * sizeof *lens);
+    int rc;
+    if (!argv || !lens) {
+        rc = ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+    } else {
+        argv[0] = "EVALSHA", lens[0] = 7;
+        argv[1] = sha, lens[1] = 40;
+        argv[2] = numkeys, lens[2] = strlen(numkeys);
+        for (int i = 0; i < nkeys; i++)
+            argv[3 + i] = keys[i], lens[3 + i] = strlen(keys[i]);
+        for (int i = 0; i < nargs; i++) {
+            size_t k = 3 + (size_t)nkeys + (size_t)i;
+            argv[k] = args[i];
+            lens[k] = arglens ? arglens[i] : strlen(args[i]);
+        }
+        rc = append_argv(c, (int)argc, argv, lens, err);
+    }
+    free(argv);
+    free(lens);
+    return rc;
+}
+
+int ferry__conn_append_evalsha(ferry_conn *c, const ferry_script *s, int nkeys, const char **keys,
+                               int nargs, const char **args, const size_t *arglens,
+                               ferry_error *err) {
+    if (c->broken)
+        return ferry__err(err, FERRY_EIO, "redis %s: connection is broken; reconnect", c->endpoint);
+    return append_evalsha(c, s, nkeys, keys, nargs, args, arglens, err);
+}
+
+int ferry__conn_evalsha(ferry_conn *c, const ferry_script *s, int nkeys, const char **keys,
+                        int nargs, const char **args, const size_t *arglens, redisReply **reply,
+                        ferry_error *err) {
+    *reply = NULL;
+    int rc = check_idle(c, err);
+    if (rc == 0) rc = append_evalsha(c, s, nkeys, keys, nargs, args, arglens, err);
+    if (rc == 0) rc = flush_read(c, 1, reply, command_deadline(c), err);
+    if (rc != 0 || !reply_is_noscript(*reply)) return rc;
+
+    /* The script cache was flushed (SCRIPT FLUSH, restart, failover): load it, retry once. */
+    freeReplyObject(*reply);
+    *reply = NULL;
+    char sha[41];
+    redisReply *loaded = NULL;
+    if (ferry__script_sha1(s, sha) != 0)
+        return ferry__err(err, FERRY_EINVAL, "redis: cannot compute SHA-1 of script %s", s->name);
+    rc = append_script_load(c, s, err);
+    if (rc == 0) rc = flush_read(c, 1, &loaded, command_deadline(c), err);
+    if (rc == 0) rc = check_loaded(c, s, sha, loaded, err);
+    if (loaded) freeReplyObject(loaded);
+    if (rc != 0) return rc;
+    rc = append_evalsha(c, s, nkeys, keys, nargs, args, arglens, err);
+    if (rc == 0) rc = flush_read(c, 1, reply, command_deadline(c), err);
+    return rc;
+}
+
+/* ---- open / close ----------------------------------------------------------------- */
+
+static int check_timeout(int v, const char *what, ferry_error *err) {
+    if (v < 0 || v > TIMEOUT_MAX_MS)
+        return ferry__err(err, FERRY_EINVAL, "redis: %s %d out of range (0..%d ms)", what, v,
+                          TIMEOUT_MAX_MS);
+    return 0;
+}
+
+/* Redis rejects names with spaces or newlines; we also keep them printable and short. */
+static int check_client_name(const char *name, ferry_error *err) {
+    size_t len = strlen(name);
+    if (len == 0 || len > CLIENT_NAME_MAX)
+        return ferry__err(err, FERRY_EINVAL, "redis: client name must be 1..%d bytes",
+                          CLIENT_NAME_MAX);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] >= 0x7f)
+            return ferry__err(err, FERRY_EINVAL,
+                              "redis: client name may hold only printable ASCII without spaces");
+    return 0;
+}
+
+static int is_error_prefix(const redisReply *r, const char *prefix) {
+    size_t n = strlen(prefix);
+    return r->type == REDIS_REPLY_ERROR && r->len >= n && memcmp(r->str, prefix, n) == 0;
+}
+
+/* AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD (or a PING when none applies, so an open
+ * connection is always a verified one), all in one round trip before the deadline. */
+static int handshake(ferry_conn *c, const char *client_name, int64_t deadline, ferry_error *err) {
+    const ferry_redis_url *u = &c->url;
+    int rc = 0;
+    size_t n_auth = 0, n_select = 0, n_name = 0;
+    if (u->user || u->password) {
+        /* A user without a password still authenticates ("nopass" ACL users). */
+        const char *with_user[] = {"AUTH", u->user, u->password ? u->password : ""};
+        const char *pass_only[] = {"AUTH", u->password};
+        rc = u->user ? append_argv(c, 3, with_user, NULL, err)
+                     : append_argv(c, 2, pass_only, NULL, err);
+        n_auth = 1;
+        c->secret_len = c->olen;
+    }
+    char db[16];
+    snprintf(db, sizeof db, "%d", u->db);
+    if (rc == 0 && u->db != 0) {
+        rc = append_argv(c, 2, (const char *[]){"SELECT", db}, NULL, err);
+        n_select = 1;
+    }
+    if (rc == 0 && client_name) {
+        rc = append_argv(c, 3, (const char *[]){"CLIENT", "SETNAME", client_name}, NULL, err);
+        n_name = 1;
+    }
+    size_t nscripts;
+    const ferry_script *all = ferry__scripts_all(&nscripts);
+    for (size_t i = 0; rc == 0 && i < nscripts; i++)
+        rc = append_script_load(c, &all[i], err);
+    if (rc == 0 && c->pending == 0) rc = append_argv(c, 1, (const char *[]){"PING"}, NULL, err);
+    if (rc != 0) return rc;
+
+    size_t n = c->pending;
+    redisReply **r = calloc(n, sizeof *r);
+    if (!r) return ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+    rc = flush_read(c, n, r, deadline, err);
+    size_t i = 0;
+    if (rc == 0 && n_auth && r[i]->type == REDIS_REPLY_ERROR)
+        rc = ferry__err(err, FERRY_EAUTH, "redis %s: AUTH refused: %s", c->endpoint, r[i]->str);
+    i += n_auth;
+    for (size_t j = i; rc == 0 && j < n; j++)
+        if (is_error_prefix(r[j], "NOAUTH"))
+            rc = ferry__err(err, FERRY_EAUTH, "redis %s: %s (the URL has no password)", c->endpoint,
+                            r[j]->str);
+    if (rc == 0 && n_select && r[i]->type == REDIS_REPLY_ERROR)
+        rc = ferry__err(err, FERRY_EAUTH, "redis %s: SELECT %s refused: %s", c->endpoint, db,
+                        r[i]->str);
+    i += n_select;
+    if (rc == 0 && n_name && r[i]->type == REDIS_REPLY_ERROR)
+        rc = ferry__err(err, FERRY_EREDIS, "redis %s: CLIENT SETNAME: %s", c->endpoint, r[i]->str);
+    i += n_name;
+    for (size_t j = 0; rc == 0 && j < nscripts; j++, i++)
+        rc = check_loaded(c, &all[j], all[j].sha1, r[i], err);
+    if (rc == 0 && i < n && r[i]->type == REDIS_REPLY_ERROR)
+        rc = ferry__err(err, FERRY_EREDIS, "redis %s: PING: %s", c->endpoint, r[i]->str);
+    for (size_t j = 0; j < n; j++)
+        if (r[j]) freeReplyObject(r[j]);
+    free(r);
+    return rc;
+}
+
+int ferry__conn_open(const ferry_redis_options *opts, const char *client_name, ferry_conn **out,
+                     ferry_error *err) {
+    *out = NULL;
+    ferry_redis_options defaults;
+    if (!opts) {
+        ferry_redis_options_init(&defaults);
+        opts = &defaults;
+    }
+    int rc = check_timeout(opts->connect_timeout_ms, "connect_timeout_ms", err);
+    if (rc == 0) rc = check_timeout(opts->command_timeout_ms, "command_timeout_ms", err);
+    if (rc == 0 && client_name) rc = check_client_name(client_name, err);
+    if (rc != 0) return rc;
+
+    ferry_conn *c = calloc(1, sizeof *c);
+    if (!c) return ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+    rc = ferry__redis_url_parse(opts->url ? opts->url : FERRY_DEFAULT_REDIS_URL, &c->url, err);
+    if (rc != 0) {
+        free(c);
+        return rc;
+    }
+    const ferry_redis_url *u = &c->url;
+    if (u->kind == FERRY_URL_UNIX)
+        snprintf(c->endpoint, sizeof c->endpoint, "unix:%s", u->path);
+    else if (strchr(u->host, ':'))
+        snprintf(c->endpoint, sizeof c->endpoint, "[%s]:%d", u->host, u->port);
+    else
+        snprintf(c->endpoint, sizeof c->endpoint, "%s:%d", u->host, u->port);
+    c->default_timeout_ms =
+        opts->command_timeout_ms ? opts->command_timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->timeout_ms = c->default_timeout_ms;
+
+    c->reader = redisReaderCreate();
+    if (!c->reader) {
+        ferry__conn_close(c);
+        return ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+    }
+    c->fns = *c->reader->fn;
+    c->create_array = c->fns.createArray;
+    c->fns.createArray = create_array_limited;
+    c->reader->fn = &c->fns;
+    c->reader->privdata = c;
+
+    int connect_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : DEFAULT_TIMEOUT_MS;
+    int64_t deadline = ferry__mono_ms() + connect_ms;
+    rc = ferry__transport_connect(u, opts, c->endpoint, deadline, &c->t, err);
+    if (rc == 0) rc = handshake(c, client_name, deadline, err);
+    if (rc != 0) {
+        ferry__conn_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void ferry__conn_close(ferry_conn *c) {
+    if (!c) return;
+    ferry__transport_close(c->t);
+    if (c->reader) redisReaderFree(c->reader);
+    if (c->secret_len) explicit_bzero(c->obuf, c->secret_len);
+    free(c->obuf);
+    ferry__redis_url_free(&c->url);
+    free(c);
+}
