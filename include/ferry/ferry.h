@@ -5,4 +5,5 @@
 #include "redis.h"
 #include "queue.h"
 #include "worker.h"
+#include "http_classify.h"
 #endif

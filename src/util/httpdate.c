@@ -1,0 +1,159 @@
+/* httpdate.c - HTTP-date parsing (RFC 9110 §5.6.7); see httpdate.h.
+ *
+ * A small cursor over a length-bounded buffer, one function per format. Each format must
+ * consume the whole input, so trailing bytes or a NUL inside the text reject the date. */
+#include "util/httpdate.h"
+
+#include <string.h>
+
+#define MS_PER_DAY 86400000LL
+
+int ferry__is_leap_year(int64_t y) {
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* The civil-calendar conversion counts years from March so the leap day is the last day of
+ * the year; eras of 400 years (146097 days) keep every division on non-negative values. */
+int64_t ferry__days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;                                   /* [0, 399] */
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* [0, 365] */
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           /* [0, 146096] */
+    return era * 146097 + doe - 719468;
+}
+
+int64_t ferry__year_from_days(int64_t days) {
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153; /* month counted from March, [0, 11] */
+    return yoe + era * 400 + (mp >= 10);
+}
+
+typedef struct cursor {
+    const char *p, *end;
+} cursor;
+
+static int lit(cursor *c, const char *s) {
+    size_t n = strlen(s);
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, s, n) != 0) return 0;
+    c->p += n;
+    return 1;
+}
+
+/* Exactly n ASCII digits (n <= 4). */
+static int digits(cursor *c, int n, int *out) {
+    if (c->end - c->p < n) return 0;
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        char ch = c->p[i];
+        if (ch < '0' || ch > '9') return 0;
+        v = v * 10 + (ch - '0');
+    }
+    c->p += n;
+    *out = v;
+    return 1;
+}
+
+/* One of `count` names, matched case-sensitively; writes its index. */
+static int name(cursor *c, const char *const *names, int count, int *out) {
+    for (int i = 0; i < count; i++) {
+        if (lit(c, names[i])) {
+            *out = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *const day_short[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+static const char *const day_long[] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
+                                       "Friday", "Saturday", "Sunday"};
+static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+static int month(cursor *c, int *m) {
+    if (!name(c, months, 12, m)) return 0;
+    *m += 1;
+    return 1;
+}
+
+typedef struct fields {
+    int year, month, day, hour, minute, second;
+} fields;
+
+/* time-of-day = hour ":" minute ":" second */
+static int time_of_day(cursor *c, fields *f) {
+    return digits(c, 2, &f->hour) && lit(c, ":") && digits(c, 2, &f->minute) && lit(c, ":") &&
+           digits(c, 2, &f->second);
+}
+
+/* "Sun, 06 Nov 1994 08:49:37 GMT" */
+static int imf_fixdate(cursor *c, fields *f) {
+    int wd;
+    return name(c, day_short, 7, &wd) && lit(c, ", ") && digits(c, 2, &f->day) && lit(c, " ") &&
+           month(c, &f->month) && lit(c, " ") && digits(c, 4, &f->year) && lit(c, " ") &&
+           time_of_day(c, f) && lit(c, " GMT") && c->p == c->end;
+}
+
+/* "Sunday, 06-Nov-94 08:49:37 GMT"; f->year gets the two digits, resolved by the caller. */
+static int rfc850_date(cursor *c, fields *f) {
+    int wd;
+    return name(c, day_long, 7, &wd) && lit(c, ", ") && digits(c, 2, &f->day) && lit(c, "-") &&
+           month(c, &f->month) && lit(c, "-") && digits(c, 2, &f->year) && lit(c, " ") &&
+           time_of_day(c, f) && lit(c, " GMT") && c->p == c->end;
+}
+
+/* "Sun Nov  6 08:49:37 1994" or "Sun Nov 06 08:49:37 1994" (date3's 2DIGIT / SP DIGIT) */
+static int asctime_date(cursor *c, fields *f) {
+    int wd;
+    if (!(name(c, day_short, 7, &wd) && lit(c, " ") && month(c, &f->month) && lit(c, " ")))
+        return 0;
+    if (!(lit(c, " ") ? digits(c, 1, &f->day) : digits(c, 2, &f->day))) return 0;
+    return lit(c, " ") && time_of_day(c, f) && lit(c, " ") && digits(c, 4, &f->year) &&
+           c->p == c->end;
+}
+
+/* RFC 9110 §5.6.7: a two-digit year more than 50 years in the future is the most recent
+ * past year with those digits. Picks the year ≡ yy (mod 100) in (now_year-50, now_year+50]. */
+static int64_t resolve_two_digit_year(int yy, int64_t now_ms) {
+    int64_t now_year = ferry__year_from_days(now_ms / MS_PER_DAY);
+    int64_t y = now_year - now_year % 100 + yy;
+    if (y > now_year + 50)
+        y -= 100;
+    else if (y <= now_year - 50)
+        y += 100;
+    return y;
+}
+
+static int valid(const fields *f) {
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (f->month < 1 || f->month > 12 || f->day < 1) return 0;
+    int dim = mdays[f->month - 1] + (f->month == 2 && ferry__is_leap_year(f->year));
+    return f->day <= dim && f->hour <= 23 && f->minute <= 59 && f->second <= 60;
+}
+
+int ferry__httpdate_parse(const char *s, size_t len, int64_t now_ms, int64_t *out_ms) {
+    if (!s || !out_ms) return -1;
+    fields f = {0};
+    cursor c = {s, s + len};
+    if (!imf_fixdate(&c, &f)) {
+        c.p = s;
+        if (!asctime_date(&c, &f)) {
+            c.p = s;
+            if (!rfc850_date(&c, &f)) return -1;
+            if (now_ms < 0 || now_ms > FERRY_HTTPDATE_MAX_MS) return -1;
+            int64_t y = resolve_two_digit_year(f.year, now_ms);
+            if (y > 9999) return -1; /* keeps the FERRY_HTTPDATE_MAX_MS bound */
+            f.year = (int)y;
+        }
+    }
+    if (!valid(&f)) return -1;
+    int64_t days = ferry__days_from_civil(f.year, f.month, f.day);
+    int64_t secs = (int64_t)f.hour * 3600 + f.minute * 60 + f.second;
+    *out_ms = days * MS_PER_DAY + secs * 1000;
+    return 0;
+}
