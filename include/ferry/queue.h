@@ -37,7 +37,8 @@ FERRY_API void ferry_queue_options_init(ferry_queue_options *o);
 
 /* Open queue `name` (no ':' allowed): validates options, connects, loads scripts.
  * On success *out is a new handle the caller frees with ferry_queue_close().
- * Blocks up to the connect timeout. Returns 0 or a ferry_err (detail in *err). */
+ * Blocks up to the connect timeout plus one command timeout (it writes the queue's meta).
+ * Returns 0 or a ferry_err (detail in *err). */
 FERRY_API int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_queue **out,
                                ferry_error *err);
 

@@ -1,0 +1,733 @@
+/* job_opts.c - BullMQ JobsOptions: strict parse of user input, lenient read of stored opts
+ * (possibly written by Node through Redis' cjson), shallow merge, keepJobs values.
+ *
+ * The stored form mirrors what BullMQ 6.7.0 writes into the job hash: public option names
+ * except the short aliases (de fpof cpof idof rdof kl tm omc), backoff normalised to an
+ * object, "attempts":0 added when absent, jobId only for custom ids, null members dropped
+ * (BullMQ's msgpack round trip loses them), unknown keys kept as they are. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/job_opts.h"
+#include "queue/job_opts_ext.h"
+#include "queue/json_text.h"
+#include "util/error.h"
+
+enum opt_kind {
+    K_JOBID,
+    K_ATTEMPTS,
+    K_BACKOFF,
+    K_DELAY,
+    K_PRIORITY,
+    K_LIFO,
+    K_TIMESTAMP,
+    K_RMC,
+    K_RMF,
+    K_STL,
+    K_KEEPLOGS,
+    K_SIZELIMIT,
+    K_DEDUP,
+    K_PARENT_FLAG, /* fpof cpof idof rdof */
+    K_TELEMETRY,
+    K_TM,
+    K_OMC,
+    K_PARENT,
+    K_REPEATJOBKEY,
+    K_DEBOUNCE,
+};
+
+/* Both the public and the stored spelling are accepted on input (Node passes a stored
+ * spelling through unchanged, so it means the same option). */
+static const struct known_opt {
+    const char *name;
+    const char *stored;
+    enum opt_kind kind;
+} KNOWN[] = {
+    {"jobId", "jobId", K_JOBID},
+    {"attempts", "attempts", K_ATTEMPTS},
+    {"backoff", "backoff", K_BACKOFF},
+    {"delay", "delay", K_DELAY},
+    {"priority", "priority", K_PRIORITY},
+    {"lifo", "lifo", K_LIFO},
+    {"timestamp", "timestamp", K_TIMESTAMP},
+    {"removeOnComplete", "removeOnComplete", K_RMC},
+    {"removeOnFail", "removeOnFail", K_RMF},
+    {"stackTraceLimit", "stackTraceLimit", K_STL},
+    {"keepLogs", "kl", K_KEEPLOGS},
+    {"kl", "kl", K_KEEPLOGS},
+    {"sizeLimit", "sizeLimit", K_SIZELIMIT},
+    {"deduplication", "de", K_DEDUP},
+    {"de", "de", K_DEDUP},
+    {"failParentOnFailure", "fpof", K_PARENT_FLAG},
+    {"fpof", "fpof", K_PARENT_FLAG},
+    {"continueParentOnFailure", "cpof", K_PARENT_FLAG},
+    {"cpof", "cpof", K_PARENT_FLAG},
+    {"ignoreDependencyOnFailure", "idof", K_PARENT_FLAG},
+    {"idof", "idof", K_PARENT_FLAG},
+    {"removeDependencyOnFailure", "rdof", K_PARENT_FLAG},
+    {"rdof", "rdof", K_PARENT_FLAG},
+    {"telemetry", NULL, K_TELEMETRY},
+    {"tm", "tm", K_TM},
+    {"omc", "omc", K_OMC},
+    {"parent", "parent", K_PARENT},
+    {"repeatJobKey", NULL, K_REPEATJOBKEY},
+    {"debounce", NULL, K_DEBOUNCE},
+};
+
+static const struct known_opt *find_known(const char *key) {
+    for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0]; i++)
+        if (!strcmp(KNOWN[i].name, key)) return &KNOWN[i];
+    return NULL;
+}
+
+/* ---- error helpers ------------------------------------------------------------------ */
+
+static void show_value(const json_t *v, char *buf, size_t cap) {
+    char *s = ferry__json_serialize(v, 0, 4096);
+    if (!s) {
+        snprintf(buf, cap, "(a large value)");
+        return;
+    }
+    if (strlen(s) > 40)
+        snprintf(buf, cap, "%.37s...", s);
+    else
+        snprintf(buf, cap, "%s", s);
+    free(s);
+}
+
+static int bad(ferry_error *err, const char *field, const char *expect, const json_t *v) {
+    char got[48];
+    show_value(v, got, sizeof got);
+    return ferry__err(err, FERRY_EINVAL, "%s: expected %s, got %s", field, expect, got);
+}
+
+/* Integer in [min,max]; JSON reals with an integral value count (JS has one number type). */
+static int as_int(const json_t *v, long long min, long long max, long long *out) {
+    if (json_is_integer(v)) {
+        long long x = json_integer_value(v);
+        if (x < min || x > max) return -1;
+        *out = x;
+        return 0;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d != floor(d) || d < (double)min || d > (double)max) return -1;
+        *out = (long long)d;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- jobId rules (Node's Queue.addJob + Job.validateOptions) ------------------------ */
+
+/* True when String(parseInt(s, 10)) === s in JavaScript, i.e. Node calls it an integer. */
+static int js_integer_string(const char *s) {
+    const char *p = s[0] == '-' ? s + 1 : s;
+    size_t nd = strlen(p);
+    if (nd == 0 || (p[0] == '0' && nd > 1)) return 0;
+    for (size_t i = 0; i < nd; i++)
+        if (p[i] < '0' || p[i] > '9') return 0;
+    if (s[0] == '-' && !strcmp(p, "0")) return 0; /* -0 prints as "0" */
+    if (nd <= 15) return 1;                       /* exact in a double */
+    if (nd > 21) return 0;                        /* >= 1e21 prints in exponent form */
+    /* JS prints the nearest double as its shortest round-trip digits, zero-padded. */
+    double d = strtod(p, NULL);
+    char t[40], digits[24];
+    int exp10 = 0;
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(t, sizeof t, "%.*e", prec - 1, d);
+        if (strtod(t, NULL) == d || prec == 17) break;
+    }
+    size_t nd2 = 0;
+    const char *q = t;
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9' && nd2 < sizeof digits - 1) digits[nd2++] = *q;
+    if (*q == 'e') exp10 = atoi(q + 1);
+    if (exp10 + 1 != (int)nd || nd2 > nd) return 0;
+    for (size_t i = 0; i < nd; i++)
+        if (p[i] != (i < nd2 ? digits[i] : '0')) return 0;
+    return 1;
+}
+
+static int check_job_id(const char *id, ferry_error *err) {
+    size_t len = strlen(id);
+    if (len > FERRY__JOB_ID_MAX)
+        return ferry__err(err, FERRY_EINVAL, "opts.jobId: longer than %d bytes", FERRY__JOB_ID_MAX);
+    if (!strcmp(id, "0") || !strncmp(id, "0:", 2))
+        return ferry__err(err, FERRY_EINVAL, "opts.jobId: cannot be '0' or start with '0:'");
+    if (js_integer_string(id))
+        return ferry__err(err, FERRY_EINVAL,
+                          "opts.jobId: custom ids cannot be integers (\"%s\" would collide with "
+                          "generated ids)",
+                          id);
+    const char *c1 = strchr(id, ':');
+    if (c1) {
+        const char *c2 = strchr(c1 + 1, ':');
+        if (!c2 || strchr(c2 + 1, ':'))
+            return ferry__err(err, FERRY_EINVAL,
+                              "opts.jobId: cannot contain ':' (except the 3-part legacy "
+                              "repeat form a:b:c)");
+    }
+    return 0;
+}
+
+/* ---- keepJobs (removeOnComplete / removeOnFail) ------------------------------------- */
+
+static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out,
+                       ferry_error *err) {
+    static const char expect[] = "true, false, a non-negative integer or {age, count, limit}";
+    long long n;
+    memset(out, 0, sizeof *out);
+    out->set = 1;
+    if (json_is_true(v)) {
+        out->count = 0;
+        return 0;
+    }
+    if (json_is_false(v)) {
+        out->count = -1;
+        return 0;
+    }
+    if (json_is_number(v)) {
+        if (as_int(v, 0, FERRY__JS_SAFE_MAX, &n)) return bad(err, field, expect, v);
+        out->count = n;
+        return 0;
+    }
+    if (!json_is_object(v)) return bad(err, field, expect, v);
+    out->count = -1;
+    int age_zero = 0;
+    const char *k;
+    json_t *m;
+    char sub[96];
+    json_object_foreach((json_t *)v, k, m) {
+        snprintf(sub, sizeof sub, "%s.%.40s", field, k);
+        if (json_is_null(m)) continue;
+        if (!strcmp(k, "age")) {
+            if (as_int(m, 0, FERRY__JS_SAFE_MAX / 1000, &n))
+                return bad(err, sub, "a non-negative integer (seconds)", m);
+            if (n == 0) age_zero = 1;
+            out->age_s = n;
+        } else if (!strcmp(k, "count")) {
+            if (as_int(m, 0, FERRY__JS_SAFE_MAX, &n))
+                return bad(err, sub, "a non-negative integer", m);
+            out->count = n;
+        } else if (!strcmp(k, "limit")) {
+            if (as_int(m, 1, FERRY__JS_SAFE_MAX, &n)) return bad(err, sub, "a positive integer", m);
+            out->limit = n;
+        } else {
+            return ferry__err(err, FERRY_EINVAL,
+                              "%s: unknown member \"%.40s\" (expected age, count, "
+                              "limit)",
+                              field, k);
+        }
+    }
+    /* age 0 trims everything finished up to now, this job included: delete at once. */
+    if (age_zero) out->count = 0;
+    return 0;
+}
+
+int ferry__keep_jobs_parse(const char *json, ferry__keep_jobs *out, ferry_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!json || !*json) return 0;
+    size_t len = strlen(json);
+    if (len > FERRY__OPTS_MAX_BYTES)
+        return ferry__err(err, FERRY_ETOOBIG, "keepJobs: %zu bytes, limit %d", len,
+                          FERRY__OPTS_MAX_BYTES);
+    if (ferry__json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH)
+        return ferry__err(err, FERRY_EINVAL, "keepJobs: nested deeper than %d levels",
+                          FERRY__OPTS_MAX_DEPTH);
+    json_error_t je;
+    json_t *v = json_loadb(json, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (!v)
+        return ferry__err(err, FERRY_EINVAL, "keepJobs: invalid JSON at column %d: %s", je.column,
+                          je.text);
+    int rc = keep_strict(v, "keepJobs", out, err);
+    json_decref(v);
+    if (rc) memset(out, 0, sizeof *out);
+    return rc;
+}
+
+/* ---- strict parse -------------------------------------------------------------------- */
+
+static int parse_backoff(const json_t *v, ferry__backoff *b, json_t **stored, ferry_error *err) {
+    static const char expect[] = "a non-negative integer or {type, delay, jitter}";
+    long long n;
+    memset(b, 0, sizeof *b);
+    b->set = 1;
+    if (json_is_number(v)) {
+        if (as_int(v, 0, FERRY__JS_SAFE_MAX, &n)) return bad(err, "opts.backoff", expect, v);
+        strcpy(b->type, "fixed");
+        b->delay_ms = n;
+        *stored = json_pack("{s:s, s:I}", "type", "fixed", "delay", (json_int_t)n);
+        return *stored ? 0 : ferry__err(err, FERRY_ENOMEM, "out of memory");
+    }
+    if (!json_is_object(v)) return bad(err, "opts.backoff", expect, v);
+    const json_t *type = NULL, *delay = NULL, *jitter = NULL;
+    const char *k;
+    json_t *m;
+    json_object_foreach((json_t *)v, k, m) {
+        if (json_is_null(m)) continue;
+        if (!strcmp(k, "type"))
+            type = m;
+        else if (!strcmp(k, "delay"))
+            delay = m;
+        else if (!strcmp(k, "jitter"))
+            jitter = m;
+        else
+            return ferry__err(err, FERRY_EINVAL,
+                              "opts.backoff: unknown member \"%.40s\" (expected type, delay, "
+                              "jitter)",
+                              k);
+    }
+    if (!type || !json_is_string(type) || json_string_length(type) == 0 ||
+        json_string_length(type) >= sizeof b->type ||
+        strlen(json_string_value(type)) != json_string_length(type))
+        return bad(err, "opts.backoff.type",
+                   "a non-empty string of at most 63 bytes (fixed, exponential or a custom name)",
+                   type ? type : json_null());
+    strcpy(b->type, json_string_value(type));
+    json_t *st = json_object();
+    if (!st) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    json_object_set_new(st, "type", json_string(b->type));
+    if (delay) {
+        if (as_int(delay, 0, FERRY__JS_SAFE_MAX, &n)) {
+            json_decref(st);
+            return bad(err, "opts.backoff.delay", "a non-negative integer (ms)", delay);
+        }
+        b->delay_ms = n;
+        json_object_set_new(st, "delay", json_integer(n));
+    }
+    if (jitter) {
+        double j = json_is_number(jitter) ? json_number_value(jitter) : -1;
+        if (!json_is_number(jitter) || !(j >= 0 && j <= 1)) {
+            json_decref(st);
+            return bad(err, "opts.backoff.jitter", "a number between 0 and 1", jitter);
+        }
+        b->jitter = j;
+        json_object_set_new(st, "jitter", json_real(j));
+    }
+    *stored = st;
+    return 0;
+}
+
+static int check_dedup(const json_t *v, ferry_error *err) {
+    if (!json_is_object(v)) return bad(err, "opts.deduplication", "an object {id, ttl, ...}", v);
+    const json_t *id = json_object_get(v, "id");
+    if (!id || !json_is_string(id) || json_string_length(id) == 0)
+        return ferry__err(err, FERRY_EINVAL, "opts.deduplication.id: must be a non-empty string");
+    const char *k;
+    json_t *m;
+    long long n;
+    json_object_foreach((json_t *)v, k, m) {
+        if (json_is_null(m) || !strcmp(k, "id")) continue;
+        if (!strcmp(k, "ttl")) {
+            if (as_int(m, 1, FERRY__JS_SAFE_MAX, &n))
+                return bad(err, "opts.deduplication.ttl", "a positive integer (ms)", m);
+        } else if (!strcmp(k, "extend") || !strcmp(k, "replace") ||
+                   !strcmp(k, "keepLastIfActive") || !strcmp(k, "reschedule")) {
+            if (!json_is_boolean(m)) {
+                char f[64];
+                snprintf(f, sizeof f, "opts.deduplication.%s", k);
+                return bad(err, f, "a boolean", m);
+            }
+        } else {
+            return ferry__err(err, FERRY_EINVAL,
+                              "opts.deduplication: unknown member \"%.40s\" (expected id, ttl, "
+                              "extend, replace, keepLastIfActive, reschedule)",
+                              k);
+        }
+    }
+    return 0;
+}
+
+static int check_parent(const json_t *v, ferry_error *err) {
+    const json_t *id = json_is_object(v) ? json_object_get(v, "id") : NULL;
+    const json_t *q = json_is_object(v) ? json_object_get(v, "queue") : NULL;
+    if (!id || !q || !json_is_string(id) || !json_is_string(q) || !json_string_length(id) ||
+        !json_string_length(q))
+        return bad(err, "opts.parent", "{id: string, queue: \"<prefix>:<queue>\"}", v);
+    return 0;
+}
+
+/* Parse a merged options object; fills *o and the extras. */
+static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, ferry_error *err) {
+    json_t *st = json_object();
+    if (!st) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    json_object_set_new(st, "attempts", json_integer(0)); /* Node: {attempts: 0, ...opts} */
+    const char *excl[4];
+    int nexcl = 0, rc = 0;
+    long long n;
+    char field[96];
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(obj, key, v) {
+        const struct known_opt *k = find_known(key);
+        if (json_is_null(v)) continue; /* null = not given (and the stored form drops it) */
+        if (!k) {
+            json_object_set(st, key, v);
+            continue;
+        }
+        snprintf(field, sizeof field, "opts.%s", key);
+        json_t *sv = NULL; /* normalised value to store under k->stored */
+        switch (k->kind) {
+        case K_JOBID:
+            if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+                rc = bad(err, field, "a string", v);
+                break;
+            }
+            if (json_string_length(v) == 0) break; /* "" = no custom id, as in Node */
+            if ((rc = check_job_id(json_string_value(v), err))) break;
+            free(o->job_id);
+            o->job_id = strdup(json_string_value(v));
+            if (!o->job_id) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
+            sv = json_incref(v);
+            break;
+        case K_ATTEMPTS:
+        case K_DELAY:
+        case K_TIMESTAMP:
+        case K_STL:
+        case K_KEEPLOGS:
+        case K_SIZELIMIT:
+            if (as_int(v, 0, FERRY__JS_SAFE_MAX, &n)) {
+                rc = bad(err, field, "a non-negative integer", v);
+                break;
+            }
+            if (k->kind == K_ATTEMPTS)
+                o->attempts = n;
+            else if (k->kind == K_DELAY)
+                o->delay_ms = n;
+            else if (k->kind == K_TIMESTAMP)
+                o->timestamp = n;
+            else if (k->kind == K_STL)
+                o->stack_trace_limit = n;
+            else if (k->kind == K_SIZELIMIT && x)
+                x->size_limit = n;
+            sv = json_integer(n);
+            break;
+        case K_PRIORITY:
+            if (as_int(v, 0, FERRY__PRIORITY_MAX, &n)) {
+                rc = bad(err, field, "an integer from 0 to 2097151", v);
+                break;
+            }
+            o->priority = n;
+            sv = json_integer(n);
+            break;
+        case K_LIFO:
+            if (!json_is_boolean(v)) {
+                rc = bad(err, field, "a boolean", v);
+                break;
+            }
+            o->lifo = json_is_true(v);
+            sv = json_incref(v);
+            break;
+        case K_BACKOFF:
+            rc = parse_backoff(v, &o->backoff, &sv, err);
+            break;
+        case K_RMC:
+        case K_RMF:
+            rc = keep_strict(v, field,
+                             k->kind == K_RMC ? &o->remove_on_complete : &o->remove_on_fail, err);
+            if (!rc) sv = json_incref(v);
+            break;
+        case K_DEDUP:
+            if ((rc = check_dedup(v, err))) break;
+            if (x) x->has_dedup = 1;
+            sv = json_incref(v);
+            break;
+        case K_PARENT_FLAG:
+            if (!json_is_boolean(v)) {
+                rc = bad(err, field, "a boolean", v);
+                break;
+            }
+            if (json_is_true(v) && nexcl < 4) excl[nexcl++] = key;
+            sv = json_incref(v);
+            break;
+        case K_TELEMETRY: {
+            if (!json_is_object(v)) {
+                rc = bad(err, field, "an object {metadata, omitContext}", v);
+                break;
+            }
+            const char *tk;
+            json_t *tv;
+            json_object_foreach(v, tk, tv) {
+                if (json_is_null(tv)) continue;
+                if (!strcmp(tk, "metadata") && json_is_string(tv)) {
+                    json_object_set(st, "tm", tv);
+                } else if (!strcmp(tk, "omitContext") && json_is_boolean(tv)) {
+                    json_object_set(st, "omc", tv);
+                } else {
+                    rc = ferry__err(err, FERRY_EINVAL,
+                                    "opts.telemetry: expected {metadata: string, omitContext: "
+                                    "boolean}, bad member \"%.40s\"",
+                                    tk);
+                    break;
+                }
+            }
+            break;
+        }
+        case K_TM:
+            if (!json_is_string(v))
+                rc = bad(err, field, "a string", v);
+            else
+                sv = json_incref(v);
+            break;
+        case K_OMC:
+            if (!json_is_boolean(v))
+                rc = bad(err, field, "a boolean", v);
+            else
+                sv = json_incref(v);
+            break;
+        case K_PARENT:
+            if ((rc = check_parent(v, err))) break;
+            if (x) x->has_parent = 1;
+            sv = json_incref(v);
+            break;
+        case K_REPEATJOBKEY:
+            rc = ferry__err(err, FERRY_EINVAL,
+                            "opts.repeatJobKey: set only by job schedulers, not accepted on add");
+            break;
+        case K_DEBOUNCE:
+            rc = ferry__err(err, FERRY_EINVAL,
+                            "opts.debounce: removed in BullMQ 6; use deduplication instead");
+            break;
+        }
+        if (rc) {
+            json_decref(sv);
+            break;
+        }
+        if (sv && json_object_set_new(st, k->stored, sv)) {
+            rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
+            break;
+        }
+    }
+    if (!rc && nexcl > 1)
+        rc = ferry__err(err, FERRY_EINVAL, "opts: %s and %s cannot be used together", excl[0],
+                        excl[1]);
+    if (!rc) {
+        o->stored_json = ferry__json_serialize(st, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
+        if (!o->stored_json) rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
+    }
+    json_decref(st);
+    return rc;
+}
+
+static void opts_defaults(ferry__job_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->timestamp = -1;
+    o->stack_trace_limit = -1;
+}
+
+json_t *ferry__opts_load_object(const char *json, const char *what, ferry_error *err) {
+    if (!json || !*json) {
+        json_t *o = json_object();
+        if (!o) ferry__err(err, FERRY_ENOMEM, "out of memory");
+        return o;
+    }
+    size_t len = strlen(json);
+    if (len > FERRY__OPTS_MAX_BYTES) {
+        ferry__err(err, FERRY_ETOOBIG, "%s JSON is %zu bytes, limit %d", what, len,
+                   FERRY__OPTS_MAX_BYTES);
+        return NULL;
+    }
+    if (ferry__json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH) {
+        ferry__err(err, FERRY_EINVAL, "%s: nested deeper than %d levels", what,
+                   FERRY__OPTS_MAX_DEPTH);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!o) {
+        ferry__err(err, FERRY_EINVAL, "%s: invalid JSON at line %d column %d: %s", what, je.line,
+                   je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(o)) {
+        bad(err, what, "a JSON object", o);
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__job_opts *out,
+                               ferry__job_opts_extra *extra, ferry_error *err) {
+    ferry__job_opts_extra ignored;
+    ferry_error local;
+    if (!extra) extra = &ignored;
+    if (!err) err = &local;
+    memset(extra, 0, sizeof *extra);
+    opts_defaults(out);
+    json_t *obj = ferry__opts_load_object(json, "opts", err);
+    if (!obj) return err->code;
+    if (defaults && json_object_size(defaults)) {
+        /* defaults first, then the job's own keys over them (Object.assign order) */
+        json_t *merged = json_copy((json_t *)defaults);
+        if (!merged || json_object_update(merged, obj)) {
+            json_decref(merged);
+            json_decref(obj);
+            return ferry__err(err, FERRY_ENOMEM, "out of memory");
+        }
+        json_decref(obj);
+        obj = merged;
+    }
+    int rc = parse_obj(obj, out, extra, err);
+    json_decref(obj);
+    if (rc) {
+        ferry__job_opts_free(out);
+        opts_defaults(out);
+        memset(extra, 0, sizeof *extra);
+    }
+    return rc;
+}
+
+int ferry__job_opts_parse(const char *json, ferry__job_opts *out, ferry_error *err) {
+    return ferry__job_opts_parse_over(NULL, json, out, NULL, err);
+}
+
+void ferry__job_opts_free(ferry__job_opts *o) {
+    if (!o) return;
+    free(o->job_id);
+    free(o->stored_json);
+    o->job_id = NULL;
+    o->stored_json = NULL;
+}
+
+/* ---- lenient read of stored opts ---------------------------------------------------- */
+
+/* A number however it was stored: integer, real (cjson's 1.2345678901234e+14), or a
+ * numeric string. Returns 0 and *d on success. */
+static int lenient_number(const json_t *v, double *d) {
+    if (json_is_number(v)) {
+        *d = json_number_value(v);
+        return isfinite(*d) ? 0 : -1;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        char *end;
+        if (!*s) return -1;
+        *d = strtod(s, &end);
+        return (*end == 0 && isfinite(*d)) ? 0 : -1;
+    }
+    return -1;
+}
+
+static long long lenient_int(const json_t *v, long long lo, long long hi, long long dflt) {
+    double d;
+    if (lenient_number(v, &d)) return dflt;
+    if (d < (double)lo) return lo;
+    if (d > (double)hi) return hi;
+    return (long long)d;
+}
+
+static void keep_lenient(const json_t *v, ferry__keep_jobs *k) {
+    double d;
+    memset(k, 0, sizeof *k);
+    k->set = 1;
+    if (json_is_true(v)) {
+        k->count = 0;
+    } else if (json_is_object(v)) {
+        const json_t *c = json_object_get(v, "count"), *a = json_object_get(v, "age"),
+                     *l = json_object_get(v, "limit");
+        k->count = (c && !lenient_number(c, &d)) ? (d < 0 ? -1 : (long long)d) : -1;
+        if (a && !lenient_number(a, &d)) {
+            if (d <= 0)
+                k->count = 0; /* see keep_strict */
+            else
+                k->age_s = (long long)d;
+        }
+        if (l && !lenient_number(l, &d) && d >= 1) k->limit = (long long)d;
+    } else if (!lenient_number(v, &d)) {
+        k->count = d < 0 ? -1 : (long long)d;
+    } else {
+        k->count = -1; /* false, or anything unreadable: keep */
+    }
+}
+
+static void backoff_lenient(const json_t *v, ferry__backoff *b) {
+    double d;
+    memset(b, 0, sizeof *b);
+    if (!lenient_number(v, &d)) {
+        b->set = 1;
+        strcpy(b->type, "fixed");
+        b->delay_ms = d > 0 ? (long long)d : 0;
+        return;
+    }
+    if (!json_is_object(v)) return;
+    b->set = 1;
+    const json_t *t = json_object_get(v, "type");
+    /* A name we cannot hold stays empty so the worker reports an unknown strategy rather
+     * than running a different one. */
+    if (t && json_is_string(t) && json_string_length(t) < sizeof b->type)
+        strcpy(b->type, json_string_value(t));
+    b->delay_ms = lenient_int(json_object_get(v, "delay"), 0, FERRY__JS_SAFE_MAX, 0);
+    const json_t *j = json_object_get(v, "jitter");
+    if (j && !lenient_number(j, &d)) b->jitter = d < 0 ? 0 : d > 1 ? 1 : d;
+}
+
+void ferry__job_opts_from_stored(const char *json, ferry__job_opts *out) {
+    opts_defaults(out);
+    json_t *o = NULL;
+    if (json && *json) {
+        json_error_t je;
+        o = json_loads(json, 0, &je);
+        if (!o) o = json_loads(json, JSON_DECODE_INT_AS_REAL, &je); /* integers > int64 */
+    }
+    if (!o || !json_is_object(o)) {
+        json_decref(o);
+        out->stored_json = strdup("{}");
+        return;
+    }
+    out->stored_json = strdup(json);
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        if (json_is_null(v)) continue;
+        if (!strcmp(key, "jobId")) {
+            if (json_is_string(v) && json_string_length(v) > 0 &&
+                strlen(json_string_value(v)) == json_string_length(v)) {
+                free(out->job_id);
+                out->job_id = strdup(json_string_value(v));
+            }
+        } else if (!strcmp(key, "attempts")) {
+            out->attempts = lenient_int(v, 0, FERRY__JS_SAFE_MAX, 0);
+        } else if (!strcmp(key, "backoff")) {
+            backoff_lenient(v, &out->backoff);
+        } else if (!strcmp(key, "delay")) {
+            out->delay_ms = lenient_int(v, 0, FERRY__JS_SAFE_MAX, 0);
+        } else if (!strcmp(key, "priority")) {
+            out->priority = lenient_int(v, 0, FERRY__PRIORITY_MAX, 0);
+        } else if (!strcmp(key, "lifo")) {
+            double d;
+            out->lifo = json_is_true(v) || (!json_is_string(v) && !lenient_number(v, &d) && d != 0);
+        } else if (!strcmp(key, "timestamp")) {
+            out->timestamp = lenient_int(v, 0, FERRY__JS_SAFE_MAX, -1);
+        } else if (!strcmp(key, "stackTraceLimit")) {
+            out->stack_trace_limit = lenient_int(v, 0, FERRY__JS_SAFE_MAX, -1);
+        } else if (!strcmp(key, "removeOnComplete")) {
+            keep_lenient(v, &out->remove_on_complete);
+        } else if (!strcmp(key, "removeOnFail")) {
+            keep_lenient(v, &out->remove_on_fail);
+        }
+    }
+    json_decref(o);
+}
+
+/* ---- shallow merge ----------------------------------------------------------------- */
+
+char *ferry__json_merge_shallow(const char *base, const char *over, ferry_error *err) {
+    json_t *b = ferry__opts_load_object(base, "base options", err);
+    if (!b) return NULL;
+    json_t *o = ferry__opts_load_object(over, "options", err);
+    if (!o) {
+        json_decref(b);
+        return NULL;
+    }
+    char *out = NULL;
+    if (json_object_update(b, o) == 0) out = ferry__json_serialize(b, 0, 2 * FERRY__OPTS_MAX_BYTES);
+    if (!out) ferry__err(err, FERRY_ENOMEM, "out of memory merging options");
+    json_decref(b);
+    json_decref(o);
+    return out;
+}

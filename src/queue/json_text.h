@@ -1,0 +1,37 @@
+/* json_text.h - JSON text helpers for the producer (pure, no I/O):
+ *  - a non-allocating syntax + UTF-8 check for job data (fast enough for the add path,
+ *    where building a jansson tree per job would cost more than the Redis work);
+ *  - a compact serializer for jansson values that prints numbers the way JavaScript's
+ *    JSON.stringify does (integral values without ".0", shortest round-trip doubles),
+ *    so stored opts look like what Node writes.
+ * Thread-safe (no shared state). */
+#ifndef FERRY_QUEUE_JSON_TEXT_H
+#define FERRY_QUEUE_JSON_TEXT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct ferry__json_check_error {
+    size_t offset;      /* byte offset of the problem */
+    const char *reason; /* static text */
+} ferry__json_check_error;
+
+/* Check that s[0..n) is exactly one RFC 8259 JSON value (surrounding whitespace allowed),
+ * strings are valid UTF-8 without raw control characters, and arrays/objects nest at most
+ * max_depth (1..4096) levels. Returns 0, or -1 with *e filled (e may be NULL). */
+int ferry__json_check(const char *s, size_t n, int max_depth, ferry__json_check_error *e);
+
+/* Serialize v compactly. drop_nulls = 1 leaves out object members whose value is null
+ * (as BullMQ's msgpack/cjson round trip does). Returns a malloc'd NUL-terminated string
+ * (caller frees) or NULL when out of memory or the text would exceed max_len bytes.
+ * Recursion follows the value's depth; callers bound it when parsing. */
+char *ferry__json_serialize(const json_t *v, int drop_nulls, size_t max_len);
+
+/* 1 when s[0..n) is valid UTF-8 (no overlongs, surrogates or code points > U+10FFFF). */
+int ferry__utf8_valid(const char *s, size_t n);
+
+/* Depth of the deepest array/object nesting in JSON text (strings skipped), stopping early
+ * once it exceeds `limit`. Used to refuse deep input before jansson recurses on it. */
+int ferry__json_depth(const char *s, size_t n, int limit);
+
+#endif

@@ -1,0 +1,85 @@
+--[[
+  addJobs: add many jobs in one call. Every job ends up exactly as BullMQ 6.7.0's
+  addStandardJob / addDelayedJob / addPrioritizedJob leave it (hash, wait/delayed/prioritized
+  entry, events, marker, `id` counter); only the Redis work is batched where the result is
+  the same: one INCRBY for the counter (ids are handed out in job order, one per job,
+  custom ids and duplicates included, as Node's per-job INCR does), one meta read, one
+  LPUSH/RPUSH of the whole batch (head and tail pushes commute), one marker update.
+  Deduplication and flows are refused by the caller before this script runs.
+
+  KEYS: 1 wait  2 meta  3 id  4 delayed  5 prioritized  6 pc  7 marker  8 events  9 active
+  ARGV: 1 queue base "<prefix>:<queue>:"   2 producer clock (ms; informational)
+        3 job count n, then 8 fields per job:
+          name, data (JSON), opts (stored JSON), timestamp (ms), custom id or "",
+          delay (ms), priority, lifo ("1"/"0")
+  Returns: the n job ids in order (a duplicate custom id returns that id; nothing is
+  written for it except a `duplicated` event).
+]]
+local rcall = redis.call
+--@include common.lua
+
+local waitKey, metaKey, delayedKey = KEYS[1], KEYS[2], KEYS[4]
+local prioKey, pcKey, markerKey, eventsKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local base = ARGV[1]
+local n = tonumber(ARGV[3])
+
+local first = rcall("INCRBY", KEYS[3], n) - n
+local maxEvents = ferryMaxEvents(metaKey)
+local blocked = ferryPausedOrMaxed(metaKey, KEYS[9])
+
+local ids, heads, tails = {}, {}, {}
+local ready, delayed = false, false
+
+for i = 1, n do
+  local o = 3 + (i - 1) * 8
+  local name, customId = ARGV[o + 1], ARGV[o + 5]
+  local jobId = customId
+  local duplicate = false
+  if customId == "" then
+    jobId = tostring(first + i)
+  elseif rcall("EXISTS", base .. customId) == 1 then
+    duplicate = true
+  end
+  if duplicate then
+    rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", "duplicated", "jobId", jobId)
+  else
+    local ts, delay, priority = ARGV[o + 4], ARGV[o + 6], ARGV[o + 7]
+    rcall("HSET", base .. jobId, "name", name, "data", ARGV[o + 2], "opts", ARGV[o + 3],
+      "timestamp", ts, "delay", delay, "priority", priority)
+    rcall("XADD", eventsKey, "*", "event", "added", "jobId", jobId, "name", name)
+    local d = tonumber(delay)
+    if d > 0 then
+      local due = tonumber(ts) + d
+      rcall("ZADD", delayedKey, ferryDelayedScore(delayedKey, due), jobId)
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", "delayed", "jobId", jobId,
+        "delay", due)
+      delayed = true
+    else
+      local p = tonumber(priority)
+      if p > 0 then
+        rcall("ZADD", prioKey, ferryPrioScore(p, pcKey), jobId)
+      elseif ARGV[o + 8] == "1" then
+        tails[#tails + 1] = jobId
+      else
+        heads[#heads + 1] = jobId
+      end
+      ready = true
+      rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", "waiting", "jobId", jobId)
+    end
+  end
+  ids[i] = jobId
+end
+
+-- push in slices so unpack stays far from Lua's C-stack limit
+local function pushAll(cmd, list)
+  for s = 1, #list, 500 do
+    rcall(cmd, waitKey, unpack(list, s, math.min(s + 499, #list)))
+  end
+end
+pushAll("LPUSH", heads)
+pushAll("RPUSH", tails)
+
+if ready and not blocked then rcall("ZADD", markerKey, 0, "0") end
+if delayed then ferrySetDelayMarker(markerKey, delayedKey) end
+
+return ids

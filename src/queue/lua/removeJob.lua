@@ -1,0 +1,66 @@
+--[[
+  removeJob: remove one job in any state, as BullMQ 6.7.0's Queue.remove does for a job
+  without children: refuse the current iteration of a job scheduler and a locked (active)
+  job; release the job's flow parent when it was the last pending child; take the id out of
+  whatever state holds it; drop a deduplication key the job owns; delete the hash and its
+  sub-keys; event `removed {jobId, prev}`. Children of a flow parent are not removed.
+
+  KEYS: 1 job hash  2 repeat (job schedulers zset)
+  ARGV: 1 job id  2 queue base "<prefix>:<queue>:"
+  Returns: 1 removed, -1 no such job, -8 current scheduler iteration, 0 locked.
+]]
+local rcall = redis.call
+--@include common.lua
+
+local jobKey, jobId, base = KEYS[1], ARGV[1], ARGV[2]
+
+if rcall("EXISTS", jobKey) == 0 then return -1 end
+
+local rjk = rcall("HGET", jobKey, "rjk")
+if rjk then
+  local prevMillis = rcall("ZSCORE", KEYS[2], rjk)
+  if prevMillis and jobId == "repeat:" .. rjk .. ":" .. prevMillis then return -8 end
+end
+
+if rcall("EXISTS", jobKey .. ":lock") == 1 then return 0 end
+
+-- flow child: drop the dependency; the last one releases the parent to wait
+local parentKey = rcall("HGET", jobKey, "parentKey")
+if parentKey and parentKey ~= "" and rcall("EXISTS", parentKey) == 1 then
+  local depsKey = parentKey .. ":dependencies"
+  if rcall("SREM", depsKey, jobKey) > 0 and rcall("SCARD", depsKey) == 0 then
+    local parentId = string.match(parentKey, ".*:(.*)")
+    local parentBase = string.sub(parentKey, 1, #parentKey - #parentId)
+    if rcall("ZREM", parentBase .. "waiting-children", parentId) == 1 then
+      local blocked = ferryPausedOrMaxed(parentBase .. "meta", parentBase .. "active")
+      rcall("RPUSH", parentBase .. "wait", parentId)
+      if not blocked then rcall("ZADD", parentBase .. "marker", 0, "0") end
+      rcall("XADD", parentBase .. "events", "*", "event", "waiting", "jobId", parentId,
+        "prev", "waiting-children")
+    end
+  end
+end
+
+local prev = "unknown"
+if rcall("ZREM", base .. "completed", jobId) == 1 then prev = "completed"
+elseif rcall("ZREM", base .. "waiting-children", jobId) == 1 then prev = "waiting-children"
+elseif rcall("ZREM", base .. "delayed", jobId) == 1 then prev = "delayed"
+elseif rcall("ZREM", base .. "failed", jobId) == 1 then prev = "failed"
+elseif rcall("ZREM", base .. "prioritized", jobId) == 1 then prev = "prioritized"
+elseif rcall("LREM", base .. "wait", 1, jobId) == 1 then prev = "wait"
+elseif rcall("LREM", base .. "paused", 1, jobId) == 1 then prev = "paused"
+elseif rcall("LREM", base .. "active", 1, jobId) == 1 then prev = "active"
+end
+
+local dedupId = rcall("HGET", jobKey, "deid")
+if dedupId then
+  local dedupKey = base .. "de:" .. dedupId
+  if rcall("GET", dedupKey) == jobId then
+    rcall("DEL", dedupKey, base .. "dn:" .. dedupId)
+  end
+end
+
+ferryWipeJob(jobKey)
+rcall("XADD", base .. "events", "MAXLEN", "~", ferryMaxEvents(base .. "meta"), "*", "event",
+  "removed", "jobId", jobId, "prev", prev)
+return 1

@@ -1,0 +1,291 @@
+/* queue_add.c - ferry_queue_add / ferry_queue_add_bulk: validate every job first (name,
+ * data JSON and size, options merged over the queue defaults), then send them to the
+ * addJobs script in chunks of at most CHUNK_JOBS jobs / CHUNK_BYTES bytes, all chunks of a
+ * window pipelined in one round trip. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/job_opts_ext.h"
+#include "queue/json_text.h"
+#include "queue/queue_internal.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+#define CHUNK_JOBS 1000                 /* jobs per addJobs call */
+#define CHUNK_BYTES ((size_t)8 << 20)   /* argument bytes per addJobs call (soft) */
+#define WINDOW_BYTES ((size_t)64 << 20) /* bytes buffered before one round trip (soft) */
+#define BULK_MAX 1000000                /* jobs per ferry_queue_add_bulk call */
+#define FIELDS_PER_JOB 8
+#define HEAD_ARGS 3
+#define DUE_MS_MAX 2199023255551LL /* 2^41 - 1: due * 4096 must stay below 2^53 */
+
+/* One validated job, ready to become addJobs arguments. */
+typedef struct prepared {
+    const char *name, *data;
+    size_t name_len, data_len;
+    ferry__job_opts opts;
+    char ts[24], delay[24], priority[24];
+} prepared;
+
+typedef struct chunk {
+    size_t first, count;
+} chunk;
+
+static int prepare_one(ferry_queue *q, const ferry_job_spec *spec, prepared *p, int64_t now,
+                       ferry_error *err) {
+    if (!spec->name || !*spec->name) return ferry__err(err, FERRY_EINVAL, "job name is empty");
+    p->name = spec->name;
+    p->name_len = strlen(spec->name);
+    if (p->name_len > FERRY__JOB_NAME_MAX)
+        return ferry__err(err, FERRY_EINVAL, "job name is %zu bytes, limit %d", p->name_len,
+                          FERRY__JOB_NAME_MAX);
+    if (!ferry__utf8_valid(p->name, p->name_len))
+        return ferry__err(err, FERRY_EINVAL, "job name is not valid UTF-8");
+
+    p->data = spec->data_json ? spec->data_json : "{}";
+    p->data_len = strlen(p->data);
+    if (p->data_len > q->max_payload)
+        return ferry__err(err, FERRY_ETOOBIG, "job data is %zu bytes, limit %zu", p->data_len,
+                          q->max_payload);
+    ferry__json_check_error je;
+    if (ferry__json_check(p->data, p->data_len, FERRY__DATA_MAX_DEPTH, &je))
+        return ferry__err(err, FERRY_EINVAL, "job data: invalid JSON at byte %zu: %s%s", je.offset,
+                          je.reason,
+                          strcmp(je.reason, "nested too deeply") ? "" : " (limit 512 levels)");
+
+    ferry__job_opts_extra x;
+    int rc = ferry__job_opts_parse_over(q->defaults, spec->opts_json, &p->opts, &x, err);
+    if (rc) return rc;
+    if (x.has_dedup)
+        return ferry__err(err, FERRY_EINVAL,
+                          "opts.deduplication: deduplication is not supported yet");
+    if (x.has_parent)
+        return ferry__err(err, FERRY_EINVAL,
+                          "opts.parent: flows (parent/child jobs) are not "
+                          "supported yet");
+    if (x.size_limit > 0 && (long long)p->data_len > x.size_limit)
+        return ferry__err(err, FERRY_ETOOBIG, "job data is %zu bytes, over its opts.sizeLimit %lld",
+                          p->data_len, x.size_limit);
+
+    /* Node: opts.timestamp when truthy, else Date.now() */
+    long long ts = p->opts.timestamp > 0 ? p->opts.timestamp : (long long)now;
+    if (p->opts.delay_ms > 0 && ts + p->opts.delay_ms > DUE_MS_MAX)
+        return ferry__err(err, FERRY_EINVAL,
+                          "opts.delay: due time %lld ms is past %lld ms (2039-09), "
+                          "where delayed scores lose precision",
+                          ts + p->opts.delay_ms, DUE_MS_MAX);
+    snprintf(p->ts, sizeof p->ts, "%lld", ts);
+    snprintf(p->delay, sizeof p->delay, "%lld", p->opts.delay_ms);
+    snprintf(p->priority, sizeof p->priority, "%lld", p->opts.priority);
+    return 0;
+}
+
+static size_t job_bytes(const prepared *p) {
+    return p->name_len + p->data_len + strlen(p->opts.stored_json) + 96;
+}
+
+/* Append one addJobs call for jobs[c->first .. +count). */
+static int append_chunk(ferry_queue *q, const prepared *jobs, const chunk *c, int64_t now,
+                        ferry_error *err) {
+    size_t nargs = HEAD_ARGS + FIELDS_PER_JOB * c->count;
+    const char **args = malloc(nargs * sizeof *args);
+    size_t *lens = malloc(nargs * sizeof *lens);
+    if (!args || !lens) {
+        free(args);
+        free(lens);
+        return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    }
+    char nowbuf[24], countbuf[24];
+    snprintf(nowbuf, sizeof nowbuf, "%lld", (long long)now);
+    snprintf(countbuf, sizeof countbuf, "%zu", c->count);
+    args[0] = q->keys.base, lens[0] = q->keys.base_len;
+    args[1] = nowbuf, lens[1] = strlen(nowbuf);
+    args[2] = countbuf, lens[2] = strlen(countbuf);
+    for (size_t i = 0; i < c->count; i++) {
+        const prepared *p = &jobs[c->first + i];
+        size_t k = HEAD_ARGS + FIELDS_PER_JOB * i;
+        const char *id = p->opts.job_id ? p->opts.job_id : "";
+        args[k] = p->name, lens[k] = p->name_len;
+        args[k + 1] = p->data, lens[k + 1] = p->data_len;
+        args[k + 2] = p->opts.stored_json, lens[k + 2] = strlen(p->opts.stored_json);
+        args[k + 3] = p->ts, lens[k + 3] = strlen(p->ts);
+        args[k + 4] = id, lens[k + 4] = strlen(id);
+        args[k + 5] = p->delay, lens[k + 5] = strlen(p->delay);
+        args[k + 6] = p->priority, lens[k + 6] = strlen(p->priority);
+        args[k + 7] = p->opts.lifo ? "1" : "0", lens[k + 7] = 1;
+    }
+    const char *keys[] = {q->key[QK_WAIT],    q->key[QK_META],        q->key[QK_ID],
+                          q->key[QK_DELAYED], q->key[QK_PRIORITIZED], q->key[QK_PC],
+                          q->key[QK_MARKER],  q->key[QK_EVENTS],      q->key[QK_ACTIVE]};
+    const ferry_script *s = ferry__script_get("addJobs");
+    int rc = s ? ferry__conn_append_evalsha(q->conn, s, 9, keys, (int)nargs, args, lens, err)
+               : ferry__err(err, FERRY_EINVAL, "queue: script addJobs is not built in");
+    free(args);
+    free(lens);
+    return rc;
+}
+
+struct window_ctx {
+    const prepared *jobs;
+    const chunk *chunks;
+    const size_t *which; /* indexes into chunks to send */
+    size_t n;
+    int64_t now;
+};
+
+static int window_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err) {
+    struct window_ctx *w = vctx;
+    *n = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        int rc = append_chunk(q, w->jobs, &w->chunks[w->which[i]], w->now, err);
+        if (rc) return rc;
+        (*n)++;
+    }
+    return 0;
+}
+
+static int is_noscript(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && !memcmp(r->str, "NOSCRIPT", 8);
+}
+
+/* Copy a chunk's ids out of its reply. */
+static int take_ids(ferry_queue *q, const redisReply *r, const chunk *c, char **ids,
+                    ferry_error *err) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != c->count)
+        return ferry__err(err, FERRY_EPROTO, "queue %s: addJobs: unexpected reply", q->keys.queue);
+    for (size_t i = 0; i < c->count; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_STRING)
+            return ferry__err(err, FERRY_EPROTO, "queue %s: addJobs: unexpected id reply",
+                              q->keys.queue);
+        if (ids) {
+            ids[c->first + i] = strndup(e->str, e->len);
+            if (!ids[c->first + i]) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+        }
+    }
+    return 0;
+}
+
+/* Send chunks[which[0..n)] in one round trip; NOSCRIPT chunks (nothing happened for them)
+ * are sent again once after reloading the scripts. *added counts jobs known added. */
+static int send_window(ferry_queue *q, const prepared *jobs, const chunk *chunks, size_t *which,
+                       size_t n, int64_t now, char **ids, size_t *added, ferry_error *err) {
+    redisReply **r = calloc(n, sizeof *r);
+    if (!r) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int pass = 0; rc == 0 && n > 0; pass++) {
+        struct window_ctx w = {jobs, chunks, which, n, now};
+        size_t got = 0;
+        /* Not idempotent: after a transport failure we cannot know what ran. */
+        rc = ferry__queue_exchange(q, window_append, &w, 0, r, n, &got, err);
+        if (rc) break;
+        size_t retry = 0;
+        for (size_t i = 0; i < got; i++) {
+            const chunk *c = &chunks[which[i]];
+            if (is_noscript(r[i]) && pass == 0) {
+                which[retry++] = which[i];
+            } else if (r[i]->type == REDIS_REPLY_ERROR) {
+                if (rc == 0)
+                    rc = ferry__err(err, FERRY_EREDIS, "queue %s: adding jobs %zu..%zu: %s",
+                                    q->keys.queue, c->first, c->first + c->count - 1, r[i]->str);
+            } else {
+                /* keep counting what was added after a failed chunk: the caller must know */
+                ferry_error e = {0};
+                int trc = take_ids(q, r[i], c, ids, &e);
+                if (trc == 0)
+                    *added += c->count;
+                else if (rc == 0)
+                    rc = ferry__err(err, trc, "%s", e.message);
+            }
+            freeReplyObject(r[i]);
+            r[i] = NULL;
+        }
+        if (rc == 0 && retry) rc = ferry__conn_load_scripts(q->conn, err);
+        n = retry;
+    }
+    free(r);
+    return rc;
+}
+
+static int add_bulk_locked(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
+                           ferry_error *err) {
+    prepared *p = calloc(n, sizeof *p);
+    chunk *chunks = calloc(n, sizeof *chunks); /* at most one chunk per job */
+    size_t *which = calloc(n, sizeof *which);
+    int rc = 0;
+    if (!p || !chunks || !which) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
+    int64_t now = ferry__now_ms();
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        ferry_error e = {0};
+        rc = prepare_one(q, &jobs[i], &p[i], now, &e);
+        if (rc && n > 1)
+            ferry__err(err, rc, "job %zu: %s", i, e.message);
+        else if (rc)
+            ferry__err(err, rc, "%s", e.message);
+    }
+    size_t nchunks = 0;
+    for (size_t i = 0, bytes = 0; rc == 0 && i < n; i++) {
+        size_t b = job_bytes(&p[i]);
+        chunk *c = nchunks ? &chunks[nchunks - 1] : NULL;
+        if (!c || c->count == CHUNK_JOBS || bytes + b > CHUNK_BYTES) {
+            c = &chunks[nchunks++];
+            c->first = i;
+            c->count = 0;
+            bytes = 0;
+        }
+        c->count++;
+        bytes += b;
+    }
+    size_t added = 0;
+    for (size_t ci = 0; rc == 0 && ci < nchunks;) {
+        size_t nw = 0, wbytes = 0;
+        while (ci < nchunks && (nw == 0 || wbytes < WINDOW_BYTES)) {
+            for (size_t j = 0; j < chunks[ci].count; j++)
+                wbytes += job_bytes(&p[chunks[ci].first + j]);
+            which[nw++] = ci++;
+        }
+        rc = send_window(q, p, chunks, which, nw, now, ids, &added, err);
+    }
+    if (rc && added > 0 && err) {
+        /* Say what already happened: those jobs exist and will run. A call that failed may
+         * also have written part of its jobs (Redis does not roll back a failing script). */
+        char msg[FERRY_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        ferry__err(err, rc, "%s (%zu of %zu jobs were confirmed added before the failure)", msg,
+                   added, n);
+    }
+    for (size_t i = 0; p && i < n; i++)
+        ferry__job_opts_free(&p[i].opts);
+    free(p);
+    free(chunks);
+    free(which);
+    return rc;
+}
+
+int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
+                         ferry_error *err) {
+    if (!q || (n && !jobs))
+        return ferry__err(err, FERRY_EINVAL, "ferry_queue_add_bulk: NULL argument");
+    if (ids)
+        for (size_t i = 0; i < n; i++)
+            ids[i] = NULL;
+    if (n == 0) return 0;
+    if (n > BULK_MAX)
+        return ferry__err(err, FERRY_ETOOBIG, "add_bulk of %zu jobs, limit %d", n, BULK_MAX);
+    pthread_mutex_lock(&q->mu);
+    int rc = add_bulk_locked(q, jobs, n, ids, err);
+    pthread_mutex_unlock(&q->mu);
+    if (rc && ids)
+        for (size_t i = 0; i < n; i++) {
+            free(ids[i]);
+            ids[i] = NULL;
+        }
+    return rc;
+}
+
+int ferry_queue_add(ferry_queue *q, const ferry_job_spec *job, char **job_id, ferry_error *err) {
+    if (job_id) *job_id = NULL;
+    if (!q || !job) return ferry__err(err, FERRY_EINVAL, "ferry_queue_add: NULL argument");
+    return ferry_queue_add_bulk(q, job, 1, job_id, err);
+}

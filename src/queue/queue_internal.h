@@ -1,0 +1,77 @@
+/* queue_internal.h - the ferry_queue handle shared by queue.c (open/close, round trips,
+ * counts, pause/resume), queue_add.c (add, add_bulk) and queue_job.c (get, remove). */
+#ifndef FERRY_QUEUE_INTERNAL_H
+#define FERRY_QUEUE_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "ferry/queue.h"
+#include "queue/keys.h"
+#include "redis/conn.h"
+
+#define FERRY__JOB_NAME_MAX 1024                     /* job name, bytes */
+#define FERRY__DATA_MAX_DEPTH 512                    /* nesting of job data JSON */
+#define FERRY__PAYLOAD_LIMIT_MAX ((size_t)512 << 20) /* largest max_payload_bytes accepted */
+
+/* Keys the producer uses, built once at open ("<prefix>:<queue>:<suffix>"). */
+enum ferry__qkey {
+    QK_WAIT,
+    QK_META,
+    QK_ID,
+    QK_DELAYED,
+    QK_PRIORITIZED,
+    QK_PC,
+    QK_MARKER,
+    QK_EVENTS,
+    QK_ACTIVE,
+    QK_PAUSED,
+    QK_COMPLETED,
+    QK_FAILED,
+    QK_WAITING_CHILDREN,
+    QK_REPEAT,
+    QK_COUNT
+};
+#define FERRY__QKEY_LEN (sizeof(((ferry__keys *)0)->base) + 24)
+
+struct ferry_queue {
+    pthread_mutex_t mu; /* serialises every call that uses conn or defaults */
+    ferry__keys keys;
+    ferry_redis_options ropts; /* deep copy; strings below */
+    char *ropt_strings[6];
+    ferry_conn *conn;   /* NULL or broken = reconnect on the next call */
+    json_t *defaults;   /* default job options object, or NULL */
+    size_t max_payload; /* bytes of a job's data JSON */
+    int connect_ms, command_ms;
+    char key[QK_COUNT][FERRY__QKEY_LEN];
+};
+
+/* Appends the commands of one round trip to q->conn; returns how many through *n. */
+typedef int (*ferry__q_append_fn)(ferry_queue *q, void *ctx, size_t *n, ferry_error *err);
+
+/* One round trip with the queue's connection rules (caller holds q->mu): reconnect first
+ * when the connection is missing or broken; the whole call, reconnect included, ends
+ * within connect + command timeout. When `idempotent` and the exchange fails on the
+ * transport, reconnect and run it once more inside the same budget. A NOSCRIPT reply to a
+ * single-command exchange reloads the scripts and repeats it once. On success replies[0..n)
+ * are owned by the caller (max_replies is the array's size). */
+int ferry__queue_exchange(ferry_queue *q, ferry__q_append_fn append, void *ctx, int idempotent,
+                          redisReply **replies, size_t max_replies, size_t *n, ferry_error *err);
+
+/* Connect when q->conn is missing or broken, within deadline (ferry__mono_ms time). */
+int ferry__queue_connect(ferry_queue *q, int64_t deadline, ferry_error *err);
+
+/* Drop the connection (e.g. after commands were appended but cannot be sent). */
+void ferry__queue_drop_conn(ferry_queue *q);
+
+/* Run one EVALSHA (exchange of one command). *reply owned by the caller. */
+int ferry__queue_eval(ferry_queue *q, const char *script, int nkeys, const char **keys, int nargs,
+                      const char **args, const size_t *arglens, int idempotent, redisReply **reply,
+                      ferry_error *err);
+
+/* A reply that is a Redis error becomes FERRY_EREDIS naming `what`. */
+int ferry__queue_reply_error(const ferry_queue *q, const redisReply *r, const char *what,
+                             ferry_error *err);
+
+#endif
