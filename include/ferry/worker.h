@@ -50,7 +50,8 @@ typedef enum ferry_outcome {
  * Copied. Only from inside the handler, on the job it was given. 0 or FERRY_ENOMEM. */
 FERRY_API int ferry_job_set_return(ferry_job *j, const char *json);
 /* Set the failure reason (plain text, stored as failedReason) and an optional stack-like
- * trace (NULL = "Error: <reason>\n    at <handler>"). Copied. Only from inside the handler. */
+ * trace appended to the job's stacktrace array (NULL = "Error: <reason>\n    at ferry
+ * handler (queue Q, job ID)"). Copied. Only from inside the handler. */
 FERRY_API int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack);
 
 /* The handler: runs on a worker thread, may block (libpq, curl, ...). */
@@ -107,7 +108,9 @@ FERRY_API void ferry_worker_stop(ferry_worker *w);
  * their results to be written, then release connections and join threads. Handlers still
  * running at the deadline are abandoned: their jobs keep their locks until they expire and
  * are recovered as stalled by any worker. Returns 0, or FERRY_ETIMEDOUT when the deadline
- * passed with handlers still running (threads of those handlers are detached). */
+ * passed with handlers still running (threads of those handlers are detached) or with
+ * finished results not yet written (Redis unreachable; those jobs are recovered as stalled
+ * once their locks expire). */
 FERRY_API int ferry_worker_close(ferry_worker *w, int deadline_ms);
 
 /* Free a closed (or never started) worker. NULL accepted. */

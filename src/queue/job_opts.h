@@ -33,7 +33,8 @@ typedef struct ferry__job_opts {
     long long priority;      /* 0..2097151 */
     int lifo;
     long long timestamp;     /* -1 = absent (use now) */
-    long long stack_trace_limit; /* -1 = absent (Node default 10) */
+    long long stack_trace_limit; /* -1 = absent (ferry's worker then keeps the last 10;
+                                    Node 6.7.0 keeps all) */
     ferry__keep_jobs remove_on_complete;
     ferry__keep_jobs remove_on_fail;
     char *stored_json;       /* canonical opts JSON to store in the job hash (malloc'd) */

@@ -1,0 +1,474 @@
+/* batch.c - the worker's script calls on the command connection, built so one round trip
+ * carries as much as possible: retries (moveToDelayed / retryJob, one EVALSHA each) and
+ * all completions/final failures (moveToFinished, up to FINISH_CHUNK jobs per EVALSHA) are
+ * pipelined, and the last moveToFinished also fetches the next jobs. Only the dispatcher
+ * thread calls these (it owns the connection). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "worker/worker_internal.h"
+
+/* Jobs finished per moveToFinished call: keeps one script's run time (and so Redis'
+ * latency for everybody else) to a few milliseconds even with 1024 handler threads. */
+#define FINISH_CHUNK 128
+
+/* ---- argument vectors ------------------------------------------------------------- */
+
+/* Borrowed strings plus numbers formatted into an arena; arena entries are stored as
+ * offsets and resolved by args_resolve(), because the arena may move while growing. */
+typedef struct args {
+    const char **v;
+    size_t *len;
+    size_t *off; /* SIZE_MAX = borrowed, else offset into arena */
+    size_t n, cap;
+    char *arena;
+    size_t used, acap;
+    int oom;
+} args;
+
+static void args_reset(args *a) {
+    a->n = 0;
+    a->used = 0;
+}
+
+static void args_free(args *a) {
+    free(a->v);
+    free(a->len);
+    free(a->off);
+    free(a->arena);
+    memset(a, 0, sizeof *a);
+}
+
+static int args_grow(args *a) {
+    if (a->n < a->cap) return 0;
+    size_t cap = a->cap ? a->cap * 2 : 64;
+    const char **v = realloc(a->v, cap * sizeof *v);
+    if (v) a->v = v;
+    size_t *len = realloc(a->len, cap * sizeof *len);
+    if (len) a->len = len;
+    size_t *off = realloc(a->off, cap * sizeof *off);
+    if (off) a->off = off;
+    if (!v || !len || !off) {
+        a->oom = 1;
+        return -1;
+    }
+    a->cap = cap;
+    return 0;
+}
+
+static void add(args *a, const char *s, size_t n) {
+    if (args_grow(a)) return;
+    a->v[a->n] = s;
+    a->len[a->n] = n;
+    a->off[a->n] = SIZE_MAX;
+    a->n++;
+}
+
+static void addz(args *a, const char *s) {
+    add(a, s ? s : "", s ? strlen(s) : 0);
+}
+
+static void addll(args *a, long long x) {
+    if (args_grow(a)) return;
+    if (a->acap - a->used < 24) {
+        size_t cap = a->acap ? a->acap * 2 : 1024;
+        char *na = realloc(a->arena, cap);
+        if (!na) {
+            a->oom = 1;
+            return;
+        }
+        a->arena = na;
+        a->acap = cap;
+    }
+    int k = snprintf(a->arena + a->used, 24, "%lld", x);
+    a->v[a->n] = NULL;
+    a->len[a->n] = (size_t)k;
+    a->off[a->n] = a->used;
+    a->used += (size_t)k + 1;
+    a->n++;
+}
+
+static int args_resolve(args *a, ferry_error *err) {
+    if (a->oom) return ferry__err(err, FERRY_ENOMEM, "worker: out of memory building a call");
+    for (size_t i = 0; i < a->n; i++)
+        if (a->off[i] != SIZE_MAX) a->v[i] = a->arena + a->off[i];
+    return 0;
+}
+
+/* ---- the calls ---------------------------------------------------------------------- */
+
+typedef enum { ITEM_RETRY, ITEM_FINISH, ITEM_FETCH } item_kind;
+
+typedef struct item {
+    item_kind kind;
+    size_t first, count; /* ITEM_RETRY: jobs[first]; ITEM_FINISH: fin[first..first+count) */
+    int fetch_n;         /* jobs to fetch (ITEM_FINISH last chunk, ITEM_FETCH) */
+} item;
+
+typedef struct call_ctx {
+    ferry_worker *w;
+    ferry_job **jobs;
+    size_t *fin;     /* indexes of COMPLETE/FAIL jobs */
+    char *trim;      /* per fin entry */
+    const char *now; /* wall ms as text */
+    unsigned long long tok_start;
+} call_ctx;
+
+static void add_fetch_args(args *a, const call_ctx *c, int n) {
+    ferry_worker *w = c->w;
+    add(a, w->keys.base, w->keys.base_len);
+    addz(a, c->now);
+    addll(a, n);
+    addz(a, w->token_prefix);
+    addll(a, (long long)c->tok_start);
+    addll(a, w->lock_duration_ms);
+    addz(a, w->name);
+    addz(a, ""); /* worker limiter max: none yet (meta.max is honoured by the script) */
+    addz(a, "");
+    addz(a, w->pop_many ? "1" : "0");
+}
+
+static const ferry_script *build_item(const call_ctx *c, const item *it, args *a, const char **keys,
+                                      int *nkeys) {
+    ferry_worker *w = c->w;
+    args_reset(a);
+    if (it->kind == ITEM_RETRY) {
+        ferry_job *j = c->jobs[it->first];
+        if (j->kind == FERRY__FIN_RETRY_DELAY) {
+            const char *k[] = {w->k_marker, w->k_active, w->k_delayed,
+                               w->k_events, w->k_meta,   w->k_stalled};
+            memcpy(keys, k, sizeof k);
+            *nkeys = 6;
+            add(a, w->keys.base, w->keys.base_len);
+            addz(a, c->now);
+            addz(a, j->id);
+            addz(a, j->token);
+            addll(a, j->delay_ms);
+            addz(a, "0");
+            addz(a, "failedReason");
+            addz(a, j->value);
+            if (j->stacktrace) {
+                addz(a, "stacktrace");
+                addz(a, j->stacktrace);
+            }
+            return w->s_delay;
+        }
+        const char *k[] = {w->k_active,      w->k_wait, w->k_meta,   w->k_events, w->k_delayed,
+                           w->k_prioritized, w->k_pc,   w->k_marker, w->k_stalled};
+        memcpy(keys, k, sizeof k);
+        *nkeys = 9;
+        add(a, w->keys.base, w->keys.base_len);
+        addz(a, c->now);
+        addz(a, j->lifo ? "RPUSH" : "LPUSH");
+        addz(a, j->id);
+        addz(a, j->token);
+        addz(a, "failedReason");
+        addz(a, j->value);
+        if (j->stacktrace) {
+            addz(a, "stacktrace");
+            addz(a, j->stacktrace);
+        }
+        return w->s_retry;
+    }
+
+    const char *k[] = {w->k_wait,    w->k_active,  w->k_prioritized, w->k_events,
+                       w->k_limiter, w->k_delayed, w->k_meta,        w->k_pc,
+                       w->k_marker,  w->k_stalled, w->k_completed,   w->k_failed};
+    if (it->kind == ITEM_FETCH) {
+        memcpy(keys, k, 9 * sizeof *k);
+        *nkeys = 9;
+        add_fetch_args(a, c, it->fetch_n);
+        return w->s_fetch;
+    }
+    memcpy(keys, k, sizeof k);
+    *nkeys = 12;
+    add_fetch_args(a, c, it->fetch_n);
+    addll(a, (long long)it->count);
+    for (size_t i = it->first; i < it->first + it->count; i++) {
+        ferry_job *j = c->jobs[c->fin[i]];
+        addz(a, j->id);
+        addz(a, j->token);
+        addz(a, j->kind == FERRY__FIN_COMPLETE ? "completed" : "failed");
+        addz(a, j->value);
+        addz(a, j->kind == FERRY__FIN_FAIL && j->stacktrace ? j->stacktrace : "");
+        const ferry__keep_jobs *kp = &j->keep;
+        addll(a, kp->set ? kp->count : -1);
+        if (kp->set && kp->age_s > 0)
+            addll(a, kp->age_s);
+        else
+            addz(a, "");
+        addll(a, kp->set && kp->limit > 0 ? kp->limit : 1000);
+        addll(a, j->attempts);
+        addz(a, c->trim[i] ? "1" : "0");
+        addz(a, ferry_job_field(j, "deid"));
+    }
+    return w->s_finish;
+}
+
+static int keep_equal(const ferry__keep_jobs *x, const ferry__keep_jobs *y) {
+    return x->set == y->set && x->count == y->count && x->age_s == y->age_s && x->limit == y->limit;
+}
+
+static int is_noscript(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && !memcmp(r->str, "NOSCRIPT", 8);
+}
+
+static void note_script_error(ferry_error *first, int *have, const char *what,
+                              const redisReply *r) {
+    if (*have) return;
+    *have = 1;
+    ferry__err(first, FERRY_EREDIS, "worker: %s script failed: %.*s", what,
+               r && r->str ? (int)(r->len > 300 ? 300 : r->len) : 0, r && r->str ? r->str : "");
+}
+
+/* Jobs fetched by a reply's jobs array {id, hash, id, hash, ...}. */
+static void take_fetched(const call_ctx *c, const redisReply *arr, ferry__batch_result *res,
+                         ferry_error *first, int *have_err) {
+    if (!arr || arr->type != REDIS_REPLY_ARRAY) return;
+    for (size_t i = 0; i + 1 < arr->elements; i += 2) {
+        char token[96];
+        snprintf(token, sizeof token, "%s%llu", c->w->token_prefix, c->tok_start + i / 2);
+        ferry_job *j = ferry__job_from_reply(c->w, arr->element[i], arr->element[i + 1], token);
+        if (!j) {
+            /* its lock expires and the stalled checker gives it to somebody */
+            if (!*have_err) {
+                *have_err = 1;
+                ferry__err(first, FERRY_ENOMEM,
+                           "worker: could not take fetched job (out of memory "
+                           "or malformed reply); it will be recovered as stalled");
+            }
+            continue;
+        }
+        if (res->fetched_tail)
+            res->fetched_tail->next = j;
+        else
+            res->fetched = j;
+        res->fetched_tail = j;
+    }
+}
+
+static long long int_of(const redisReply *r) {
+    if (!r) return 0;
+    if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+    if (r->type == REDIS_REPLY_STRING) return strtoll(r->str, NULL, 10);
+    return 0;
+}
+
+int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
+                     ferry__batch_result *res, ferry_error *err) {
+    memset(res, 0, sizeof *res);
+    ferry_conn *conn = w->d.conn;
+    char now[24];
+    snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
+
+    size_t nfin = 0, nretry = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        codes[i] = 0;
+        if (jobs[i]->kind == FERRY__FIN_COMPLETE || jobs[i]->kind == FERRY__FIN_FAIL)
+            nfin++;
+        else
+            nretry++;
+    }
+    size_t nchunks = (nfin + FINISH_CHUNK - 1) / FINISH_CHUNK;
+    size_t nitems = nretry + nchunks + (nfin == 0 && fetch_n > 0 ? 1 : 0);
+    if (nitems == 0) return 0;
+
+    int rc = 0;
+    args a = {0};
+    size_t *fin = malloc((nfin ? nfin : 1) * sizeof *fin);
+    char *trim = malloc(nfin ? nfin : 1);
+    item *items = malloc(nitems * sizeof *items);
+    redisReply **replies = calloc(nitems, sizeof *replies);
+    if (!fin || !trim || !items || !replies) {
+        rc = ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
+        goto out;
+    }
+    size_t ni = 0, nf = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        if (jobs[i]->kind == FERRY__FIN_COMPLETE || jobs[i]->kind == FERRY__FIN_FAIL)
+            fin[nf++] = i;
+        else
+            items[ni++] = (item){ITEM_RETRY, i, 1, 0};
+    }
+    /* A run of jobs into the same set with equal keep settings trims once, after its last
+     * job: the resulting set is the same as trimming after each. */
+    for (size_t i = 0; i < nfin; i++) {
+        ferry_job *j = jobs[fin[i]];
+        trim[i] = 1;
+        for (size_t k = i + 1; k < nfin; k++) {
+            ferry_job *n = jobs[fin[k]];
+            if ((n->kind == FERRY__FIN_COMPLETE) != (j->kind == FERRY__FIN_COMPLETE)) continue;
+            if (keep_equal(&n->keep, &j->keep)) trim[i] = 0;
+            break;
+        }
+    }
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t first = c * FINISH_CHUNK;
+        size_t count = nfin - first < FINISH_CHUNK ? nfin - first : FINISH_CHUNK;
+        items[ni++] = (item){ITEM_FINISH, first, count, c + 1 == nchunks ? fetch_n : 0};
+    }
+    if (nfin == 0 && fetch_n > 0) items[ni++] = (item){ITEM_FETCH, 0, 0, fetch_n};
+
+    call_ctx ctx = {w, jobs, fin, trim, now, w->d.token_counter};
+    /* Tokens are consumed even if the reply is lost: a job fetched by a call whose reply
+     * never arrived keeps its lock token, and no later job should share it. */
+    if (fetch_n > 0) w->d.token_counter += (unsigned long long)fetch_n;
+    res->fetch_sent = fetch_n > 0;
+
+    const char *keys[12];
+    int nkeys = 0;
+    for (size_t i = 0; i < nitems && rc == 0; i++) {
+        const ferry_script *s = build_item(&ctx, &items[i], &a, keys, &nkeys);
+        rc = args_resolve(&a, err);
+        if (rc == 0)
+            rc = ferry__conn_append_evalsha(conn, s, nkeys, keys, (int)a.n, a.v, a.len, err);
+    }
+    if (rc == 0) rc = ferry__conn_pipeline_read(conn, nitems, replies, err);
+    if (rc != 0) goto out;
+
+    ferry_error first = {0};
+    int have_err = 0;
+    for (size_t i = 0; i < nitems; i++) {
+        const item *it = &items[i];
+        if (is_noscript(replies[i])) {
+            /* script cache flushed since we connected: this call did not run; run it again
+             * on its own (ferry__conn_evalsha loads the script) */
+            freeReplyObject(replies[i]);
+            replies[i] = NULL;
+            const ferry_script *s = build_item(&ctx, it, &a, keys, &nkeys);
+            rc = args_resolve(&a, err);
+            if (rc == 0)
+                rc = ferry__conn_evalsha(conn, s, nkeys, keys, (int)a.n, a.v, a.len, &replies[i],
+                                         err);
+            if (rc != 0) goto out; /* transport: everything after is unknown too */
+        }
+        redisReply *r = replies[i];
+        if (it->kind == ITEM_RETRY) {
+            if (r->type == REDIS_REPLY_INTEGER) {
+                codes[it->first] = (int)r->integer;
+            } else {
+                codes[it->first] = FERRY__CODE_SCRIPT_ERROR;
+                note_script_error(&first, &have_err, "retry", r);
+            }
+            continue;
+        }
+        int is_fetch = it->kind == ITEM_FETCH;
+        size_t need = is_fetch ? 3 : 4;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != need) {
+            note_script_error(&first, &have_err, is_fetch ? "moveToActive" : "moveToFinished", r);
+            for (size_t k = 0; !is_fetch && k < it->count; k++)
+                codes[fin[it->first + k]] = FERRY__CODE_SCRIPT_ERROR;
+            continue;
+        }
+        size_t base = 0;
+        if (!is_fetch) {
+            const redisReply *cr = r->element[0];
+            for (size_t k = 0; k < it->count; k++)
+                codes[fin[it->first + k]] = cr->type == REDIS_REPLY_ARRAY && k < cr->elements
+                                                ? (int)int_of(cr->element[k])
+                                                : FERRY__CODE_SCRIPT_ERROR;
+            base = 1;
+        }
+        if (it->fetch_n > 0) {
+            take_fetched(&ctx, r->element[base], res, &first, &have_err);
+            res->rate_limit_ttl = int_of(r->element[base + 1]);
+            res->next_delayed = int_of(r->element[base + 2]);
+        }
+    }
+    /* a script error is not a transport error: the call returns 0 with per-job codes and
+     * the first error's text, so the caller decides per job */
+    if (have_err) {
+        res->script_error = first;
+        res->has_script_error = 1;
+    }
+
+out:
+    for (size_t i = 0; i < nitems && replies; i++)
+        if (replies[i]) freeReplyObject(replies[i]);
+    free(replies);
+    free(items);
+    free(trim);
+    free(fin);
+    args_free(&a);
+    if (rc != 0) {
+        /* the caller treats the whole call as lost */
+        ferry_job *j = res->fetched;
+        while (j) {
+            ferry_job *n = j->next;
+            ferry__job_free(j);
+            j = n;
+        }
+        res->fetched = res->fetched_tail = NULL;
+    }
+    return rc;
+}
+
+int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_t **lost,
+                              size_t *nlost, ferry_error *err) {
+    *lost = NULL;
+    *nlost = 0;
+    if (n == 0) return 0;
+    args a = {0};
+    add(&a, w->keys.base, w->keys.base_len);
+    addll(&a, w->lock_duration_ms);
+    for (size_t i = 0; i < n; i++) {
+        addz(&a, jobs[i]->id);
+        addz(&a, jobs[i]->token);
+    }
+    redisReply *r = NULL;
+    const char *keys[] = {w->k_stalled};
+    int rc = args_resolve(&a, err);
+    if (rc == 0)
+        rc = ferry__conn_evalsha(w->d.conn, w->s_extend, 1, keys, (int)a.n, a.v, a.len, &r, err);
+    args_free(&a);
+    if (rc != 0) return rc;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        rc = ferry__err(err, FERRY_EREDIS, "worker: extendLocks failed: %s",
+                        r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
+        return rc;
+    }
+    if (r->elements) {
+        size_t *out = malloc(r->elements * sizeof *out);
+        if (!out) {
+            freeReplyObject(r);
+            return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
+        }
+        for (size_t k = 0; k < r->elements; k++) {
+            const redisReply *e = r->element[k];
+            if (e->type != REDIS_REPLY_STRING) continue;
+            for (size_t i = 0; i < n; i++)
+                if (strlen(jobs[i]->id) == e->len && !memcmp(jobs[i]->id, e->str, e->len)) {
+                    out[(*nlost)++] = i;
+                    break;
+                }
+        }
+        *lost = out;
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error *err) {
+    char now[24], maxst[24], interval[24];
+    snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
+    /* -1 = never fail stalled jobs: a count no job reaches */
+    snprintf(maxst, sizeof maxst, "%lld",
+             w->max_stalled_count < 0 ? 9007199254740991LL : (long long)w->max_stalled_count);
+    snprintf(interval, sizeof interval, "%d", w->stalled_interval_ms);
+    const char *keys[] = {w->k_stalled, w->k_wait,   w->k_active, w->k_stalled_check,
+                          w->k_meta,    w->k_marker, w->k_events, w->k_repeat};
+    const char *argv[] = {maxst, w->keys.base, now, interval};
+    int rc = ferry__conn_evalsha(w->d.conn, w->s_stalled, 8, keys, 4, argv, NULL, reply, err);
+    if (rc != 0) return rc;
+    if ((*reply)->type != REDIS_REPLY_ARRAY) {
+        rc = ferry__err(err, FERRY_EREDIS, "worker: stalled check failed: %s",
+                        (*reply)->type == REDIS_REPLY_ERROR ? (*reply)->str : "unexpected reply");
+        freeReplyObject(*reply);
+        *reply = NULL;
+    }
+    return rc;
+}

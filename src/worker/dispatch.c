@@ -1,0 +1,540 @@
+/* dispatch.c - the dispatcher thread: the only user of the worker's command connection.
+ *
+ * One loop: collect results that handler threads finished (the lock-free `done` stack),
+ * write them all plus a fetch for the slots they free in one round trip (batch.c), hand
+ * fetched jobs to the handler threads (ready queue), and run the timers (lock renewal every
+ * lock_duration/2, stalled check every stalled_interval). When a fetch finds nothing it
+ * asks the waiter thread to block on the marker and goes on serving completions meanwhile.
+ * On a broken connection it reconnects with capped, jittered backoff; results that could
+ * not be written stay in memory and are sent again once the connection is back. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "worker/worker_internal.h"
+
+#define MAX_RATE_LIMIT_DELAY_MS 30000 /* BullMQ maximumRateLimitDelay */
+#define SCRIPT_ERROR_RETRIES 3        /* a result refused by a failing script is tried 3x */
+#define SCRIPT_ERROR_DELAY_MS 1000
+#define UNBLOCK_EVERY_MS 100
+
+static void report(ferry_worker *w, int code, const char *fmt, ...) FERRY_PRINTF(3, 4);
+static void report(ferry_worker *w, int code, const char *fmt, ...) {
+    if (!w->cb.error) return;
+    ferry_error e;
+    e.code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    if (ferry__cb_enter(w) != 0) return;
+    w->cb.error(&e, w->cb_ud);
+    ferry__cb_leave(w);
+}
+
+/* ---- owned jobs ------------------------------------------------------------------- */
+
+static void own_add(ferry_worker *w, ferry_job *j) {
+    ferry__disp *d = &w->d;
+    if (d->nowned >= 2 * w->concurrency) { /* prevented by run_batch's fetch bound */
+        j->own_idx = -1;
+        return;
+    }
+    j->own_idx = d->nowned;
+    d->owned[d->nowned++] = j;
+}
+
+static void own_remove(ferry__disp *d, ferry_job *j) {
+    int i = j->own_idx;
+    if (i < 0 || i >= d->nowned || d->owned[i] != j) return;
+    ferry_job *last = d->owned[--d->nowned];
+    d->owned[i] = last;
+    last->own_idx = i;
+    j->own_idx = -1;
+}
+
+static void pending_append(ferry__disp *d, ferry_job *j) {
+    j->next = NULL;
+    if (d->pending_tail)
+        d->pending_tail->next = j;
+    else
+        d->pending = j;
+    d->pending_tail = j;
+    d->npending++;
+}
+
+/* Results pushed by handler threads: their slots are free again, the results pending. */
+static void collect_done(ferry_worker *w) {
+    ferry__disp *d = &w->d;
+    ferry_job *list = atomic_exchange(&w->done, NULL);
+    ferry_job *fifo = NULL;
+    while (list) { /* the stack is newest first: reverse it */
+        ferry_job *n = list->next;
+        list->next = fifo;
+        fifo = list;
+        list = n;
+    }
+    while (fifo) {
+        ferry_job *j = fifo;
+        fifo = j->next;
+        d->free_slots++;
+        pending_append(d, j);
+    }
+}
+
+/* ---- connection ------------------------------------------------------------------- */
+
+static void conn_lost(ferry_worker *w, const ferry_error *e) {
+    ferry__disp *d = &w->d;
+    if (!d->reported_broken)
+        report(w, e->code, "worker %s: command connection lost: %s", w->queue, e->message);
+    d->reported_broken = 1;
+    ferry__conn_close(d->conn);
+    d->conn = NULL;
+    d->reconnect_at = ferry__mono_ms(); /* first attempt at once */
+    d->reconnect_failures = 0;
+}
+
+static int reconnect(ferry_worker *w) {
+    ferry__disp *d = &w->d;
+    ferry_error e = {0};
+    int rc = ferry__conn_open(&w->redis, NULL, &d->conn, &e);
+    if (rc != 0) {
+        d->conn = NULL;
+        int n = ++d->reconnect_failures;
+        d->reconnect_at = ferry__mono_ms() + ferry__reconnect_delay_ms(n);
+        if ((n & (n - 1)) == 0 || n % 16 == 0)
+            report(w, rc, "worker %s: reconnect attempt %d failed: %s", w->queue, n, e.message);
+        return rc;
+    }
+    d->reconnect_failures = 0;
+    d->reported_broken = 0;
+    d->drained = 0; /* jobs may have arrived while we were away */
+    d->block_until = 0;
+    return 0;
+}
+
+static int conn_ok(const ferry__disp *d) {
+    return d->conn && !ferry__conn_broken(d->conn);
+}
+
+/* ---- results ------------------------------------------------------------------------ */
+
+static const char *code_text(int code) {
+    switch (code) {
+    case -1:
+        return "job no longer exists";
+    case -2:
+        return "lock missing (expired: the job may run again elsewhere)";
+    case -3:
+        return "job is not active";
+    case -4:
+        return "job has pending children";
+    case -6:
+        return "lock owned by another worker";
+    case -9:
+        return "job has failed children";
+    default:
+        return "unexpected script answer";
+    }
+}
+
+static const char *kind_text(ferry__fin_kind k) {
+    switch (k) {
+    case FERRY__FIN_COMPLETE:
+        return "completion";
+    case FERRY__FIN_FAIL:
+        return "failure";
+    default:
+        return "retry";
+    }
+}
+
+/* Stats deltas of one batch, applied under the lock once. */
+typedef struct deltas {
+    unsigned long long completed, failed, retried, lock_lost;
+} deltas;
+
+/* One job's answer: callbacks, stats, and whether the job is done with (1) or must be
+ * sent again (0). */
+static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_result *res,
+                  deltas *dl) {
+    if (code == 0) {
+        switch (j->kind) {
+        case FERRY__FIN_COMPLETE:
+            dl->completed++;
+            if (w->cb.completed && ferry__cb_enter(w) == 0) {
+                w->cb.completed(j, j->value, w->cb_ud);
+                ferry__cb_leave(w);
+            }
+            break;
+        case FERRY__FIN_FAIL:
+        default: {
+            int final = j->kind == FERRY__FIN_FAIL;
+            if (final)
+                dl->failed++;
+            else
+                dl->retried++;
+            if (w->cb.failed && ferry__cb_enter(w) == 0) {
+                w->cb.failed(j, j->value ? j->value : "", final, w->cb_ud);
+                ferry__cb_leave(w);
+            }
+            break;
+        }
+        }
+        return 1;
+    }
+    if (code == FERRY__CODE_SCRIPT_ERROR) {
+        /* a failing script keeps what it wrote before the error: part of it may be done */
+        j->resent = 1;
+        if (++j->send_tries < SCRIPT_ERROR_RETRIES) return 0;
+        report(w, FERRY_EREDIS,
+               "worker %s: job %s: %s given up after %d script errors (%s); its lock expires and "
+               "it is recovered as stalled",
+               w->queue, j->id, kind_text(j->kind), SCRIPT_ERROR_RETRIES,
+               res->has_script_error ? res->script_error.message : "");
+        return 1;
+    }
+    if ((code == -2 || code == -6) && !j->lock_lost) dl->lock_lost++;
+    report(w, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
+           "worker %s: job %s: %s refused (%d: %s)%s", w->queue, j->id, kind_text(j->kind), code,
+           code_text(code),
+           j->resent ? "; sent again (after a broken connection or a script error), so it may "
+                       "have been written already"
+                     : "");
+    return 1;
+}
+
+/* Jobs fetched: own them, fail the unrunnable at once, queue the rest for handlers. */
+static void take_jobs(ferry_worker *w, ferry_job *list) {
+    ferry__disp *d = &w->d;
+    ferry_job *rh = NULL, *rt = NULL;
+    int n = 0;
+    while (list) {
+        ferry_job *j = list;
+        list = j->next;
+        j->next = NULL;
+        own_add(w, j);
+        const char *why = ferry__job_unrunnable(j);
+        if (why) {
+            /* BullMQ fails these as UnrecoverableError without running the processor */
+            char stack[FERRY_ERROR_MESSAGE_MAX];
+            snprintf(stack, sizeof stack, "UnrecoverableError: %s", why);
+            ferry_job_set_failure(j, why, stack);
+            ferry__job_plan(j, FERRY_FAILED_PERMANENT);
+            pending_append(d, j);
+            continue;
+        }
+        if (rt)
+            rt->next = j;
+        else
+            rh = j;
+        rt = j;
+        n++;
+    }
+    if (!rh) return;
+    d->free_slots -= n;
+    ferry__ready_push(w, rh, rt, n);
+}
+
+/* Write every pending result and fetch for the free slots, in one round trip. */
+static void run_batch(ferry_worker *w, int fetch_allowed) {
+    ferry__disp *d = &w->d;
+    int64_t now = ferry__mono_ms();
+    size_t n = now >= d->retry_at ? d->npending : 0;
+    int fetch_n =
+        fetch_allowed ? (d->free_slots < w->fetch_batch ? d->free_slots : w->fetch_batch) : 0;
+    /* Results kept after a script error (and jobs failed without running) still hold a
+     * place in `owned` though their slot is free: never own more than its capacity, which
+     * also bounds the results held in memory to 2 * concurrency. */
+    int room = 2 * w->concurrency - d->nowned;
+    if (fetch_n > room) fetch_n = room;
+    if (fetch_n < 0) fetch_n = 0;
+    if (n == 0 && fetch_n == 0) return;
+
+    ferry_job *stack_jobs[64];
+    int stack_codes[64];
+    ferry_job **jobs = n <= 64 ? stack_jobs : malloc(n * sizeof *jobs);
+    int *codes = n <= 64 ? stack_codes : malloc(n * sizeof *codes);
+    if (!jobs || !codes) {
+        if (jobs != stack_jobs) free(jobs);
+        if (codes != stack_codes) free(codes);
+        report(w, FERRY_ENOMEM, "worker %s: out of memory writing results", w->queue);
+        d->retry_at = now + SCRIPT_ERROR_DELAY_MS;
+        return;
+    }
+    size_t i = 0;
+    if (n) {
+        for (ferry_job *j = d->pending; j; j = j->next)
+            jobs[i++] = j;
+        d->pending = d->pending_tail = NULL;
+        d->npending = 0;
+    }
+
+    ferry__batch_result res;
+    ferry_error e = {0};
+    int rc = ferry__batch_run(w, jobs, n, fetch_n, codes, &res, &e);
+    if (rc != 0) {
+        /* Nothing is known about this call: keep every result and send it again. */
+        for (i = 0; i < n; i++) {
+            jobs[i]->resent = 1;
+            pending_append(d, jobs[i]);
+        }
+        if (d->conn && ferry__conn_broken(d->conn)) {
+            conn_lost(w, &e);
+        } else {
+            report(w, rc, "worker %s: %s", w->queue, e.message);
+            d->retry_at = now + SCRIPT_ERROR_DELAY_MS;
+        }
+        goto out;
+    }
+    if (res.has_script_error) {
+        ferry_error se = res.script_error;
+        report(w, se.code, "worker %s: %s", w->queue, se.message);
+    }
+
+    deltas dl = {0};
+    int again = 0;
+    for (i = 0; i < n; i++) {
+        ferry_job *j = jobs[i];
+        if (settle(w, j, codes[i], &res, &dl)) {
+            own_remove(d, j);
+            ferry__job_free(j);
+        } else {
+            pending_append(d, j);
+            again = 1;
+        }
+    }
+    if (again) d->retry_at = ferry__mono_ms() + SCRIPT_ERROR_DELAY_MS;
+    if (dl.completed || dl.failed || dl.retried || dl.lock_lost) {
+        pthread_mutex_lock(&w->mu);
+        w->stats.completed += dl.completed;
+        w->stats.failed += dl.failed;
+        w->stats.retried += dl.retried;
+        w->stats.lock_lost += dl.lock_lost;
+        pthread_mutex_unlock(&w->mu);
+    }
+
+    if (res.fetch_sent) {
+        int got = 0;
+        for (ferry_job *j = res.fetched; j; j = j->next)
+            got++;
+        if (got > 0) {
+            /* a partial fetch means the queue ran dry: wait for the marker rather than
+             * asking again at once */
+            d->drained = got < fetch_n;
+            d->block_until = 0;
+        } else if (res.rate_limit_ttl > 0) {
+            long long ttl = res.rate_limit_ttl < MAX_RATE_LIMIT_DELAY_MS ? res.rate_limit_ttl
+                                                                         : MAX_RATE_LIMIT_DELAY_MS;
+            d->limit_until = ferry__mono_ms() + ttl;
+            d->drained = 0;
+        } else {
+            d->drained = 1;
+            d->block_until = res.next_delayed;
+        }
+        take_jobs(w, res.fetched);
+    }
+out:
+    if (jobs != stack_jobs) free(jobs);
+    if (codes != stack_codes) free(codes);
+}
+
+/* ---- timers ------------------------------------------------------------------------- */
+
+static void renew_locks(ferry_worker *w) {
+    ferry__disp *d = &w->d;
+    if (d->nowned == 0) return;
+    size_t *lost = NULL, nlost = 0;
+    ferry_error e = {0};
+    int rc = ferry__batch_extend_locks(w, d->owned, (size_t)d->nowned, &lost, &nlost, &e);
+    if (rc != 0) {
+        if (d->conn && ferry__conn_broken(d->conn))
+            conn_lost(w, &e);
+        else
+            report(w, rc, "worker %s: lock renewal: %s", w->queue, e.message);
+        return;
+    }
+    unsigned long long newly = 0;
+    for (size_t k = 0; k < nlost; k++) {
+        ferry_job *j = d->owned[lost[k]];
+        if (j->lock_lost) continue;
+        j->lock_lost = 1;
+        newly++;
+        report(w, FERRY_ELOCK,
+               "worker %s: job %s: lock lost (renewal refused); its handler keeps running but "
+               "its result will be refused",
+               w->queue, j->id);
+    }
+    free(lost);
+    if (newly) {
+        pthread_mutex_lock(&w->mu);
+        w->stats.lock_lost += newly;
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+static void check_stalled(ferry_worker *w) {
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    int rc = ferry__batch_stalled_check(w, &r, &e);
+    if (rc != 0) {
+        if (w->d.conn && ferry__conn_broken(w->d.conn))
+            conn_lost(w, &e);
+        else
+            report(w, rc, "worker %s: %s", w->queue, e.message);
+        return;
+    }
+    if (r->elements) {
+        pthread_mutex_lock(&w->mu);
+        w->stats.stalled += r->elements;
+        pthread_mutex_unlock(&w->mu);
+        for (size_t i = 0; i < r->elements; i++)
+            if (w->cb.stalled && r->element[i]->type == REDIS_REPLY_STRING &&
+                ferry__cb_enter(w) == 0) {
+                w->cb.stalled(r->element[i]->str, w->cb_ud);
+                ferry__cb_leave(w);
+            }
+    }
+    freeReplyObject(r);
+}
+
+static void unblock_waiter(ferry_worker *w, long long client_id) {
+    char id[24];
+    snprintf(id, sizeof id, "%lld", client_id);
+    const char *argv[] = {"CLIENT", "UNBLOCK", id};
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    /* refused by an ACL or unknown: the waiter's own timeout ends its wait */
+    if (ferry__conn_command_argv(w->d.conn, 3, argv, NULL, &r, &e) != 0) {
+        if (ferry__conn_broken(w->d.conn)) conn_lost(w, &e);
+        return;
+    }
+    freeReplyObject(r);
+}
+
+/* ---- the loop ----------------------------------------------------------------------- */
+
+typedef struct turn {
+    int send, fetch, renew, stalled, reconnect;
+    long long unblock_id;
+} turn;
+
+static void deliver_posted(ferry_worker *w) {
+    /* called with mu held; drops it while calling back */
+    ferry_error posted[FERRY__POSTED_MAX];
+    int n = w->nposted;
+    unsigned long dropped = w->nposted_dropped;
+    memcpy(posted, w->posted, (size_t)n * sizeof posted[0]);
+    w->nposted = 0;
+    w->nposted_dropped = 0;
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < n; i++)
+        if (w->cb.error && ferry__cb_enter(w) == 0) {
+            w->cb.error(&posted[i], w->cb_ud);
+            ferry__cb_leave(w);
+        }
+    if (dropped)
+        report(w, FERRY_EIO, "worker %s: %lu more blocking-connection errors not shown", w->queue,
+               dropped);
+    pthread_mutex_lock(&w->mu);
+}
+
+static int64_t min_deadline(int64_t a, int64_t b) {
+    if (a <= 0) return b;
+    if (b <= 0) return a;
+    return a < b ? a : b;
+}
+
+void *ferry__dispatcher_main(void *arg) {
+    ferry__thread *t = arg;
+    ferry_worker *w = t->w;
+    ferry__disp *d = &w->d;
+    int64_t renew_every = w->lock_duration_ms / 2 > 0 ? w->lock_duration_ms / 2 : 1;
+    int64_t now = ferry__mono_ms();
+    d->next_stalled = now; /* once at start */
+    d->next_renew = now + renew_every;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        collect_done(w);
+        if (w->nposted || w->nposted_dropped) {
+            deliver_posted(w);
+            continue;
+        }
+        if (atomic_load(&w->abandon)) break;
+        int stopping = atomic_load(&w->stopping);
+        if (w->wake_fetch) {
+            w->wake_fetch = 0;
+            d->drained = 0;
+            d->block_until = 0;
+        }
+        now = ferry__mono_ms();
+        int ok = conn_ok(d);
+        int free_slots = d->free_slots;
+        if (stopping && d->nowned == 0 && (!w->waiter_busy || !ok || !w->bclient_id)) break;
+
+        turn tn = {0};
+        tn.send = ok && d->pending && now >= d->retry_at;
+        tn.fetch = ok && !stopping && free_slots > 0 && !d->drained && now >= d->limit_until;
+        tn.renew = ok && d->nowned > 0 && now >= d->next_renew;
+        tn.stalled = ok && !stopping && now >= d->next_stalled;
+        tn.reconnect = !ok && now >= d->reconnect_at;
+        if (ok && stopping && w->waiter_busy && w->bclient_id &&
+            now - d->last_unblock >= UNBLOCK_EVERY_MS)
+            tn.unblock_id = w->bclient_id;
+        if (tn.send || tn.fetch || tn.renew || tn.stalled || tn.reconnect || tn.unblock_id) {
+            pthread_mutex_unlock(&w->mu);
+            if (tn.reconnect) {
+                reconnect(w);
+            } else {
+                if (tn.unblock_id) {
+                    d->last_unblock = now;
+                    unblock_waiter(w, tn.unblock_id);
+                }
+                if (tn.stalled && conn_ok(d)) {
+                    d->next_stalled = now + w->stalled_interval_ms;
+                    check_stalled(w);
+                }
+                if (tn.renew && conn_ok(d)) {
+                    d->next_renew = now + renew_every;
+                    renew_locks(w);
+                }
+                if ((tn.send || tn.fetch) && conn_ok(d)) run_batch(w, tn.fetch);
+            }
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+
+        /* Nothing to do now. If the last fetch found nothing, let the waiter watch the
+         * marker while we wait for results and timers. */
+        if (ok && !stopping && d->drained && free_slots > 0 && now >= d->limit_until &&
+            !w->wait_req && !w->waiter_busy) {
+            w->wait_req = 1;
+            w->wait_block_until = d->block_until;
+            pthread_cond_signal(&w->waiter_cv);
+        }
+        int64_t dl = 0;
+        if (d->pending) dl = min_deadline(dl, d->retry_at);
+        if (!ok) dl = min_deadline(dl, d->reconnect_at);
+        if (d->nowned > 0) dl = min_deadline(dl, d->next_renew);
+        if (!stopping) dl = min_deadline(dl, d->next_stalled);
+        if (!stopping && !d->drained && d->limit_until > now) dl = min_deadline(dl, d->limit_until);
+        if (stopping && w->waiter_busy) dl = min_deadline(dl, d->last_unblock + UNBLOCK_EVERY_MS);
+        atomic_store(&w->disp_sleeping, 1);
+        if (!atomic_load(&w->done)) ferry__cond_wait_until(&w->disp_cv, &w->mu, dl);
+        atomic_store(&w->disp_sleeping, 0);
+    }
+    w->disp_exited_clean = d->nowned == 0;
+    pthread_cond_broadcast(&w->waiter_cv);
+    pthread_mutex_unlock(&w->mu);
+    ferry__handlers_release(w);
+
+    ferry__conn_close(d->conn);
+    d->conn = NULL;
+    ferry__thread_exit(t);
+    return NULL;
+}

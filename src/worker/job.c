@@ -1,0 +1,384 @@
+/* job.c - ferry_job: the fetched job a handler sees (accessors, parsing the fetch reply)
+ * and the decision of how it finishes (BullMQ 6.7.0 Job.moveToFailed / shouldRetryJob:
+ * returnvalue JSON, failedReason, stacktrace, retry with backoff, keepJobs). */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/json_text.h"
+#include "util/error.h"
+#include "worker/backoff.h"
+#include "worker/worker_internal.h"
+
+#define STACKTRACE_LIMIT_DEFAULT 10
+#define RETURN_JSON_MAX_DEPTH 4096
+
+/* ---- construction ------------------------------------------------------------------ */
+
+static int reply_is_str(const redisReply *r) {
+    return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const redisReply *hash,
+                                 const char *token) {
+    if (!reply_is_str(id) || !hash || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
+        return NULL;
+    size_t nf = hash->elements / 2;
+    size_t toklen = strlen(token);
+    size_t strbytes = id->len + 1 + toklen + 1;
+    for (size_t i = 0; i < hash->elements; i++) {
+        if (!reply_is_str(hash->element[i])) return NULL;
+        strbytes += hash->element[i]->len + 1;
+    }
+    size_t head = sizeof(ferry_job) + 2 * nf * sizeof(char *);
+    ferry_job *j = calloc(1, head + strbytes);
+    if (!j) return NULL;
+    j->w = w;
+    j->fname = (const char **)(void *)(j + 1);
+    j->fval = j->fname + nf;
+    char *p = (char *)j + head;
+#define COPY_INTO(dst, src, n)                                                                     \
+    do {                                                                                           \
+        memcpy(p, (src), (n));                                                                     \
+        p[(n)] = 0;                                                                                \
+        (dst) = p;                                                                                 \
+        p += (n) + 1;                                                                              \
+    } while (0)
+    COPY_INTO(j->id, id->str, id->len);
+    COPY_INTO(j->token, token, toklen);
+    for (size_t i = 0; i < nf; i++) {
+        COPY_INTO(j->fname[i], hash->element[2 * i]->str, hash->element[2 * i]->len);
+        COPY_INTO(j->fval[i], hash->element[2 * i + 1]->str, hash->element[2 * i + 1]->len);
+    }
+#undef COPY_INTO
+    j->nfields = nf;
+    j->name = ferry_job_field(j, "name");
+    if (!j->name) j->name = "";
+    j->data = ferry_job_field(j, "data");
+    if (!j->data) j->data = "{}";
+    j->opts = ferry_job_field(j, "opts");
+    if (!j->opts) j->opts = "{}";
+    const char *v = ferry_job_field(j, "atm");
+    if (!v) v = ferry_job_field(j, "attemptsMade"); /* legacy name */
+    j->attempts_made = v ? strtol(v, NULL, 10) : 0;
+    v = ferry_job_field(j, "ats");
+    j->attempts_started = v ? strtol(v, NULL, 10) : 0;
+    v = ferry_job_field(j, "timestamp");
+    j->timestamp = v ? strtoll(v, NULL, 10) : 0;
+    j->own_idx = -1;
+    return j;
+}
+
+void ferry__job_free(ferry_job *j) {
+    if (!j) return;
+    free(j->ret);
+    free(j->reason);
+    free(j->stack);
+    free(j->value);
+    free(j->stacktrace);
+    free(j);
+}
+
+/* ---- public accessors -------------------------------------------------------------- */
+
+const char *ferry_job_queue(const ferry_job *j) {
+    return j->w->queue;
+}
+const char *ferry_job_id(const ferry_job *j) {
+    return j->id;
+}
+const char *ferry_job_name(const ferry_job *j) {
+    return j->name;
+}
+const char *ferry_job_data(const ferry_job *j) {
+    return j->data;
+}
+const char *ferry_job_opts(const ferry_job *j) {
+    return j->opts;
+}
+long ferry_job_attempts_made(const ferry_job *j) {
+    return j->attempts_made;
+}
+long ferry_job_attempts_started(const ferry_job *j) {
+    return j->attempts_started;
+}
+long long ferry_job_timestamp(const ferry_job *j) {
+    return j->timestamp;
+}
+
+const char *ferry_job_field(const ferry_job *j, const char *field) {
+    if (!j || !field) return NULL;
+    for (size_t i = 0; i < j->nfields; i++)
+        if (!strcmp(j->fname[i], field)) return j->fval[i];
+    return NULL;
+}
+
+/* ---- JSON text ----------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if invalid (overlongs, surrogates
+ * and code points past U+10FFFF are invalid, as in RFC 3629). */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned cp;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
+
+char *ferry__json_quote(const char *s, size_t n) {
+    /* worst case: every byte becomes \u00XX (6) or U+FFFD escaped (6) */
+    if (n > (SIZE_MAX - 3) / 6) return NULL;
+    char *out = malloc(n * 6 + 3);
+    if (!out) return NULL;
+    char *o = out;
+    *o++ = '"';
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        if (c == '"' || c == '\\') {
+            *o++ = '\\';
+            *o++ = (char)c;
+            i++;
+        } else if (c < 0x20) {
+            *o++ = '\\';
+            switch (c) {
+            case '\n':
+                *o++ = 'n';
+                break;
+            case '\r':
+                *o++ = 'r';
+                break;
+            case '\t':
+                *o++ = 't';
+                break;
+            case '\b':
+                *o++ = 'b';
+                break;
+            case '\f':
+                *o++ = 'f';
+                break;
+            default:
+                o += sprintf(o, "u%04x", c);
+                break;
+            }
+            i++;
+        } else {
+            size_t len = utf8_seq(u + i, n - i);
+            if (!len) {
+                memcpy(o, "\\ufffd", 6);
+                o += 6;
+                i++;
+            } else {
+                memcpy(o, u + i, len);
+                o += len;
+                i += len;
+            }
+        }
+    }
+    *o++ = '"';
+    *o = 0;
+    return out;
+}
+
+int ferry_job_set_return(ferry_job *j, const char *json) {
+    if (!j) return FERRY_EINVAL;
+    char *copy;
+    if (!json) {
+        copy = strdup("null");
+    } else {
+        size_t n = strlen(json);
+        if (ferry__json_check(json, n, RETURN_JSON_MAX_DEPTH, NULL) == 0)
+            copy = strdup(json);
+        else
+            copy = ferry__json_quote(json, n); /* not JSON: store it as a JSON string */
+    }
+    if (!copy) return FERRY_ENOMEM;
+    free(j->ret);
+    j->ret = copy;
+    return 0;
+}
+
+int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack) {
+    if (!j) return FERRY_EINVAL;
+    char *r = reason ? strdup(reason) : NULL;
+    char *s = stack ? strdup(stack) : NULL;
+    if ((reason && !r) || (stack && !s)) {
+        free(r);
+        free(s);
+        return FERRY_ENOMEM;
+    }
+    free(j->reason);
+    free(j->stack);
+    j->reason = r;
+    j->stack = s;
+    return 0;
+}
+
+/* ---- planning the finish ----------------------------------------------------------- */
+
+const char *ferry__job_unrunnable(const ferry_job *j) {
+    const char *defa = ferry_job_field(j, "defa");
+    if (defa) return defa;
+    if (j->w->max_started_attempts > 0 && j->w->max_started_attempts < j->attempts_started)
+        return "job started more than allowable limit";
+    return NULL;
+}
+
+/* Previous stacktrace entries (JSON array text, possibly Node/cjson-written, "{}" for an
+ * empty array) + the new entry, cut to the last `limit`. malloc'd JSON or NULL (ENOMEM). */
+static char *build_stacktrace(const char *prev, const char *entry, long long limit) {
+    if (limit == 0) return strdup("[]");
+    size_t cap = (size_t)(limit > 0 && limit < 1000000 ? limit : 1000000);
+    json_t *arr = prev ? json_loads(prev, JSON_DECODE_ANY, NULL) : NULL;
+    size_t nprev = json_is_array(arr) ? json_array_size(arr) : 0;
+    size_t total = nprev + 1, skip = total > cap ? total - cap : 0;
+    char **parts = calloc(total, sizeof *parts);
+    size_t len = 2, nparts = 0;
+    char *out = NULL;
+    if (!parts) goto done;
+    for (size_t i = skip; i < nprev; i++) {
+        json_t *e = json_array_get(arr, i);
+        char *t = json_is_string(e) ? ferry__json_quote(json_string_value(e), json_string_length(e))
+                                    : json_dumps(e, JSON_ENCODE_ANY | JSON_COMPACT);
+        if (!t) goto done;
+        parts[nparts++] = t;
+        len += strlen(t) + 1;
+    }
+    parts[nparts] = ferry__json_quote(entry, strlen(entry));
+    if (!parts[nparts]) goto done;
+    len += strlen(parts[nparts++]) + 1;
+    out = malloc(len);
+    if (!out) goto done;
+    char *o = out;
+    *o++ = '[';
+    for (size_t i = 0; i < nparts; i++) {
+        if (i) *o++ = ',';
+        size_t l = strlen(parts[i]);
+        memcpy(o, parts[i], l);
+        o += l;
+    }
+    *o++ = ']';
+    *o = 0;
+done:
+    if (parts)
+        for (size_t i = 0; i < nparts; i++)
+            free(parts[i]);
+    free(parts);
+    json_decref(arr);
+    return out;
+}
+
+static char *dup_printf(const char *fmt, ...) FERRY_PRINTF(1, 2);
+static char *dup_printf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static void plan_oom(ferry_job *j) {
+    /* Out of memory: still free the slot and write something Node can read. The static
+     * strings are copied with plain malloc-free fallbacks, so value may stay NULL; batch.c
+     * sends "" then. */
+    free(j->value);
+    free(j->stacktrace);
+    j->value = NULL;
+    j->stacktrace = NULL;
+    j->kind = FERRY__FIN_FAIL;
+    j->keep = j->w->keep_fail;
+}
+
+void ferry__job_plan(ferry_job *j, ferry_outcome outcome) {
+    ferry_worker *w = j->w;
+    ferry__job_opts o;
+    ferry__job_opts_from_stored(j->opts, &o);
+    j->attempts = o.attempts;
+    j->lifo = o.lifo;
+    free(j->value);
+    free(j->stacktrace);
+    j->value = j->stacktrace = NULL;
+
+    if (outcome == FERRY_COMPLETED) {
+        j->kind = FERRY__FIN_COMPLETE;
+        j->keep = o.remove_on_complete.set ? o.remove_on_complete : w->keep_complete;
+        if (j->ret) {
+            j->value = j->ret;
+            j->ret = NULL;
+        } else {
+            j->value = strdup("null");
+        }
+        if (!j->value) plan_oom(j);
+        ferry__job_opts_free(&o);
+        return;
+    }
+
+    const char *reason = j->reason ? j->reason : "failed";
+    char *reason_buf = NULL;
+    int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o.attempts &&
+                !(w->max_started_attempts > 0 && w->max_started_attempts <= j->attempts_started);
+    long long delay = 0;
+    if (retry) {
+        ferry_error e = {0};
+        int rc = ferry__backoff_delay(&o.backoff, j->attempts_made + 1, ferry__backoff_random(),
+                                      &delay, &e);
+        if (rc != 0) {
+            /* e.g. a custom strategy this worker does not know: fail now, and say why */
+            retry = 0;
+            reason_buf = dup_printf("%s (not retried: %s)", reason, e.message);
+            if (reason_buf) reason = reason_buf;
+        } else if (delay < 0) {
+            retry = 0;
+        }
+    }
+
+    char *default_stack = NULL;
+    const char *stack = j->stack;
+    if (!stack) {
+        default_stack = dup_printf("Error: %s\n    at ferry handler (queue %s, job %s)", reason,
+                                   j->w->queue, j->id);
+        stack = default_stack ? default_stack : "Error";
+    }
+    long long limit = o.stack_trace_limit >= 0 ? o.stack_trace_limit : STACKTRACE_LIMIT_DEFAULT;
+    j->stacktrace = build_stacktrace(ferry_job_field(j, "stacktrace"), stack, limit);
+    j->value = strdup(reason);
+    free(default_stack);
+    free(reason_buf);
+    if (!j->value || !j->stacktrace) {
+        plan_oom(j);
+        ferry__job_opts_free(&o);
+        return;
+    }
+    if (retry) {
+        j->kind = delay > 0 ? FERRY__FIN_RETRY_DELAY : FERRY__FIN_RETRY_NOW;
+        j->delay_ms = delay;
+    } else {
+        j->kind = FERRY__FIN_FAIL;
+        j->keep = o.remove_on_fail.set ? o.remove_on_fail : w->keep_fail;
+    }
+    ferry__job_opts_free(&o);
+}

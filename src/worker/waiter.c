@@ -1,0 +1,181 @@
+/* waiter.c - the waiter thread: the only user of the worker's blocking connection.
+ *
+ * When the dispatcher's last fetch found nothing it asks the waiter to block. The waiter
+ * runs `BZPOPMIN <base>marker T` (what BullMQ workers do): T is drain_delay, or the time
+ * until the next delayed job is due, capped at 10 s, at least the server's smallest useful
+ * timeout; the connection's own deadline is T plus a guard, so a silent server cannot hold
+ * it. A popped "0" (jobs available), a due delayed marker or a timeout tell the dispatcher
+ * to fetch; a future delayed marker just moves the wake-up time. Close wakes it with
+ * CLIENT UNBLOCK from the command connection (see dispatch.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "worker/worker_internal.h"
+
+#define MAX_BLOCK_S 10.0
+#define BLOCK_GUARD_MS 3000 /* client-side deadline beyond the server-side timeout */
+
+void ferry__worker_post_error(ferry_worker *w, const ferry_error *e) {
+    pthread_mutex_lock(&w->mu);
+    if (w->nposted < FERRY__POSTED_MAX)
+        w->posted[w->nposted++] = *e;
+    else
+        w->nposted_dropped++;
+    pthread_cond_signal(&w->disp_cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void post(ferry_worker *w, int code, const char *what, const char *msg) {
+    ferry_error e;
+    e.code = code;
+    /* precisions keep the parts inside the message buffer (a long queue name is cut) */
+    snprintf(e.message, sizeof e.message, "worker %.100s: blocking connection: %.64s%.300s",
+             w->queue, what, msg);
+    ferry__worker_post_error(w, &e);
+}
+
+static int leaving(ferry_worker *w) {
+    return atomic_load(&w->stopping) || atomic_load(&w->abandon);
+}
+
+/* Sleep until the deadline or until the worker stops. */
+static void pause_until(ferry_worker *w, int64_t deadline) {
+    pthread_mutex_lock(&w->mu);
+    while (!leaving(w) && ferry__mono_ms() < deadline)
+        ferry__cond_wait_until(&w->waiter_cv, &w->mu, deadline);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static long long client_id(ferry_conn *c) {
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    long long id = 0;
+    if (ferry__conn_command(c, &r, &e, "CLIENT ID") == 0) {
+        if (r->type == REDIS_REPLY_INTEGER) id = r->integer;
+        freeReplyObject(r);
+    }
+    return id;
+}
+
+/* (Re)open the blocking connection, retrying with backoff until it works or the worker
+ * stops. Returns 0 when connected. */
+static int connect_blocking(ferry_worker *w) {
+    for (int failures = 0;;) {
+        if (leaving(w)) return -1;
+        ferry_error e = {0};
+        ferry_conn *c = NULL;
+        int rc = ferry__conn_open(&w->redis, w->client_name, &c, &e);
+        if (rc == 0) {
+            long long id = client_id(c);
+            pthread_mutex_lock(&w->mu);
+            w->bconn = c;
+            w->bclient_id = id;
+            pthread_mutex_unlock(&w->mu);
+            return 0;
+        }
+        failures++;
+        if ((failures & (failures - 1)) == 0 || failures % 16 == 0) {
+            char what[64];
+            snprintf(what, sizeof what, "reconnect attempt %d failed: ", failures);
+            post(w, rc, what, e.message);
+        }
+        pause_until(w, ferry__mono_ms() + ferry__reconnect_delay_ms(failures));
+    }
+}
+
+static void drop_blocking(ferry_worker *w) {
+    pthread_mutex_lock(&w->mu);
+    ferry_conn *c = w->bconn;
+    w->bconn = NULL;
+    w->bclient_id = 0;
+    pthread_mutex_unlock(&w->mu);
+    ferry__conn_close(c);
+}
+
+/* Block until a fetch is worth trying (or the worker stops). */
+static void wait_for_marker(ferry_worker *w, long long block_until) {
+    for (;;) {
+        if (leaving(w)) return;
+        if (!w->bconn) {
+            /* After a reconnect, fetch at once: markers may have come and gone. */
+            connect_blocking(w);
+            return;
+        }
+        long long now = (long long)ferry__now_ms();
+        double timeout_s;
+        if (block_until > 0) {
+            if (block_until - now <= 1) return; /* due */
+            timeout_s = (double)(block_until - now) / 1000.0;
+        } else {
+            timeout_s = (double)w->drain_delay_ms / 1000.0;
+        }
+        if (timeout_s > MAX_BLOCK_S) timeout_s = MAX_BLOCK_S;
+        if (timeout_s < w->min_block_s) timeout_s = w->min_block_s;
+        if (w->whole_second_block) timeout_s = ceil(timeout_s);
+        char tbuf[32];
+        snprintf(tbuf, sizeof tbuf, "%.3f", timeout_s);
+        if (w->whole_second_block) snprintf(tbuf, sizeof tbuf, "%d", (int)timeout_s);
+        ferry__conn_set_timeout(w->bconn, (int)(timeout_s * 1000) + BLOCK_GUARD_MS);
+
+        const char *argv[] = {"BZPOPMIN", w->k_marker, tbuf};
+        redisReply *r = NULL;
+        ferry_error e = {0};
+        int rc = ferry__conn_command_argv(w->bconn, 3, argv, NULL, &r, &e);
+        if (rc != 0) {
+            if (!leaving(w)) post(w, rc, "lost: ", e.message);
+            drop_blocking(w);
+            continue;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            /* e.g. the marker key holds another type; fetch anyway, but not in a tight loop */
+            post(w, FERRY_EREDIS, "BZPOPMIN: ", r->str);
+            freeReplyObject(r);
+            pause_until(w, ferry__mono_ms() + 1000);
+            return;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) {
+            freeReplyObject(r); /* nil: timed out, or CLIENT UNBLOCK */
+            return;
+        }
+        const redisReply *member = r->element[1], *score = r->element[2];
+        int now_marker =
+            member->type == REDIS_REPLY_STRING && member->len == 1 && member->str[0] == '0';
+        double sc = score->type == REDIS_REPLY_STRING ? strtod(score->str, NULL) : 0;
+        freeReplyObject(r);
+        long long until = (long long)floor(sc);
+        if (now_marker || until <= (long long)ferry__now_ms() + 1) return;
+        block_until = until; /* a delayed job further away: wait for it (or a new "0") */
+    }
+}
+
+void *ferry__waiter_main(void *arg) {
+    ferry__thread *t = arg;
+    ferry_worker *w = t->w;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->wait_req && !leaving(w))
+            pthread_cond_wait(&w->waiter_cv, &w->mu);
+        if (leaving(w)) break;
+        long long until = w->wait_block_until;
+        w->wait_req = 0;
+        w->waiter_busy = 1;
+        pthread_mutex_unlock(&w->mu);
+
+        wait_for_marker(w, until);
+
+        pthread_mutex_lock(&w->mu);
+        w->waiter_busy = 0;
+        w->wake_fetch = 1;
+        pthread_cond_signal(&w->disp_cv);
+    }
+    w->waiter_busy = 0;
+    pthread_cond_signal(&w->disp_cv);
+    pthread_mutex_unlock(&w->mu);
+    drop_blocking(w);
+    ferry__thread_exit(t);
+    return NULL;
+}

@@ -1,0 +1,560 @@
+/* worker.c - the public worker API (include/ferry/worker.h): options, create, start,
+ * stop, close, free, stats, and the handler threads.
+ *
+ * Threads: one dispatcher (dispatch.c, command connection), one waiter (waiter.c,
+ * blocking connection) and `concurrency` handler threads that never touch Redis: each
+ * takes a job from the ready queue, runs the user's handler, decides the finish
+ * (ferry__job_plan) and pushes the job on the lock-free `done` stack for the dispatcher.
+ * Wake-ups are chained (see worker_internal.h), so a burst of fast jobs costs a few
+ * thread switches rather than one per job.
+ *
+ * Lifetime: the worker is reference counted (the owner + every live thread). Close waits
+ * for the threads up to its deadline; threads still running then are detached and free
+ * the worker when the last one leaves, so an abandoned handler never touches freed
+ * memory. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "util/clock.h"
+#include "util/error.h"
+#include "worker/worker_internal.h"
+
+/* ---- small shared helpers (declared in worker_internal.h) -------------------------- */
+
+void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_mono_ms) {
+    if (deadline_mono_ms <= 0) {
+        pthread_cond_wait(cv, mu);
+        return;
+    }
+    struct timespec ts = {(time_t)(deadline_mono_ms / 1000),
+                          (long)(deadline_mono_ms % 1000) * 1000000L};
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+int64_t ferry__reconnect_delay_ms(int failures) {
+    int64_t d = 100;
+    for (int i = 1; i < failures && d < 5000; i++)
+        d *= 2;
+    if (d > 5000) d = 5000;
+    unsigned char r[2] = {0, 0};
+    RAND_bytes(r, sizeof r); /* on failure: no jitter, still a valid delay */
+    unsigned v = (unsigned)r[0] << 8 | r[1];
+    return d / 2 + (int64_t)((double)(d / 2) * v / 65535.0);
+}
+
+int ferry__cb_enter(ferry_worker *w) {
+    pthread_mutex_lock(&w->cb_mu);
+    if (!atomic_load(&w->abandon)) return 0;
+    pthread_mutex_unlock(&w->cb_mu);
+    return -1;
+}
+
+void ferry__cb_leave(ferry_worker *w) {
+    pthread_mutex_unlock(&w->cb_mu);
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+
+void ferry_worker_options_init(ferry_worker_options *o) {
+    memset(o, 0, sizeof *o);
+}
+
+static char *dupz(const char *s, int *oom) {
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *oom = 1;
+    return d;
+}
+
+static char *key_of(const ferry__keys *k, const char *suffix, int *oom) {
+    size_t n = k->base_len + strlen(suffix) + 1;
+    char *s = malloc(n);
+    if (!s) {
+        *oom = 1;
+        return NULL;
+    }
+    snprintf(s, n, "%s%s", k->base, suffix);
+    return s;
+}
+
+static void destroy(ferry_worker *w) {
+    ferry__conn_close(w->d.conn);
+    ferry__conn_close(w->bconn);
+    ferry_job *lists[] = {atomic_load(&w->done), w->d.pending, w->rq_head};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+        for (ferry_job *j = lists[i], *n; j; j = n) {
+            n = j->next;
+            ferry__job_free(j);
+        }
+    free(w->d.owned);
+    free(w->threads);
+    free(w->queue);
+    free(w->name);
+    free(w->client_name);
+    free((char *)w->redis.url);
+    free((char *)w->redis.tls_ca_file);
+    free((char *)w->redis.tls_ca_dir);
+    free((char *)w->redis.tls_cert_file);
+    free((char *)w->redis.tls_key_file);
+    free((char *)w->redis.tls_server_name);
+    char *keys[] = {w->k_wait,          w->k_active,  w->k_prioritized, w->k_events,
+                    w->k_limiter,       w->k_delayed, w->k_meta,        w->k_pc,
+                    w->k_marker,        w->k_stalled, w->k_completed,   w->k_failed,
+                    w->k_stalled_check, w->k_repeat};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        free(keys[i]);
+    pthread_mutex_destroy(&w->mu);
+    pthread_mutex_destroy(&w->cb_mu);
+    pthread_mutex_destroy(&w->rq_mu);
+    pthread_cond_destroy(&w->rq_cv);
+    pthread_cond_destroy(&w->disp_cv);
+    pthread_cond_destroy(&w->waiter_cv);
+    pthread_cond_destroy(&w->exit_cv);
+    free(w);
+}
+
+static int check_range(ferry_error *err, const char *what, int v, int lo, int hi) {
+    if (v < lo || v > hi)
+        return ferry__err(err, FERRY_EINVAL, "worker: %s %d out of range (%d..%d)", what, v, lo,
+                          hi);
+    return 0;
+}
+
+static int validate_name(const char *name, ferry_error *err) {
+    size_t n = strlen(name);
+    if (n == 0 || n > FERRY__NAME_MAX)
+        return ferry__err(err, FERRY_EINVAL, "worker: name must be 1..%d bytes", FERRY__NAME_MAX);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] == 0x7f)
+            return ferry__err(err, FERRY_EINVAL,
+                              "worker: name may not contain spaces or control characters (it is "
+                              "part of the Redis client name)");
+    return 0;
+}
+
+static int make_uuid(char *out, size_t cap) {
+    unsigned char b[16];
+    if (RAND_bytes(b, sizeof b) != 1) return -1;
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, cap,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x:", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    return 0;
+}
+
+/* "<prefix>:<base64(queue)>" plus ":w:<name>" for a named worker: how Node BullMQ names a
+ * worker's blocking connection, so Queue.getWorkers() lists ferry workers too. */
+static char *make_client_name(const ferry_worker *w, int *oom) {
+    size_t qn = strlen(w->queue);
+    size_t b64 = 4 * ((qn + 2) / 3) + 1;
+    size_t n = strlen(w->keys.prefix) + 1 + b64 + (w->name ? 3 + strlen(w->name) : 0) + 1;
+    char *s = malloc(n);
+    if (!s) {
+        *oom = 1;
+        return NULL;
+    }
+    size_t off = (size_t)snprintf(s, n, "%s:", w->keys.prefix);
+    EVP_EncodeBlock((unsigned char *)s + off, (const unsigned char *)w->queue, (int)qn);
+    if (w->name) {
+        size_t len = strlen(s);
+        snprintf(s + len, n - len, ":w:%s", w->name);
+    }
+    return s;
+}
+
+int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
+                        ferry_handler_fn handler, void *handler_userdata, ferry_worker **out,
+                        ferry_error *err) {
+    if (!out) return ferry__err(err, FERRY_EINVAL, "worker: out is NULL");
+    *out = NULL;
+    ferry_worker_options defaults;
+    if (!opts) {
+        ferry_worker_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (!handler) return ferry__err(err, FERRY_EINVAL, "worker: handler is NULL");
+    if (!queue) return ferry__err(err, FERRY_EINVAL, "worker: queue name is NULL");
+    int rc = check_range(err, "concurrency", opts->concurrency, 0, FERRY__MAX_CONCURRENCY);
+    if (!rc) rc = check_range(err, "lock_duration_ms", opts->lock_duration_ms, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "stalled_interval_ms", opts->stalled_interval_ms, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "max_stalled_count", opts->max_stalled_count, -1, INT_MAX);
+    if (!rc) rc = check_range(err, "max_started_attempts", opts->max_started_attempts, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "drain_delay_ms", opts->drain_delay_ms, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY__MAX_CONCURRENCY);
+    if (!rc && opts->name) rc = validate_name(opts->name, err);
+    if (!rc && opts->redis && opts->redis->url) rc = ferry_redis_url_check(opts->redis->url, err);
+    if (rc) return rc;
+
+    ferry_worker *w = calloc(1, sizeof *w);
+    if (!w) return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
+    rc = ferry__keys_init(&w->keys, opts->prefix ? opts->prefix : "bull", queue, err);
+    if (!rc) rc = ferry__keep_jobs_parse(opts->remove_on_complete, &w->keep_complete, err);
+    if (!rc) rc = ferry__keep_jobs_parse(opts->remove_on_fail, &w->keep_fail, err);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        free(w);
+        return ferry__err(err, FERRY_ENOMEM, "worker: cannot create a mutex");
+    }
+    if (pthread_mutex_init(&w->cb_mu, NULL) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return ferry__err(err, FERRY_ENOMEM, "worker: cannot create a mutex");
+    }
+    if (pthread_mutex_init(&w->rq_mu, NULL) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        pthread_mutex_destroy(&w->cb_mu);
+        free(w);
+        return ferry__err(err, FERRY_ENOMEM, "worker: cannot create a mutex");
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->disp_cv, &ca);
+    pthread_cond_init(&w->waiter_cv, &ca);
+    pthread_cond_init(&w->exit_cv, &ca);
+    pthread_cond_init(&w->rq_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    w->refs = 1;
+
+    int oom = 0;
+    w->queue = dupz(queue, &oom);
+    w->name = dupz(opts->name, &oom);
+    if (opts->redis)
+        w->redis = *opts->redis;
+    else
+        ferry_redis_options_init(&w->redis);
+    w->redis.url = dupz(w->redis.url, &oom);
+    w->redis.tls_ca_file = dupz(w->redis.tls_ca_file, &oom);
+    w->redis.tls_ca_dir = dupz(w->redis.tls_ca_dir, &oom);
+    w->redis.tls_cert_file = dupz(w->redis.tls_cert_file, &oom);
+    w->redis.tls_key_file = dupz(w->redis.tls_key_file, &oom);
+    w->redis.tls_server_name = dupz(w->redis.tls_server_name, &oom);
+
+    w->concurrency = opts->concurrency ? opts->concurrency : 1;
+    w->lock_duration_ms = opts->lock_duration_ms ? opts->lock_duration_ms : 30000;
+    w->stalled_interval_ms = opts->stalled_interval_ms ? opts->stalled_interval_ms : 30000;
+    w->max_stalled_count = opts->max_stalled_count ? opts->max_stalled_count : 1;
+    w->max_started_attempts = opts->max_started_attempts;
+    w->drain_delay_ms = opts->drain_delay_ms ? opts->drain_delay_ms : 5000;
+    w->fetch_batch = opts->fetch_batch ? opts->fetch_batch : w->concurrency;
+    if (w->fetch_batch > w->concurrency) w->fetch_batch = w->concurrency;
+    w->cb = opts->callbacks;
+    w->cb_ud = opts->userdata;
+    w->handler = handler;
+    w->handler_ud = handler_userdata;
+    w->min_block_s = 0.002;
+
+    const struct {
+        char **dst;
+        const char *suffix;
+    } keys[] = {{&w->k_wait, "wait"},
+                {&w->k_active, "active"},
+                {&w->k_prioritized, "prioritized"},
+                {&w->k_events, "events"},
+                {&w->k_limiter, "limiter"},
+                {&w->k_delayed, "delayed"},
+                {&w->k_meta, "meta"},
+                {&w->k_pc, "pc"},
+                {&w->k_marker, "marker"},
+                {&w->k_stalled, "stalled"},
+                {&w->k_completed, "completed"},
+                {&w->k_failed, "failed"},
+                {&w->k_stalled_check, "stalled-check"},
+                {&w->k_repeat, "repeat"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        *keys[i].dst = key_of(&w->keys, keys[i].suffix, &oom);
+    w->client_name = oom ? NULL : make_client_name(w, &oom);
+    /* running/queued jobs (<= concurrency) + results not written yet (<= concurrency) */
+    w->d.owned = calloc(2 * (size_t)w->concurrency, sizeof *w->d.owned);
+    if (!w->d.owned) oom = 1;
+    w->d.free_slots = w->concurrency;
+    if (oom) {
+        destroy(w);
+        return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
+    }
+    if (strlen(w->client_name) > 256) {
+        destroy(w);
+        return ferry__err(err, FERRY_EINVAL,
+                          "worker: prefix, queue and name make a Redis client name over 256 bytes");
+    }
+    if (make_uuid(w->token_prefix, sizeof w->token_prefix) != 0) {
+        destroy(w);
+        return ferry__err(err, FERRY_EIO, "worker: no randomness for the worker id");
+    }
+    w->s_fetch = ferry__script_get("moveToActive");
+    w->s_finish = ferry__script_get("moveToFinished");
+    w->s_delay = ferry__script_get("moveToDelayed");
+    w->s_retry = ferry__script_get("retryJob");
+    w->s_extend = ferry__script_get("extendLocks");
+    w->s_stalled = ferry__script_get("moveStalledJobsToWait");
+    if (!w->s_fetch || !w->s_finish || !w->s_delay || !w->s_retry || !w->s_extend ||
+        !w->s_stalled) {
+        destroy(w);
+        return ferry__err(err, FERRY_EINVAL, "worker: embedded scripts missing (build problem)");
+    }
+    *out = w;
+    return 0;
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+void ferry__thread_exit(ferry__thread *t) {
+    ferry_worker *w = t->w;
+    pthread_mutex_lock(&w->mu);
+    t->exited = 1;
+    pthread_cond_broadcast(&w->exit_cv);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (last) destroy(w);
+}
+
+void ferry__handlers_release(ferry_worker *w) {
+    pthread_mutex_lock(&w->rq_mu);
+    w->rq_exit = 1;
+    pthread_cond_broadcast(&w->rq_cv);
+    pthread_mutex_unlock(&w->rq_mu);
+}
+
+void ferry__ready_push(ferry_worker *w, ferry_job *head, ferry_job *tail, int n) {
+    (void)n;
+    pthread_mutex_lock(&w->rq_mu);
+    if (w->rq_tail)
+        w->rq_tail->next = head;
+    else
+        w->rq_head = head;
+    w->rq_tail = tail;
+    int wake = w->rq_sleepers > 0;
+    pthread_mutex_unlock(&w->rq_mu);
+    /* one sleeper; the rest follow in a chain. Signalled after unlocking (the sleeper is
+     * registered in the condvar already) so it does not wake into a held mutex. */
+    if (wake) pthread_cond_signal(&w->rq_cv);
+}
+
+static void push_done(ferry_worker *w, ferry_job *j) {
+    ferry_job *head = atomic_load(&w->done);
+    do {
+        j->next = head;
+    } while (!atomic_compare_exchange_weak(&w->done, &head, j));
+    /* Wake the dispatcher only if it sleeps: it sets disp_sleeping (under mu) before it
+     * looks at the stack a last time, so either it sees this job or we see the flag. */
+    if (atomic_load(&w->disp_sleeping)) {
+        /* Taking mu orders us after the dispatcher entered its wait; signalling after
+         * unlocking spares it waking up only to block on the mutex we hold. */
+        pthread_mutex_lock(&w->mu);
+        pthread_mutex_unlock(&w->mu);
+        pthread_cond_signal(&w->disp_cv);
+    }
+}
+
+static void *handler_main(void *arg) {
+    ferry__thread *t = arg;
+    ferry_worker *w = t->w;
+    pthread_mutex_lock(&w->rq_mu);
+    for (;;) {
+        while (!w->rq_head && !w->rq_exit && !atomic_load(&w->abandon)) {
+            w->rq_sleepers++;
+            pthread_cond_wait(&w->rq_cv, &w->rq_mu);
+            w->rq_sleepers--;
+        }
+        if (atomic_load(&w->abandon) || !w->rq_head) break; /* queued jobs are freed by destroy */
+        ferry_job *j = w->rq_head;
+        w->rq_head = j->next;
+        if (!w->rq_head) w->rq_tail = NULL;
+        j->next = NULL;
+        int wake = w->rq_head && w->rq_sleepers > 0;
+        pthread_mutex_unlock(&w->rq_mu);
+        if (wake) pthread_cond_signal(&w->rq_cv);
+
+        atomic_fetch_add(&w->busy, 1);
+        ferry_outcome oc = w->handler(j, w->handler_ud);
+        if (oc != FERRY_COMPLETED && oc != FERRY_FAILED && oc != FERRY_FAILED_PERMANENT) {
+            if (!j->reason) ferry_job_set_failure(j, "handler returned an invalid outcome", NULL);
+            oc = FERRY_FAILED_PERMANENT;
+        }
+        ferry__job_plan(j, oc);
+        atomic_fetch_sub(&w->busy, 1);
+        push_done(w, j);
+        pthread_mutex_lock(&w->rq_mu);
+    }
+    pthread_mutex_unlock(&w->rq_mu);
+    ferry__thread_exit(t);
+    return NULL;
+}
+
+/* Server features by version: the smallest BZPOPMIN timeout it honours (BullMQ's rule:
+ * 1 ms from 7.0.8, 2 ms on 6.x, whole seconds before 6.0) and RPOP with a count (6.2). */
+static void probe_server(ferry_worker *w, ferry_conn *c) {
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    if (ferry__conn_command(c, &r, &e, "INFO server") != 0) return;
+    if (r->type == REDIS_REPLY_STRING) {
+        const char *v = strstr(r->str, "redis_version:");
+        int maj = 0, min = 0, pat = 0;
+        if (v && sscanf(v + 14, "%d.%d.%d", &maj, &min, &pat) >= 2) {
+            long ver = maj * 10000L + min * 100L + pat;
+            w->pop_many = ver >= 60200;
+            if (ver >= 70008)
+                w->min_block_s = 0.001;
+            else if (ver >= 60000)
+                w->min_block_s = 0.002;
+            else
+                w->min_block_s = 1, w->whole_second_block = 1;
+        }
+    }
+    freeReplyObject(r);
+}
+
+int ferry_worker_start(ferry_worker *w, ferry_error *err) {
+    if (!w) return ferry__err(err, FERRY_EINVAL, "worker: NULL");
+    pthread_mutex_lock(&w->mu);
+    int started = w->started;
+    w->started = 1;
+    pthread_mutex_unlock(&w->mu);
+    if (started) return ferry__err(err, FERRY_ESTATE, "worker: already started");
+
+    int rc = ferry__conn_open(&w->redis, NULL, &w->d.conn, err);
+    if (rc == 0) rc = ferry__conn_open(&w->redis, w->client_name, &w->bconn, err);
+    if (rc != 0) {
+        ferry__conn_close(w->d.conn);
+        w->d.conn = NULL;
+        pthread_mutex_lock(&w->mu);
+        w->started = 0;
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    probe_server(w, w->d.conn);
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    if (ferry__conn_command(w->bconn, &r, &e, "CLIENT ID") == 0) {
+        if (r->type == REDIS_REPLY_INTEGER) w->bclient_id = r->integer;
+        freeReplyObject(r);
+    }
+
+    w->nthreads = 2 + w->concurrency;
+    w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);
+    if (!w->threads) {
+        rc = ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < w->nthreads; i++) {
+        ferry__thread *t = &w->threads[i];
+        t->w = w;
+        void *(*fn)(void *) = i == 0   ? ferry__dispatcher_main
+                              : i == 1 ? ferry__waiter_main
+                                       : handler_main;
+        pthread_mutex_lock(&w->mu);
+        w->refs++;
+        pthread_mutex_unlock(&w->mu);
+        if (pthread_create(&t->tid, NULL, fn, t) != 0) {
+            pthread_mutex_lock(&w->mu);
+            w->refs--;
+            pthread_mutex_unlock(&w->mu);
+            rc = ferry__err(err, FERRY_ENOMEM, "worker: cannot start thread %d of %d", i + 1,
+                            w->nthreads);
+            goto fail;
+        }
+        t->started = 1;
+    }
+    return 0;
+
+fail:
+    /* stop whatever started; the threads exit quickly as nothing was fetched yet */
+    ferry_worker_close(w, 5000);
+    pthread_mutex_lock(&w->mu);
+    w->closed = 0; /* a failed start leaves a worker that may only be freed */
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void ferry_worker_stop(ferry_worker *w) {
+    if (!w) return;
+    atomic_store(&w->stopping, 1);
+    pthread_mutex_lock(&w->mu);
+    pthread_cond_broadcast(&w->disp_cv);
+    pthread_cond_broadcast(&w->waiter_cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int ferry_worker_close(ferry_worker *w, int deadline_ms) {
+    if (!w) return 0;
+    pthread_mutex_lock(&w->mu);
+    if (w->closed || !w->started || !w->threads) {
+        w->closed = 1;
+        pthread_mutex_unlock(&w->mu);
+        return 0;
+    }
+    w->closed = 1;
+    pthread_mutex_unlock(&w->mu);
+    ferry_worker_stop(w);
+
+    int64_t deadline = ferry__mono_ms() + (deadline_ms > 0 ? deadline_ms : 0);
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        int alive = 0;
+        for (int i = 0; i < w->nthreads; i++)
+            if (w->threads[i].started && !w->threads[i].exited) alive++;
+        if (!alive || ferry__mono_ms() >= deadline) break;
+        ferry__cond_wait_until(&w->exit_cv, &w->mu, deadline);
+    }
+    int all_exited = 1;
+    for (int i = 0; i < w->nthreads; i++)
+        if (w->threads[i].started && !w->threads[i].exited) all_exited = 0;
+    int clean = all_exited && w->disp_exited_clean;
+    if (!all_exited) {
+        /* no callback may start (or still run) once close returns; cb_mu is taken
+         * without mu held, as the dispatcher takes mu inside callbacks' callers */
+        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(&w->cb_mu);
+        atomic_store(&w->abandon, 1);
+        pthread_mutex_unlock(&w->cb_mu);
+        ferry__handlers_release(w);
+        pthread_mutex_lock(&w->mu);
+        pthread_cond_broadcast(&w->disp_cv);
+        pthread_cond_broadcast(&w->waiter_cv);
+    }
+    /* Join what has exited; detach the rest (they hold a reference and free the worker
+     * when the last of them leaves). */
+    int exited[2 + FERRY__MAX_CONCURRENCY];
+    for (int i = 0; i < w->nthreads; i++)
+        exited[i] = w->threads[i].exited;
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->nthreads; i++) {
+        ferry__thread *t = &w->threads[i];
+        if (!t->started) continue;
+        if (exited[i])
+            pthread_join(t->tid, NULL);
+        else
+            pthread_detach(t->tid);
+        t->started = 0;
+    }
+    return clean ? 0 : FERRY_ETIMEDOUT;
+}
+
+void ferry_worker_free(ferry_worker *w) {
+    if (!w) return;
+    ferry_worker_close(w, 0);
+    pthread_mutex_lock(&w->mu);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (last) destroy(w);
+}
+
+void ferry_worker_get_stats(ferry_worker *w, ferry_worker_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    *out = w->stats;
+    out->busy = atomic_load(&w->busy);
+    pthread_mutex_unlock(&w->mu);
+}

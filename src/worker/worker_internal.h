@@ -1,0 +1,237 @@
+/* worker_internal.h - state shared by the worker's files:
+ *   worker.c    public API, options, thread start/stop, handler threads
+ *   dispatch.c  the dispatcher thread (owns the command connection): collects results,
+ *               runs the batched finish+fetch calls, timers, reconnects
+ *   batch.c     building and sending the script calls, parsing their replies
+ *   waiter.c    the waiter thread (owns the blocking connection): BZPOPMIN on the marker
+ *   job.c       ferry_job: accessors, parsing a fetched job, planning its finish
+ *
+ * Locking: `mu` guards every field marked [mu]. Fields marked [disp] belong to the
+ * dispatcher thread, [wait] to the waiter thread, [const] never change after create. */
+#ifndef FERRY_WORKER_INTERNAL_H
+#define FERRY_WORKER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ferry/worker.h"
+#include "queue/job_opts.h"
+#include "queue/keys.h"
+#include "redis/conn.h"
+
+#define FERRY__MAX_CONCURRENCY 1024
+#define FERRY__NAME_MAX 256 /* worker name (pb, client name suffix) */
+#define FERRY__POSTED_MAX 8
+
+/* What the finish of a job does (decided by ferry__job_plan on the handler thread). */
+typedef enum ferry__fin_kind {
+    FERRY__FIN_COMPLETE,    /* moveToFinished completed */
+    FERRY__FIN_FAIL,        /* moveToFinished failed (final) */
+    FERRY__FIN_RETRY_DELAY, /* moveToDelayed (backoff) */
+    FERRY__FIN_RETRY_NOW,   /* retryJob */
+} ferry__fin_kind;
+
+struct ferry_job {
+    struct ferry_job *next; /* link in done / pending / fetched lists */
+    ferry_worker *w;
+    /* From the fetch; immutable afterwards (the dispatcher reads id/token for lock
+     * renewal while the handler runs). Strings live in the same allocation. */
+    const char *id;
+    const char *token;
+    size_t nfields;
+    const char **fname, **fval;
+    const char *name, *data, *opts;
+    long attempts_made, attempts_started;
+    long long timestamp;
+    int own_idx; /* [disp] index in the dispatcher's owned-jobs array */
+
+    /* Written by the handler (ferry_job_set_*), then by ferry__job_plan. */
+    char *ret;    /* JSON text, owned */
+    char *reason; /* owned */
+    char *stack;  /* owned */
+
+    /* The finish plan. */
+    ferry__fin_kind kind;
+    char *value;      /* returnvalue JSON or failedReason, owned */
+    char *stacktrace; /* JSON array, owned; NULL = leave the field alone */
+    long long delay_ms;
+    long long attempts; /* opts.attempts */
+    ferry__keep_jobs keep;
+    int lifo;
+
+    /* [disp] bookkeeping */
+    int lock_lost;  /* already reported as lost */
+    int send_tries; /* finish calls answered with a script error */
+    int resent;     /* finish sent again (broken connection, script error) */
+};
+
+typedef struct ferry__thread {
+    ferry_worker *w;
+    pthread_t tid;
+    int started;
+    int exited; /* [mu] */
+} ferry__thread;
+
+/* Dispatcher-private state. */
+typedef struct ferry__disp {
+    ferry_conn *conn;
+    ferry_job **owned; /* jobs fetched and not yet finished (capacity 2 * concurrency) */
+    int nowned;
+    ferry_job *pending, *pending_tail; /* results waiting to be written */
+    size_t npending;
+    int free_slots; /* concurrency - jobs queued or running in handlers */
+    unsigned long long token_counter;
+    int drained;           /* last fetch found nothing */
+    long long block_until; /* next delayed due time (wall ms) or 0 */
+    int64_t limit_until;   /* mono ms: no fetch before (rate limited) */
+    int64_t next_renew, next_stalled, reconnect_at, retry_at, last_unblock;
+    int reconnect_failures;
+    int reported_broken;
+} ferry__disp;
+
+struct ferry_worker {
+    /* [const] configuration */
+    ferry__keys keys;
+    char *queue;
+    ferry_redis_options redis; /* deep copy */
+    char *name;                /* NULL = none */
+    int concurrency, lock_duration_ms, stalled_interval_ms, max_stalled_count;
+    int max_started_attempts, drain_delay_ms, fetch_batch;
+    ferry__keep_jobs keep_complete, keep_fail;
+    ferry_worker_callbacks cb;
+    void *cb_ud;
+    ferry_handler_fn handler;
+    void *handler_ud;
+    char token_prefix[48]; /* "<uuid>:" */
+    char *client_name;     /* blocking connection name */
+    /* key strings: "<prefix>:<queue>:<suffix>" */
+    char *k_wait, *k_active, *k_prioritized, *k_events, *k_limiter, *k_delayed, *k_meta, *k_pc,
+        *k_marker, *k_stalled, *k_completed, *k_failed, *k_stalled_check, *k_repeat;
+    const ferry_script *s_fetch, *s_finish, *s_delay, *s_retry, *s_extend, *s_stalled;
+    double min_block_s; /* smallest BZPOPMIN timeout the server accepts usefully */
+    int pop_many;       /* server has RPOP with a count (>= 6.2): fetch pops in one call */
+    int whole_second_block;
+
+    /* Held while a user callback runs; close takes it to set `abandon`, so no callback runs
+     * after ferry_worker_close returns (see ferry__cb_enter). */
+    pthread_mutex_t cb_mu;
+
+    /* [mu] shared state */
+    pthread_mutex_t mu;
+    pthread_cond_t disp_cv, waiter_cv, exit_cv;
+    int started, closed;
+    atomic_int stopping; /* stop fetching (ferry_worker_stop / close) */
+    atomic_int abandon;  /* close deadline passed: every thread leaves at once */
+    /* Ready queue: the dispatcher appends fetched jobs and signals one sleeping handler; a
+     * handler that takes a job wakes the next sleeper only if more jobs wait, so K slow
+     * handlers all start while fast ones drain several jobs per wake-up. */
+    pthread_mutex_t rq_mu;
+    pthread_cond_t rq_cv;
+    ferry_job *rq_head, *rq_tail; /* [rq_mu] */
+    int rq_sleepers;              /* [rq_mu] */
+    int rq_exit;                  /* [rq_mu] handlers leave once the queue is empty */
+    _Atomic(ferry_job *) done;    /* handled jobs (lock-free stack, newest first) */
+    atomic_int busy;              /* handlers running now */
+    atomic_int disp_sleeping;     /* dispatcher waits on disp_cv (set/cleared under mu) */
+    int disp_exited_clean;        /* every owned job was written or given up before leaving */
+    int wait_req;                 /* dispatcher asks the waiter to block */
+    long long wait_block_until;
+    int waiter_busy;                       /* waiter is between a request and its answer */
+    int wake_fetch;                        /* waiter says: try a fetch */
+    long long bclient_id;                  /* CLIENT ID of the blocking connection, 0 unknown */
+    ferry_error posted[FERRY__POSTED_MAX]; /* error reports from the waiter */
+    int nposted;
+    unsigned long nposted_dropped;
+    ferry_worker_stats stats;
+    int refs; /* owner + live threads; the last one frees */
+
+    ferry__thread *threads; /* [0] dispatcher, [1] waiter, [2..] handlers */
+    int nthreads;
+
+    ferry__disp d;     /* [disp] */
+    ferry_conn *bconn; /* [wait] blocking connection */
+};
+
+/* ---- job.c ---------------------------------------------------------------------- */
+
+/* Build a job from a fetched id + HGETALL reply, with its lock token. NULL on ENOMEM or
+ * a malformed reply. Free with ferry__job_free. */
+ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const redisReply *hash,
+                                 const char *token);
+void ferry__job_free(ferry_job *j);
+
+/* Reason to fail a freshly fetched job without running it (deferred failure `defa`, or
+ * maxStartedAttempts exceeded), or NULL. Borrowed / static. */
+const char *ferry__job_unrunnable(const ferry_job *j);
+
+/* Decide the finish of a handled job from its outcome: completed -> returnvalue; failed ->
+ * failedReason + stacktrace, retry with backoff while attempts remain (FERRY_FAILED only).
+ * Fills kind/value/stacktrace/delay/keep/attempts/lifo. Never fails: on ENOMEM it degrades
+ * to a final failure with an empty reason. Runs on the handler thread. */
+void ferry__job_plan(ferry_job *j, ferry_outcome outcome);
+
+/* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
+ * malloc'd, NULL on ENOMEM. */
+char *ferry__json_quote(const char *s, size_t n);
+
+/* ---- batch.c -------------------------------------------------------------------- */
+
+typedef struct ferry__batch_result {
+    ferry_job *fetched, *fetched_tail; /* new jobs, in fetch order */
+    long long rate_limit_ttl;
+    long long next_delayed;
+    int fetch_sent; /* a fetch was part of the call */
+    int has_script_error;
+    ferry_error script_error; /* first script error of the call (text for callbacks.error) */
+} ferry__batch_result;
+
+/* One round trip on the command connection: retries for the RETRY_* jobs, then
+ * moveToFinished for the COMPLETE/FAIL jobs (chunked) fetching up to `fetch_n` jobs, or
+ * moveToActive when there is nothing to finish. codes[i] receives the script answer for
+ * jobs[i] (0 or negative; FERRY__CODE_SCRIPT_ERROR when its script failed). Returns 0, or a
+ * transport error (connection broken: nothing is known about the jobs). */
+#define FERRY__CODE_SCRIPT_ERROR (-1000)
+int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
+                     ferry__batch_result *res, ferry_error *err);
+
+/* extendLocks for the given jobs; *lost receives a malloc'd array of indexes (into jobs)
+ * whose lock was lost, *nlost its length. 0 or a ferry_err (script error = FERRY_EREDIS). */
+int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_t **lost,
+                              size_t *nlost, ferry_error *err);
+
+/* moveStalledJobsToWait. *reply receives the hiredis reply (array of ids), caller frees. */
+int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error *err);
+
+/* ---- dispatch.c / waiter.c / worker.c -------------------------------------------- */
+
+void *ferry__dispatcher_main(void *arg);
+void *ferry__waiter_main(void *arg);
+
+/* Queue an error report for callbacks.error from a thread other than the dispatcher
+ * (callbacks run on the dispatcher thread only; it delivers queued reports on its next
+ * turn). At most FERRY__POSTED_MAX are kept; later ones are counted and summarised. */
+void ferry__worker_post_error(ferry_worker *w, const ferry_error *e);
+
+/* Tell the handler threads to leave once the ready queue is empty (or at once when the
+ * worker is abandoned). */
+void ferry__handlers_release(ferry_worker *w);
+/* Append jobs (a NULL-terminated list linked by next) to the ready queue. */
+void ferry__ready_push(ferry_worker *w, ferry_job *head, ferry_job *tail, int n);
+
+/* Thread bookkeeping: mark *t exited, drop its reference, free the worker if last. */
+void ferry__thread_exit(ferry__thread *t);
+
+/* Bracket every user callback: enter returns 0 (and holds cb_mu) when callbacks may still
+ * run, -1 once the worker was abandoned by close (nothing held). */
+int ferry__cb_enter(ferry_worker *w);
+void ferry__cb_leave(ferry_worker *w);
+
+/* Timed wait on cv (CLOCK_MONOTONIC deadline in ms; <= 0 = wait without timeout). */
+void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_mono_ms);
+
+/* Reconnect delay for the n-th consecutive failure: 100 ms doubling to 5 s, with jitter
+ * (a uniformly random value in [d/2, d]). */
+int64_t ferry__reconnect_delay_ms(int failures);
+
+#endif

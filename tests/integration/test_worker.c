@@ -1,0 +1,641 @@
+/* test_worker.c - the worker against real Redis: completion with JSON and non-JSON return
+ * values, retries with fixed and exponential backoff, permanent failure, removeOnComplete
+ * (true / count / age, job option and worker option), concurrency K, maxStartedAttempts,
+ * graceful close. Effects are checked on the Redis side (job hash, sets, events) exactly as
+ * BullMQ 6.7.0 leaves them. Recovery paths are in test_worker_recovery.c. */
+#include <jansson.h>
+
+#include "test_worker_support.h"
+
+typedef struct hctx {
+    gate g;
+    pthread_mutex_t mu;
+    int runs;
+} hctx;
+
+/* Behaviour by job name. */
+static ferry_outcome handler(ferry_job *job, void *ud) {
+    hctx *h = ud;
+    pthread_mutex_lock(&h->mu);
+    h->runs++;
+    pthread_mutex_unlock(&h->mu);
+    const char *n = ferry_job_name(job);
+    if (!strcmp(n, "json")) {
+        ferry_job_set_return(job, "{\"ok\":1,\"n\":[1,2]}");
+        return FERRY_COMPLETED;
+    }
+    if (!strcmp(n, "text")) {
+        ferry_job_set_return(job, "plain \"words\"\n");
+        return FERRY_COMPLETED;
+    }
+    if (!strcmp(n, "fail")) {
+        ferry_job_set_failure(job, "boom", NULL);
+        return FERRY_FAILED;
+    }
+    if (!strcmp(n, "fatal")) {
+        ferry_job_set_failure(job, "fatal input", "MyError: fatal input\n    at check (x.c:1)");
+        return FERRY_FAILED_PERMANENT;
+    }
+    if (!strcmp(n, "gate")) {
+        gate_pass(&h->g);
+        return FERRY_COMPLETED;
+    }
+    return FERRY_COMPLETED; /* "none": no return value -> null */
+}
+
+static void hctx_init(hctx *h) {
+    memset(h, 0, sizeof *h);
+    gate_init(&h->g);
+    pthread_mutex_init(&h->mu, NULL);
+}
+
+static int runs_of(hctx *h) {
+    pthread_mutex_lock(&h->mu);
+    int v = h->runs;
+    pthread_mutex_unlock(&h->mu);
+    return v;
+}
+
+/* ---- completion --------------------------------------------------------------------- */
+
+static void test_complete_return_values(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *j1 = wt_add(&t, "json", "{\"a\":1}", NULL);
+    char *j2 = wt_add(&t, "text", NULL, NULL);
+    char *j3 = wt_add(&t, "none", NULL, NULL);
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "completed", 3);
+    WT_WAIT_COUNT(&t, completed, 3);
+
+    wt_expect_field(&t, j1, "returnvalue", "{\"ok\":1,\"n\":[1,2]}");
+    wt_expect_field(&t, j2, "returnvalue", "\"plain \\\"words\\\"\\n\"");
+    wt_expect_field(&t, j3, "returnvalue", "null");
+    const char *ids[] = {j1, j2, j3};
+    for (int i = 0; i < 3; i++) {
+        wt_expect_field(&t, ids[i], "atm", "1");
+        wt_expect_field(&t, ids[i], "ats", "1");
+        wt_expect_field(&t, ids[i], "pb", "wtest");
+        assert_true(wt_hget_ll(&t, ids[i], "processedOn") > 0);
+        char *fin = wt_hget(&t, ids[i], "finishedOn");
+        char *score = wt_zscore(&t, "completed", ids[i]);
+        assert_non_null(fin);
+        assert_non_null(score);
+        assert_string_equal(fin, score);
+        free(fin);
+        free(score);
+        char lock[160];
+        snprintf(lock, sizeof lock, "%s:lock", ids[i]);
+        assert_int_equal(WT_EXISTS(&t, lock), 0);
+        /* returnvalue must be JSON for Node's QueueEvents */
+        char *rv = wt_hget(&t, ids[i], "returnvalue");
+        json_t *parsed = json_loads(rv, JSON_DECODE_ANY, NULL);
+        assert_non_null(parsed);
+        json_decref(parsed);
+        free(rv);
+    }
+    char *ev = wt_events(&t, j1, "returnvalue");
+    assert_non_null(
+        strstr(ev, "added waiting active completed(returnvalue={\"ok\":1,\"n\":[1,2]})"));
+    free(ev);
+    ev = wt_events(&t, NULL, NULL);
+    assert_non_null(strstr(ev, "drained")); /* the last finish left the queue empty */
+    free(ev);
+    assert_int_equal(WT_LLEN(&t, "active"), 0);
+    assert_int_equal(WT_LLEN(&t, "wait"), 0);
+
+    ferry_worker_stats st;
+    ferry_worker_get_stats(w, &st);
+    assert_int_equal(st.completed, 3);
+    assert_int_equal(st.failed, 0);
+    wt_stop(w);
+    assert_int_equal(t.errors, 0);
+    free(j1), free(j2), free(j3);
+    wt_fini(&t);
+}
+
+/* ---- failures ----------------------------------------------------------------------- */
+
+static void test_retry_fixed_then_fail(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id =
+        wt_add(&t, "fail", NULL, "{\"attempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":50}}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "failed", 1);
+    WT_WAIT_COUNT(&t, failed_final, 1);
+
+    assert_int_equal(runs_of(&h), 3);
+    wt_expect_field(&t, id, "atm", "3");
+    wt_expect_field(&t, id, "ats", "3");
+    wt_expect_field(&t, id, "failedReason", "boom");
+    wt_expect_field(&t, id, "delay", "0"); /* reset by the promotion from delayed */
+    char *st = wt_hget(&t, id, "stacktrace");
+    json_t *arr = json_loads(st, 0, NULL);
+    assert_true(json_is_array(arr));
+    assert_int_equal(json_array_size(arr), 3);
+    char want_stack[128];
+    snprintf(want_stack, sizeof want_stack, "Error: boom\n    at ferry handler (queue wq, job %s)", id);
+    assert_string_equal(json_string_value(json_array_get(arr, 2)), want_stack);
+    json_decref(arr);
+    free(st);
+
+    char *ev = wt_events(&t, id, NULL);
+    assert_string_equal(ev, "added waiting active delayed waiting active delayed waiting active "
+                            "failed retries-exhausted drained");
+    free(ev);
+    ev = wt_events(&t, id, "attemptsMade");
+    assert_non_null(strstr(ev, "retries-exhausted(attemptsMade=3)"));
+    free(ev);
+    ev = wt_events(&t, id, "failedReason");
+    assert_non_null(strstr(ev, "failed(failedReason=boom)"));
+    free(ev);
+
+    ferry_worker_stats s;
+    ferry_worker_get_stats(w, &s);
+    assert_int_equal(s.retried, 2);
+    assert_int_equal(s.failed, 1);
+    assert_int_equal(t.failed_retry, 2);
+    assert_string_equal(t.last_reason, "boom");
+    wt_stop(w);
+    free(id);
+    wt_fini(&t);
+}
+
+typedef struct delayed_cond {
+    wt *t;
+    const char *id;
+    long long atm;
+} delayed_cond;
+
+static int job_delayed_with_atm(void *arg) {
+    delayed_cond *c = arg;
+    char *s = wt_zscore(c->t, "delayed", c->id);
+    int ok = s && wt_hget_ll(c->t, c->id, "atm") == c->atm;
+    free(s);
+    return ok;
+}
+
+static void test_exponential_backoff_delays(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id = wt_add(&t, "fail", NULL,
+                      "{\"attempts\":4,\"backoff\":{\"type\":\"exponential\",\"delay\":100000}}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    ferry_worker *w = wt_start(&o, handler, &h);
+    const long long want[] = {100000, 200000, 400000};
+    for (int i = 0; i < 3; i++) {
+        delayed_cond dc = {&t, id, i + 1};
+        long long before = ferry__now_ms();
+        if (!testenv_wait_until(job_delayed_with_atm, &dc, 15000))
+            fail_msg("attempt %d did not move the job to delayed", i + 1);
+        long long after = ferry__now_ms();
+        assert_int_equal(wt_hget_ll(&t, id, "delay"), want[i]);
+        /* delayed score = due ms * 4096 (+ sequence); due = now + delay at the move */
+        char *sc = wt_zscore(&t, "delayed", id);
+        long long due = (long long)(strtod(sc, NULL) / 4096);
+        free(sc);
+        assert_true(due >= before - 1000 + want[i] && due <= after + want[i]);
+        /* make it due now instead of waiting: move its score to 0 and wake the worker */
+        freeReplyObject(wt_cmd(&t, "ZADD %sdelayed 0 %s", t.base, id));
+        freeReplyObject(wt_cmd(&t, "ZADD %smarker 0 0", t.base));
+    }
+    WT_WAIT_ZCARD(&t, "failed", 1);
+    wt_expect_field(&t, id, "atm", "4");
+    char *ev = wt_events(&t, id, "delay");
+    assert_non_null(strstr(ev, "delayed(delay="));
+    free(ev);
+    assert_int_equal(runs_of(&h), 4);
+    wt_stop(w);
+    free(id);
+    wt_fini(&t);
+}
+
+static void test_permanent_failure(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id = wt_add(&t, "fatal", NULL, "{\"attempts\":5,\"backoff\":1000}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "failed", 1);
+    WT_WAIT_COUNT(&t, failed_final, 1);
+    assert_int_equal(runs_of(&h), 1);
+    wt_expect_field(&t, id, "atm", "1");
+    wt_expect_field(&t, id, "failedReason", "fatal input");
+    wt_expect_field(&t, id, "stacktrace", "[\"MyError: fatal input\\n    at check (x.c:1)\"]");
+    char *ev = wt_events(&t, id, NULL);
+    assert_string_equal(ev, "added waiting active failed drained"); /* atm 1 < attempts 5 */
+    free(ev);
+    assert_int_equal(t.failed_retry, 0);
+    wt_stop(w);
+    free(id);
+    wt_fini(&t);
+}
+
+static void test_unknown_backoff_fails_clearly(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id = wt_add(&t, "fail", NULL,
+                      "{\"attempts\":3,\"backoff\":{\"type\":\"jittery\",\"delay\":10}}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "failed", 1);
+    char *reason = wt_hget(&t, id, "failedReason");
+    assert_non_null(strstr(reason, "boom"));
+    assert_non_null(strstr(reason, "unknown backoff strategy \"jittery\""));
+    free(reason);
+    wt_expect_field(&t, id, "atm", "1");
+    wt_stop(w);
+    free(id);
+    wt_fini(&t);
+}
+
+/* ---- keepJobs ------------------------------------------------------------------------- */
+
+static void test_remove_on_complete(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    /* true: the job is deleted, its events stay */
+    char *gone = wt_add(&t, "none", NULL, "{\"removeOnComplete\":true}");
+    /* an old completed job that an age rule must trim, and one recent enough to stay */
+    long long now = ferry__now_ms();
+    freeReplyObject(wt_cmd(&t, "HSET %sold name old data {} opts {} timestamp 1", t.base));
+    freeReplyObject(wt_cmd(&t, "ZADD %scompleted %lld old", t.base, now - 3600 * 1000LL));
+    freeReplyObject(wt_cmd(&t, "HSET %srecent name recent data {} opts {} timestamp 1", t.base));
+    freeReplyObject(wt_cmd(&t, "ZADD %scompleted %lld recent", t.base, now - 10 * 1000LL));
+    char *aged = wt_add(&t, "none", NULL, "{\"removeOnComplete\":{\"age\":60}}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = 1; /* keep the order: gone, aged */
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_COUNT(&t, completed, 2);
+    assert_int_equal(WT_EXISTS(&t, gone), 0);
+    assert_null(wt_zscore(&t, "completed", gone));
+    char *ev = wt_events(&t, gone, NULL);
+    assert_non_null(strstr(ev, "completed"));
+    free(ev);
+    assert_int_equal(WT_EXISTS(&t, "old"), 0);
+    assert_null(wt_zscore(&t, "completed", "old"));
+    assert_int_equal(WT_EXISTS(&t, "recent"), 1);
+    assert_int_equal(WT_EXISTS(&t, aged), 1);
+    assert_int_equal(WT_ZCARD(&t, "completed"), 2);
+
+    /* count: keep the newest 2 of everything in completed */
+    char *ids[5];
+    for (int i = 0; i < 5; i++)
+        ids[i] = wt_add(&t, "none", NULL, "{\"removeOnComplete\":2}");
+    WT_WAIT_COUNT(&t, completed, 7);
+    assert_int_equal(WT_ZCARD(&t, "completed"), 2);
+    int kept = 0;
+    for (int i = 0; i < 5; i++)
+        kept += (int)WT_EXISTS(&t, ids[i]);
+    assert_int_equal(kept, 2);
+    assert_int_equal(WT_EXISTS(&t, ids[4]), 1); /* the newest survives */
+    assert_int_equal(WT_EXISTS(&t, "recent"), 0);
+    for (int i = 0; i < 5; i++)
+        free(ids[i]);
+    wt_stop(w);
+
+    /* worker-level option applies to jobs without their own; a job option wins */
+    o.remove_on_complete = "1";
+    w = wt_start(&o, handler, &h);
+    char *a = wt_add(&t, "none", NULL, NULL);
+    WT_WAIT_COUNT(&t, completed, 8);
+    assert_int_equal(WT_ZCARD(&t, "completed"), 1);
+    assert_int_equal(WT_EXISTS(&t, a), 1);
+    char *b = wt_add(&t, "none", NULL, "{\"removeOnComplete\":false}");
+    WT_WAIT_COUNT(&t, completed, 9);
+    assert_int_equal(WT_ZCARD(&t, "completed"), 2);
+    wt_stop(w);
+    free(a), free(b), free(gone), free(aged);
+    wt_fini(&t);
+}
+
+static void test_remove_on_fail_worker_option(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id = wt_add(&t, "fatal", NULL, NULL);
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.remove_on_fail = "true";
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_COUNT(&t, failed_final, 1);
+    assert_int_equal(WT_EXISTS(&t, id), 0);
+    assert_int_equal(WT_ZCARD(&t, "failed"), 0);
+    char *ev = wt_events(&t, id, NULL);
+    assert_non_null(strstr(ev, "failed retries-exhausted")); /* attempts 0: always exhausted */
+    free(ev);
+    wt_stop(w);
+    free(id);
+    wt_fini(&t);
+}
+
+/* ---- concurrency ------------------------------------------------------------------------ */
+
+static void test_concurrency_runs_k_at_once(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    enum { K = 6 };
+    for (int i = 0; i < K + 2; i++)
+        free(wt_add(&t, "gate", NULL, NULL));
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = K;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    GATE_WAIT_ENTERED(&h.g, K); /* all K run at the same time: none can finish yet */
+    ferry_worker_stats s;
+    ferry_worker_get_stats(w, &s);
+    assert_int_equal(s.busy, K);
+    assert_int_equal(WT_LLEN(&t, "active"), K);
+    assert_int_equal(WT_LLEN(&t, "wait"), 2);
+    gate_open(&h.g);
+    WT_WAIT_ZCARD(&t, "completed", K + 2);
+    assert_int_equal(h.g.max_inside, K);
+    wt_stop(w);
+    wt_fini(&t);
+}
+
+/* Queue-wide limits in meta: global concurrency (maxed) and rate limit (max/duration). */
+static void test_queue_limits(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    /* global concurrency 1: a worker with 5 slots runs one job at a time */
+    freeReplyObject(wt_cmd(&t, "HSET %smeta concurrency 1", t.base));
+    for (int i = 0; i < 3; i++)
+        free(wt_add(&t, "gate", NULL, NULL));
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = 5;
+    o.drain_delay_ms = 200;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    GATE_WAIT_ENTERED(&h.g, 1);
+    int two = 2;
+    void *a2[2] = {&h.g, &two};
+    assert_false(testenv_wait_until(gate_entered_at_least, a2, 400));
+    assert_int_equal(WT_LLEN(&t, "active"), 1);
+    gate_open(&h.g);
+    WT_WAIT_ZCARD(&t, "completed", 3);
+    assert_int_equal(h.g.max_inside, 1);
+    freeReplyObject(wt_cmd(&t, "HDEL %smeta concurrency", t.base));
+
+    /* rate limit: 2 jobs per 3 s window, counted in `limiter` with the window as TTL; a
+     * limited worker waits for the window to end (BullMQ: min(ttl, 30 s)) */
+    freeReplyObject(wt_cmd(&t, "HSET %smeta max 2 duration 3000", t.base));
+    for (int i = 0; i < 5; i++)
+        free(wt_add(&t, "none", NULL, NULL));
+    WT_WAIT_ZCARD(&t, "completed", 5);
+    assert_false(testenv_wait_until(wt_zcard_at_least, &(wt_cond){&t, "completed", 6, NULL}, 300));
+    redisReply *r = wt_cmd(&t, "GET %slimiter", t.base);
+    assert_string_equal(r->str, "2");
+    freeReplyObject(r);
+    r = wt_cmd(&t, "PTTL %slimiter", t.base);
+    assert_true(r->integer > 0 && r->integer <= 3000);
+    freeReplyObject(r);
+    WT_WAIT_ZCARD(&t, "completed", 7); /* next window */
+    WT_WAIT_ZCARD(&t, "completed", 8); /* and the one after */
+    wt_stop(w);
+    wt_fini(&t);
+}
+
+/* ---- maxStartedAttempts ------------------------------------------------------------------ */
+
+static void test_max_started_attempts(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    /* started twice before (a stall loop, say): the third start is refused without running */
+    char *id = wt_add(&t, "none", NULL, NULL);
+    freeReplyObject(wt_cmd(&t, "HSET %s%s ats 2", t.base, id));
+    /* at failure: no retry once ats reaches the limit, whatever attempts says */
+    char *id2 = wt_add(&t, "fail", NULL, "{\"attempts\":5}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.max_started_attempts = 2;
+    o.concurrency = 1;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "failed", 2);
+    wt_expect_field(&t, id, "failedReason", "job started more than allowable limit");
+    wt_expect_field(&t, id, "ats", "3");
+    wt_expect_field(&t, id, "atm", "1");
+    wt_expect_field(&t, id2, "ats", "2");
+    wt_expect_field(&t, id2, "atm", "2");
+    wt_expect_field(&t, id2, "failedReason", "boom");
+    assert_int_equal(runs_of(&h), 2); /* id never ran; id2 ran twice */
+    wt_stop(w);
+    free(id), free(id2);
+    wt_fini(&t);
+}
+
+/* ---- fetch order, pause, names, scripts ------------------------------------------------- */
+
+/* One batched fetch takes jobs in BullMQ's order: wait from the tail (lifo first, then
+ * FIFO), then prioritized by priority; the `active` events record that order. */
+static void test_batch_fetch_order(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *a = wt_add(&t, "none", NULL, NULL);
+    char *b = wt_add(&t, "none", NULL, NULL);
+    char *c = wt_add(&t, "none", NULL, "{\"lifo\":true}");
+    char *d = wt_add(&t, "none", NULL, "{\"priority\":5}");
+    char *e = wt_add(&t, "none", NULL, "{\"priority\":1}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = 5;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "completed", 5);
+    char want[256];
+    snprintf(want, sizeof want,
+             "active(jobId=%s) active(jobId=%s) active(jobId=%s) "
+             "active(jobId=%s) active(jobId=%s)",
+             c, a, b, e, d);
+    char *ev = wt_events(&t, NULL, "jobId");
+    /* keep only the active events */
+    char got[256] = "";
+    for (char *p = strstr(ev, "active("); p; p = strstr(p + 1, "active(")) {
+        char *end = strchr(p, ')');
+        size_t len = strlen(got);
+        snprintf(got + len, sizeof got - len, "%s%.*s", len ? " " : "", (int)(end - p + 1), p);
+    }
+    assert_string_equal(got, want);
+    free(ev);
+    assert_int_equal(WT_EXISTS(&t, "pc"), 0); /* prioritized ran dry: counter reset */
+    wt_stop(w);
+    free(a), free(b), free(c), free(d), free(e);
+    wt_fini(&t);
+}
+
+static int runs_at_least_one(void *arg) {
+    return runs_of(arg) >= 1;
+}
+
+static void test_pause_name_scheduler_job_and_script_flush(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.drain_delay_ms = 300;
+    ferry_worker *w = wt_start(&o, handler, &h);
+
+    /* the blocking connection is named like Node's, so Queue.getWorkers() lists it */
+    char name[128];
+    snprintf(name, sizeof name, "name=%s:d3E=:w:wtest ", t.prefix); /* base64("wq") */
+    redisReply *r = wt_cmd(&t, "CLIENT LIST");
+    assert_non_null(strstr(r->str, name));
+    freeReplyObject(r);
+
+    /* paused: nothing is fetched; resumed: the job runs */
+    ferry_error err = {0};
+    assert_int_equal(ferry_queue_pause(t.q, &err), 0);
+    char *id = wt_add(&t, "none", NULL, NULL);
+    assert_false(testenv_wait_until(runs_at_least_one, &h, 700));
+    assert_int_equal(WT_LLEN(&t, "wait"), 1);
+    assert_int_equal(ferry_queue_resume(t.q, &err), 0);
+    WT_WAIT_ZCARD(&t, "completed", 1);
+
+    /* a scheduler iteration (rjk) is processed like any job for now */
+    char *sj = wt_add(&t, "none", NULL, NULL);
+    freeReplyObject(wt_cmd(&t, "HSET %s%s rjk some-scheduler", t.base, sj));
+    WT_WAIT_ZCARD(&t, "completed", 2);
+
+    /* the script cache flushed under a running worker: scripts are loaded again */
+    freeReplyObject(wt_cmd(&t, "SCRIPT FLUSH"));
+    char *after = wt_add(&t, "json", NULL, NULL);
+    WT_WAIT_ZCARD(&t, "completed", 3);
+    wt_expect_field(&t, after, "returnvalue", "{\"ok\":1,\"n\":[1,2]}");
+    wt_stop(w);
+    free(id), free(sj), free(after);
+    wt_fini(&t);
+}
+
+/* ---- close ------------------------------------------------------------------------------- */
+
+typedef struct closer {
+    ferry_worker *w;
+    int rc;
+    int done;
+    pthread_mutex_t mu;
+} closer;
+
+static void *close_thread(void *arg) {
+    closer *c = arg;
+    int rc = ferry_worker_close(c->w, 20000);
+    pthread_mutex_lock(&c->mu);
+    c->rc = rc;
+    c->done = 1;
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+static int closer_done(void *arg) {
+    closer *c = arg;
+    pthread_mutex_lock(&c->mu);
+    int d = c->done;
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
+static void test_graceful_close_waits_for_handler(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id = wt_add(&t, "gate", NULL, NULL);
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = 3;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    GATE_WAIT_ENTERED(&h.g, 1);
+    ferry_worker_stop(w); /* returns at once; from now on nothing is fetched */
+    char *late = wt_add(&t, "none", NULL, NULL);
+    closer c = {w, -99, 0, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t th;
+    pthread_create(&th, NULL, close_thread, &c);
+    /* close must not return while the handler runs */
+    assert_false(testenv_wait_until(closer_done, &c, 300));
+    gate_open(&h.g);
+    pthread_join(th, NULL);
+    assert_int_equal(c.rc, 0);
+    char *s = wt_zscore(&t, "completed", id);
+    assert_non_null(s);
+    free(s);
+    assert_int_equal(runs_of(&h), 1);
+    assert_int_equal(WT_LLEN(&t, "wait"), 1); /* `late` is still waiting */
+    ferry_worker_free(w);
+    free(id), free(late);
+    wt_fini(&t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_complete_return_values),
+        cmocka_unit_test(test_retry_fixed_then_fail),
+        cmocka_unit_test(test_exponential_backoff_delays),
+        cmocka_unit_test(test_permanent_failure),
+        cmocka_unit_test(test_unknown_backoff_fails_clearly),
+        cmocka_unit_test(test_remove_on_complete),
+        cmocka_unit_test(test_remove_on_fail_worker_option),
+        cmocka_unit_test(test_concurrency_runs_k_at_once),
+        cmocka_unit_test(test_queue_limits),
+        cmocka_unit_test(test_max_started_attempts),
+        cmocka_unit_test(test_batch_fetch_order),
+        cmocka_unit_test(test_pause_name_scheduler_job_and_script_flush),
+        cmocka_unit_test(test_graceful_close_waits_for_handler),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
