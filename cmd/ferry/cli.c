@@ -1,0 +1,233 @@
+/* cli.c - connection options, environment fallbacks and error reporting shared by the
+ * subcommands (see cli.h). */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CONN_COMMON_DEFS                                                                           \
+    {"redis",                                                                                      \
+     OPT_STRING,                                                                                   \
+     "URL",                                                                                        \
+     offsetof(cli_conn, redis_url),                                                                \
+     0,                                                                                            \
+     0,                                                                                            \
+     "Redis URL: redis://[user:pass@]host[:port][/db], rediss://... (TLS) or "                     \
+     "unix:///path[?db=N]. Default: $REDIS_URL, else " FERRY_DEFAULT_REDIS_URL "."},               \
+        {"prefix",                                                                                 \
+         OPT_STRING,                                                                               \
+         "P",                                                                                      \
+         offsetof(cli_conn, prefix),                                                               \
+         0,                                                                                        \
+         0,                                                                                        \
+         "Key prefix. Default: $FERRY_PREFIX, else " FERRY_DEFAULT_PREFIX "."},                    \
+        {"tls-ca",                                                                                 \
+         OPT_STRING,                                                                               \
+         "FILE",                                                                                   \
+         offsetof(cli_conn, tls_ca),                                                               \
+         0,                                                                                        \
+         0,                                                                                        \
+         "CA bundle (PEM) to verify the server (rediss://). Default: system store."},              \
+        {"tls-cert",                                                                               \
+         OPT_STRING,                                                                               \
+         "FILE",                                                                                   \
+         offsetof(cli_conn, tls_cert),                                                             \
+         0,                                                                                        \
+         0,                                                                                        \
+         "Client certificate (PEM) for TLS."},                                                     \
+        {"tls-key",                                                                                \
+         OPT_STRING,                                                                               \
+         "FILE",                                                                                   \
+         offsetof(cli_conn, tls_key),                                                              \
+         0,                                                                                        \
+         0,                                                                                        \
+         "Client private key (PEM) for TLS."},                                                     \
+    {                                                                                              \
+        "tls-insecure", OPT_FLAG, NULL, offsetof(cli_conn, tls_insecure), 0, 0,                    \
+            "Do not verify the server certificate (testing only)."                                 \
+    }
+
+static const opt_def conn_defs[] = {
+    CONN_COMMON_DEFS,
+    {"timeout", OPT_INT, "MS", offsetof(cli_conn, timeout_ms), 1, 3600000,
+     "Connect and per-command timeout in milliseconds (default 5000)."},
+    {"command-timeout", OPT_INT, "MS", offsetof(cli_conn, timeout_ms), 1, 3600000,
+     "Same as --timeout."},
+};
+
+/* For `ferry worker`, --timeout is the per-job time limit, so the connection group only
+ * has --command-timeout. */
+static const opt_def worker_conn_defs[] = {
+    CONN_COMMON_DEFS,
+    {"command-timeout", OPT_INT, "MS", offsetof(cli_conn, timeout_ms), 1, 3600000,
+     "Connect and per-command timeout in milliseconds (default 5000). (In this "
+     "subcommand --timeout is the per-job time limit.)"},
+};
+
+opt_group cli_conn_group(cli_conn *c, int worker_style) {
+    opt_group g = {"Connection options", conn_defs, sizeof conn_defs / sizeof conn_defs[0], c};
+    if (worker_style) {
+        g.defs = worker_conn_defs;
+        g.n = sizeof worker_conn_defs / sizeof worker_conn_defs[0];
+    }
+    return g;
+}
+
+/* The part of a URL safe to show: "host:port" (or the socket path). Purely textual; the
+ * URL has already been validated by ferry_redis_url_check. */
+static void url_display_host(const char *url, char *out, size_t cap) {
+    const char *p = strstr(url, "://");
+    if (!p) {
+        snprintf(out, cap, "(unparsed URL)");
+        return;
+    }
+    p += 3;
+    if (!strncmp(url, "unix:", 5)) {
+        size_t n = strcspn(p, "?");
+        snprintf(out, cap, "%.*s", (int)n, p);
+        return;
+    }
+    size_t alen = strcspn(p, "/?#");
+    const char *host = p;
+    for (const char *q = p; q < p + alen; q++)
+        if (*q == '@') host = q + 1;
+    int hlen = (int)(p + alen - host);
+    if (memchr(host, ':', (size_t)hlen) && host[0] != '[')
+        snprintf(out, cap, "%.*s", hlen, host);
+    else if (host[0] == '[' && memchr(host, ']', (size_t)hlen) &&
+             ((const char *)memchr(host, ']', (size_t)hlen))[1] == ':')
+        snprintf(out, cap, "%.*s", hlen, host);
+    else
+        snprintf(out, cap, "%.*s:6379", hlen, host);
+}
+
+static int tls_file_check(const cmd_spec *spec, const char *opt, const char *path) {
+    if (path && access(path, R_OK) != 0)
+        return opts_usage_error(spec, "--%s: cannot read %s", opt, path);
+    return 0;
+}
+
+int cli_conn_resolve(const cmd_spec *spec, cli_conn *c) {
+    c->url_source = "--redis";
+    if (!c->redis_url) {
+        const char *env = getenv("REDIS_URL");
+        if (env && *env) {
+            c->redis_url = env;
+            c->url_source = "REDIS_URL";
+        } else {
+            c->redis_url = FERRY_DEFAULT_REDIS_URL;
+            c->url_source = "default URL";
+        }
+    }
+    ferry_error err = {0};
+    if (ferry_redis_url_check(c->redis_url, &err) != 0)
+        return opts_usage_error(spec, "%s: %s", c->url_source, err.message);
+    url_display_host(c->redis_url, c->host, sizeof c->host);
+    if (!c->prefix) {
+        const char *env = getenv("FERRY_PREFIX");
+        c->prefix = env && *env ? env : FERRY_DEFAULT_PREFIX;
+    }
+    if (tls_file_check(spec, "tls-ca", c->tls_ca) ||
+        tls_file_check(spec, "tls-cert", c->tls_cert) ||
+        tls_file_check(spec, "tls-key", c->tls_key))
+        return CLI_EXIT_USAGE;
+    if (!c->timeout_ms) c->timeout_ms = CLI_DEFAULT_TIMEOUT_MS;
+    ferry_redis_options_init(&c->redis);
+    c->redis.url = c->redis_url;
+    c->redis.tls_ca_file = c->tls_ca;
+    c->redis.tls_cert_file = c->tls_cert;
+    c->redis.tls_key_file = c->tls_key;
+    c->redis.tls_insecure = c->tls_insecure;
+    c->redis.connect_timeout_ms = (int)c->timeout_ms;
+    c->redis.command_timeout_ms = (int)c->timeout_ms;
+    return 0;
+}
+
+/* Replace every occurrence of `secret` (if non-empty) in buf with "***". */
+static void mask(char *buf, size_t cap, const char *secret, size_t slen) {
+    if (slen == 0) return;
+    char *hit;
+    char *from = buf;
+    while ((hit = strstr(from, secret)) != NULL) {
+        char tail[FERRY_ERROR_MESSAGE_MAX * 2];
+        snprintf(tail, sizeof tail, "%s", hit + slen);
+        snprintf(hit, cap - (size_t)(hit - buf), "***%s", tail);
+        from = hit + 3;
+    }
+    (void)cap;
+}
+
+static int hexval(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* Mask the URL's password, raw and percent-decoded, in case a lower layer echoed it. */
+static void mask_password(char *buf, size_t cap, const char *url) {
+    const char *p = url ? strstr(url, "://") : NULL;
+    if (!p) return;
+    p += 3;
+    size_t alen = strcspn(p, "/?#");
+    const char *at = NULL;
+    for (const char *q = p; q < p + alen; q++)
+        if (*q == '@') at = q;
+    if (!at) return;
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    if (!colon) return;
+    char raw[256], dec[256];
+    size_t rlen = (size_t)(at - colon - 1);
+    if (rlen >= sizeof raw) rlen = sizeof raw - 1;
+    memcpy(raw, colon + 1, rlen);
+    raw[rlen] = 0;
+    size_t dl = 0;
+    for (size_t i = 0; i < rlen; i++) {
+        int h, l;
+        if (raw[i] == '%' && i + 2 < rlen && (h = hexval(raw[i + 1])) >= 0 &&
+            (l = hexval(raw[i + 2])) >= 0) {
+            dec[dl++] = (char)(h * 16 + l);
+            i += 2;
+        } else {
+            dec[dl++] = raw[i];
+        }
+    }
+    dec[dl] = 0;
+    mask(buf, cap, raw, rlen);
+    mask(buf, cap, dec, dl);
+}
+
+int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const ferry_error *err) {
+    char msg[FERRY_ERROR_MESSAGE_MAX * 2];
+    snprintf(msg, sizeof msg, "%s", err->message[0] ? err->message : ferry_strerror(err->code));
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    if (c) mask_password(msg, sizeof msg, c->redis_url);
+    int transport = err->code == FERRY_EIO || err->code == FERRY_ETIMEDOUT ||
+                    err->code == FERRY_ETLS || err->code == FERRY_EAUTH ||
+                    err->code == FERRY_EPROTO || err->code == FERRY_EREDIS;
+    char where[400] = "";
+    /* Name the server unless the library's message already does. */
+    if (transport && c && !strstr(msg, c->host))
+        snprintf(where, sizeof where, "redis %s: ", c->host);
+    fprintf(stderr, "ferry %s: %s%s%s%s\n", spec->name, what ? what : "", what ? ": " : "", where,
+            msg);
+    return err->code == FERRY_EINVAL || err->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE
+                                                                   : CLI_EXIT_RUNTIME;
+}
+
+int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out) {
+    ferry_queue_options qo;
+    ferry_queue_options_init(&qo);
+    qo.redis = &c->redis;
+    qo.prefix = c->prefix;
+    ferry_error err = {0};
+    *out = NULL;
+    if (ferry_queue_open(name, &qo, out, &err) != 0) {
+        *out = NULL;
+        return cli_report(spec, c, NULL, &err);
+    }
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* cli.h - what every ferry subcommand shares: the connection options (--redis, --prefix,
+ * TLS files, command timeout) with their environment fallbacks, turning them into
+ * ferry_redis_options, and one-line error reporting that names the Redis host but never
+ * its password.
+ *
+ * Not thread-safe by itself: resolve options on the main thread before starting others;
+ * cli_report may be called from any thread (it writes one line with one fprintf). */
+#ifndef FERRY_CLI_CLI_H
+#define FERRY_CLI_CLI_H
+
+#include <stddef.h>
+
+#include "ferry/ferry.h"
+#include "opts.h"
+
+#define CLI_DEFAULT_TIMEOUT_MS 5000
+
+typedef struct cli_conn {
+    /* as parsed (NULL / 0 = not given) */
+    const char *redis_url;
+    const char *prefix;
+    const char *tls_ca;
+    const char *tls_cert;
+    const char *tls_key;
+    int tls_insecure;
+    long long timeout_ms;
+    /* resolved by cli_conn_resolve */
+    const char *url_source; /* "--redis", "REDIS_URL" or "default" (for messages) */
+    char host[300];         /* "host:port" or the unix socket path, for messages */
+    ferry_redis_options redis;
+} cli_conn;
+
+/* The connection option group, writing into *c. With worker_style = 0 the command timeout
+ * is `--timeout MS` (alias `--command-timeout`); with 1 (`ferry worker`, where --timeout is
+ * the per-job limit) only `--command-timeout MS` exists. */
+opt_group cli_conn_group(cli_conn *c, int worker_style);
+
+/* Apply env fallbacks (REDIS_URL, FERRY_PREFIX) and defaults, check the URL and the TLS
+ * files, fill c->redis. Prints a usage error and returns CLI_EXIT_USAGE on a bad value,
+ * else 0. */
+int cli_conn_resolve(const cmd_spec *spec, cli_conn *c);
+
+/* Print "ferry <cmd>: <what>: <detail>" for a library failure and return the exit code
+ * for it: CLI_EXIT_USAGE for FERRY_EINVAL / FERRY_ETOOBIG (the input was bad), else
+ * CLI_EXIT_RUNTIME. Transport-type failures are prefixed with "redis <host>". The message
+ * is flattened to one line and any occurrence of the URL's password is masked. */
+int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const ferry_error *err);
+
+/* Open the queue handle for `name` with the resolved connection; on failure reports and
+ * returns the exit code (never 0), with *out NULL. */
+int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out);
+
+#endif

@@ -1,0 +1,476 @@
+/* cmd_bench.c - `ferry bench`: in-process producer and no-op worker on a throwaway queue,
+ * reporting jobs/s, add->start latency, and CPU per job of the client and of Redis.
+ *
+ * Redis CPU comes from `INFO cpu` (used_cpu_sys + used_cpu_user) sampled before and after
+ * the measured phase. The public API has no raw command, so the sample is taken by running
+ * a small command (default: redis-cli on the same URL) - see --redis-info-cmd. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "jsonw.h"
+
+#define BULK_BATCH 1000
+
+typedef struct bench_opts {
+    const char *mode, *queue;
+    long long jobs, concurrency, payload, rate, wait_ms;
+    int json, keep, no_fill;
+    const char *redis_info_cmd;
+} bench_opts;
+
+static const opt_def bench_defs[] = {
+    {"mode", OPT_STRING, "M", offsetof(bench_opts, mode), 0, 0,
+     "addbulk (add in batches of 1000), add (one at a time), process (pre-add, then time a "
+     "no-op worker) or latency (add at --rate with an idle worker; add->start latency). "
+     "Default process."},
+    {"jobs", OPT_INT, "N", offsetof(bench_opts, jobs), 1, 100000000, "Jobs (default 10000)."},
+    {"concurrency", OPT_INT, "K", offsetof(bench_opts, concurrency), 1, 1024,
+     "Worker concurrency (default 100)."},
+    {"payload", OPT_INT, "BYTES", offsetof(bench_opts, payload), 0, 512 * 1024,
+     "Approximate size of each job's data JSON (default 64)."},
+    {"rate", OPT_INT, "R", offsetof(bench_opts, rate), 1, 1000000,
+     "latency mode: jobs added per second (default 500)."},
+    {"wait", OPT_INT, "MS", offsetof(bench_opts, wait_ms), 1, 3600000,
+     "Give up when the worker has not finished this long after the last add (default 120000)."},
+    {"queue", OPT_STRING, "Q", offsetof(bench_opts, queue), 0, 0,
+     "Use queue Q under the usual prefix (--prefix / $FERRY_PREFIX / bull) instead of a fresh "
+     "prefix; with --no-fill, process jobs someone else added (e.g. the Node baseline)."},
+    {"no-fill", OPT_FLAG, NULL, offsetof(bench_opts, no_fill), 0, 0,
+     "process mode with --queue: do not pre-add; time the worker on the N jobs already there."},
+    {"json", OPT_FLAG, NULL, offsetof(bench_opts, json), 0, 0,
+     "Print one JSON object for the run (for bench/run.sh)."},
+    {"keep", OPT_FLAG, NULL, offsetof(bench_opts, keep), 0, 0,
+     "addbulk/add: leave the added jobs in Redis instead of draining them."},
+    {"redis-info-cmd", OPT_STRING, "CMD", offsetof(bench_opts, redis_info_cmd), 0, 0,
+     "Shell command printing Redis `INFO cpu` (run before and after the measured phase; "
+     "$FERRY_BENCH_REDIS_URL holds the URL). Default: redis-cli -u \"$FERRY_BENCH_REDIS_URL\" "
+     "info cpu for redis:// URLs, redis-cli -s for unix:// ones. \"none\" disables it."},
+};
+
+static const cmd_spec bench_spec = {
+    "bench",
+    "",
+    "Benchmark ferry against a Redis server on a fresh queue (its own prefix, drained "
+    "afterwards). Reports jobs/s, client CPU per job (getrusage) and Redis CPU per job "
+    "(INFO cpu).",
+    NULL,
+    0,
+    0,
+    0};
+
+/* ---- measurements ------------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long long realtime_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static double client_cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Run the INFO command and return used_cpu_sys + used_cpu_user, or -1. */
+static double redis_cpu_s(const char *cmd) {
+    if (!cmd) return -1;
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char line[256];
+    double sys = -1, user = -1;
+    while (fgets(line, sizeof line, p)) {
+        if (!strncmp(line, "used_cpu_sys:", 13)) sys = strtod(line + 13, NULL);
+        if (!strncmp(line, "used_cpu_user:", 14)) user = strtod(line + 14, NULL);
+    }
+    int st = pclose(p);
+    if (st != 0 || sys < 0 || user < 0) return -1;
+    return sys + user;
+}
+
+static int on_path(const char *prog) {
+    const char *path = getenv("PATH");
+    char buf[4096];
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, prog);
+        if (n && access(buf, X_OK) == 0) return 1;
+        path += n;
+        if (*path == ':') path++;
+    }
+    return 0;
+}
+
+/* The INFO command to use, or NULL (Redis CPU then reported as null). */
+static const char *info_command(const bench_opts *o, const cli_conn *c) {
+    if (o->redis_info_cmd) return strcmp(o->redis_info_cmd, "none") ? o->redis_info_cmd : NULL;
+    if (!on_path("redis-cli")) return NULL;
+    setenv("FERRY_BENCH_REDIS_URL", c->redis_url, 1);
+    if (!strncmp(c->redis_url, "redis://", 8))
+        return "redis-cli -u \"$FERRY_BENCH_REDIS_URL\" info cpu 2>/dev/null";
+    if (!strncmp(c->redis_url, "unix://", 7)) {
+        setenv("FERRY_BENCH_REDIS_SOCKET", c->host, 1);
+        return "redis-cli -s \"$FERRY_BENCH_REDIS_SOCKET\" info cpu 2>/dev/null";
+    }
+    return NULL; /* rediss://: redis-cli needs TLS flags we cannot guess; pass --redis-info-cmd */
+}
+
+/* ---- shared run state --------------------------------------------------------------------- */
+
+typedef struct bench_run {
+    const bench_opts *o;
+    const cli_conn *conn;
+    const char *queue, *prefix;
+    char *data; /* payload JSON (add/addbulk/process) */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    long long done; /* completed jobs seen by the callback */
+    long long target;
+    double *lat_ms; /* latency mode: one sample per job */
+    long long nlat;
+    unsigned long long errors;
+} bench_run;
+
+static char *make_payload(long long bytes) {
+    /* {"p":"aaa..."}: 8 bytes of framing */
+    size_t fill = bytes > 8 ? (size_t)bytes - 8 : 0;
+    char *s = malloc(fill + 16);
+    if (!s) return NULL;
+    memcpy(s, "{\"p\":\"", 6);
+    memset(s + 6, 'a', fill);
+    memcpy(s + 6 + fill, "\"}", 3);
+    return s;
+}
+
+static ferry_outcome noop_handler(ferry_job *job, void *ud) {
+    (void)job;
+    (void)ud;
+    return FERRY_COMPLETED;
+}
+
+/* latency mode: the payload starts with {"t":<realtime us>, */
+static ferry_outcome latency_handler(ferry_job *job, void *ud) {
+    bench_run *b = ud;
+    long long t_now = realtime_us();
+    const char *d = ferry_job_data(job);
+    const char *t = d ? strstr(d, "\"t\":") : NULL;
+    if (t) {
+        long long t0 = strtoll(t + 4, NULL, 10);
+        pthread_mutex_lock(&b->lock);
+        if (b->nlat < b->o->jobs) b->lat_ms[b->nlat++] = (double)(t_now - t0) / 1000.0;
+        pthread_mutex_unlock(&b->lock);
+    }
+    return FERRY_COMPLETED;
+}
+
+static void on_completed(const ferry_job *job, const char *rv, void *ud) {
+    (void)job;
+    (void)rv;
+    bench_run *b = ud;
+    pthread_mutex_lock(&b->lock);
+    if (++b->done >= b->target) pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+}
+
+static void on_failed(const ferry_job *job, const char *reason, int final, void *ud) {
+    (void)job;
+    (void) final;
+    bench_run *b = ud;
+    pthread_mutex_lock(&b->lock);
+    if (b->errors++ == 0) fprintf(stderr, "ferry bench: a job failed: %s\n", reason);
+    pthread_mutex_unlock(&b->lock);
+}
+
+static void on_error(const ferry_error *err, void *ud) {
+    bench_run *b = ud;
+    cli_report(&bench_spec, b->conn, "worker", err);
+}
+
+static int start_worker(bench_run *b, ferry_handler_fn fn, ferry_worker **out) {
+    ferry_worker_options wo;
+    ferry_worker_options_init(&wo);
+    wo.redis = &b->conn->redis;
+    wo.prefix = b->prefix;
+    wo.concurrency = (int)b->o->concurrency;
+    wo.remove_on_complete = "true";
+    wo.callbacks.completed = on_completed;
+    wo.callbacks.failed = on_failed;
+    wo.callbacks.error = on_error;
+    wo.userdata = b;
+    ferry_error err = {0};
+    *out = NULL;
+    if (ferry_worker_create(b->queue, &wo, fn, b, out, &err) != 0) {
+        *out = NULL;
+        return cli_report(&bench_spec, b->conn, "worker", &err);
+    }
+    if (ferry_worker_start(*out, &err) != 0) {
+        ferry_worker_free(*out);
+        *out = NULL;
+        return cli_report(&bench_spec, b->conn, "worker", &err);
+    }
+    return 0;
+}
+
+/* Wait until `target` completions (or the --wait deadline after the last progress). */
+static int wait_done(bench_run *b, long long target) {
+    pthread_mutex_lock(&b->lock);
+    b->target = target;
+    long long last = b->done;
+    double last_progress = now_s();
+    while (b->done < target) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+        if (b->done != last) {
+            last = b->done;
+            last_progress = now_s();
+        } else if ((now_s() - last_progress) * 1000 > (double)b->o->wait_ms) {
+            break;
+        }
+    }
+    long long done = b->done;
+    pthread_mutex_unlock(&b->lock);
+    if (done < target) {
+        fprintf(stderr, "ferry bench: only %lld of %lld jobs completed (no progress for %lld ms)\n",
+                done, target, b->o->wait_ms);
+        return CLI_EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+static int stop_worker(ferry_worker *w) {
+    if (!w) return 0;
+    ferry_worker_stop(w);
+    int rc = ferry_worker_close(w, 30000);
+    if (rc == 0) ferry_worker_free(w);
+    return rc;
+}
+
+/* Add `n` jobs in batches of BULK_BATCH (or one by one). */
+static int add_jobs(bench_run *b, ferry_queue *q, long long n, int bulk, const char *opts_json) {
+    ferry_job_spec specs[BULK_BATCH];
+    for (int i = 0; i < BULK_BATCH; i++)
+        specs[i] = (ferry_job_spec){"bench", b->data, opts_json};
+    ferry_error err = {0};
+    for (long long added = 0; added < n;) {
+        long long k = bulk ? (n - added < BULK_BATCH ? n - added : BULK_BATCH) : 1;
+        int rc = bulk ? ferry_queue_add_bulk(q, specs, (size_t)k, NULL, &err)
+                      : ferry_queue_add(q, &specs[0], NULL, &err);
+        if (rc) return cli_report(&bench_spec, b->conn, "add", &err);
+        added += k;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(const double *v, long long n, double p) {
+    if (n == 0) return NAN;
+    long long i = (long long)ceil(p / 100.0 * (double)n) - 1;
+    if (i < 0) i = 0;
+    if (i >= n) i = n - 1;
+    return v[i];
+}
+
+/* latency mode: add at a fixed rate with a running idle worker. *producer_s receives how
+ * long the adds took (the achieved rate is jobs / that). */
+static int run_latency(bench_run *b, ferry_queue *q, double *producer_s) {
+    const bench_opts *o = b->o;
+    size_t fill = o->payload > 32 ? (size_t)o->payload - 32 : 0;
+    char *buf = malloc(fill + 64);
+    if (!buf) return CLI_EXIT_RUNTIME;
+    ferry_error err = {0};
+    double interval = 1.0 / (double)o->rate;
+    double t0 = now_s();
+    int rc = 0;
+    for (long long i = 0; i < o->jobs; i++) {
+        double due = t0 + (double)i * interval;
+        double wait = due - now_s();
+        if (wait > 0) {
+            struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        int len = snprintf(buf, 64, "{\"t\":%lld,\"p\":\"", realtime_us());
+        memset(buf + len, 'a', fill);
+        memcpy(buf + len + fill, "\"}", 3);
+        ferry_job_spec spec = {"bench", buf, "{\"removeOnComplete\":true}"};
+        if (ferry_queue_add(q, &spec, NULL, &err) != 0) {
+            rc = cli_report(&bench_spec, b->conn, "add", &err);
+            break;
+        }
+    }
+    free(buf);
+    *producer_s = now_s() - t0;
+    return rc ? rc : wait_done(b, o->jobs);
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static void report(const bench_run *b, double elapsed, double ccpu, double rcpu) {
+    const bench_opts *o = b->o;
+    double n = (double)o->jobs;
+    double *lat = b->lat_ms;
+    if (lat) qsort(lat, (size_t)b->nlat, sizeof *lat, cmp_double);
+    if (o->json) {
+        jsonw w;
+        jsonw_begin(&w, stdout);
+        jsonw_str(&w, "impl", "ferry");
+        jsonw_str(&w, "mode", o->mode);
+        jsonw_int(&w, "jobs", o->jobs);
+        jsonw_int(&w, "concurrency", o->concurrency);
+        jsonw_int(&w, "payload", o->payload);
+        if (lat) jsonw_int(&w, "rate", o->rate);
+        jsonw_double(&w, "seconds", elapsed);
+        jsonw_double(&w, "jobs_per_s", n / elapsed);
+        jsonw_double(&w, "client_cpu_us_per_job", ccpu * 1e6 / n);
+        if (rcpu >= 0)
+            jsonw_double(&w, "redis_cpu_us_per_job", rcpu * 1e6 / n);
+        else
+            jsonw_null(&w, "redis_cpu_us_per_job");
+        if (lat && b->nlat) {
+            jsonw_double(&w, "p50_ms", percentile(lat, b->nlat, 50));
+            jsonw_double(&w, "p99_ms", percentile(lat, b->nlat, 99));
+            jsonw_double(&w, "max_ms", lat[b->nlat - 1]);
+        } else if (lat) {
+            jsonw_null(&w, "p50_ms");
+            jsonw_null(&w, "p99_ms");
+            jsonw_null(&w, "max_ms");
+        }
+        jsonw_int(&w, "failed", (long long)b->errors);
+        jsonw_end(&w);
+        return;
+    }
+    printf("mode %s: %lld jobs, concurrency %lld, payload %lld bytes\n", o->mode, o->jobs,
+           o->concurrency, o->payload);
+    printf("  elapsed        %.3f s (%.0f jobs/s)\n", elapsed, n / elapsed);
+    printf("  client CPU     %.1f us/job\n", ccpu * 1e6 / n);
+    if (rcpu >= 0)
+        printf("  Redis CPU      %.1f us/job\n", rcpu * 1e6 / n);
+    else
+        printf("  Redis CPU      n/a (see --redis-info-cmd)\n");
+    if (lat)
+        printf("  latency        p50 %.2f ms, p99 %.2f ms, max %.2f ms (add -> handler start, "
+               "%lld/s)\n",
+               percentile(lat, b->nlat, 50), percentile(lat, b->nlat, 99),
+               b->nlat ? lat[b->nlat - 1] : NAN, o->rate);
+    if (b->errors) printf("  failed jobs    %llu\n", b->errors);
+}
+
+static int bench_main(int argc, char **argv) {
+    cli_conn conn = {0};
+    bench_opts o = {.mode = "process",
+                    .jobs = 10000,
+                    .concurrency = 100,
+                    .payload = 64,
+                    .rate = 500,
+                    .wait_ms = 120000};
+    opt_group groups[] = {{"Options", bench_defs, sizeof bench_defs / sizeof bench_defs[0], &o},
+                          cli_conn_group(&conn, 0)};
+    opt_result r;
+    int rc = opts_parse(&bench_spec, groups, 2, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    free(r.pos);
+    int is_bulk = !strcmp(o.mode, "addbulk"), is_add = !strcmp(o.mode, "add");
+    int is_proc = !strcmp(o.mode, "process"), is_lat = !strcmp(o.mode, "latency");
+    if (!is_bulk && !is_add && !is_proc && !is_lat)
+        return opts_usage_error(&bench_spec,
+                                "--mode: expected addbulk, add, process or latency, "
+                                "got '%s'",
+                                o.mode);
+    if (o.no_fill && (!is_proc || !o.queue))
+        return opts_usage_error(&bench_spec, "--no-fill needs --mode process and --queue");
+    int prefix_given = conn.prefix != NULL;
+    if ((rc = cli_conn_resolve(&bench_spec, &conn))) return rc;
+    /* A fresh prefix per run so nothing else is disturbed and nothing is reused, unless the
+     * caller named the queue (to share it with another benchmark). */
+    char prefix[200], queue[200];
+    if (o.queue) {
+        snprintf(prefix, sizeof prefix, "%s", conn.prefix);
+        snprintf(queue, sizeof queue, "%s", o.queue);
+    } else {
+        snprintf(prefix, sizeof prefix, "%s%sferrybench%d_%lld", prefix_given ? conn.prefix : "",
+                 prefix_given ? ":" : "", (int)getpid(), realtime_us() / 1000);
+        snprintf(queue, sizeof queue, "bench");
+    }
+    bench_run b = {.o = &o, .conn = &conn, .queue = queue, .prefix = prefix};
+    pthread_mutex_init(&b.lock, NULL);
+    pthread_cond_init(&b.cond, NULL);
+    const char *info = info_command(&o, &conn);
+    ferry_queue *q = NULL;
+    ferry_worker *w = NULL;
+    ferry_queue_options qo;
+    ferry_queue_options_init(&qo);
+    qo.redis = &conn.redis;
+    qo.prefix = prefix;
+    ferry_error err = {0};
+    if (!(b.data = make_payload(o.payload))) return CLI_EXIT_RUNTIME;
+    if (is_lat && !(b.lat_ms = calloc((size_t)o.jobs, sizeof *b.lat_ms))) {
+        free(b.data);
+        return CLI_EXIT_RUNTIME;
+    }
+    if (ferry_queue_open(queue, &qo, &q, &err) != 0) {
+        q = NULL;
+        rc = cli_report(&bench_spec, &conn, NULL, &err);
+        goto out;
+    }
+    const char *remove_opts = "{\"removeOnComplete\":true}";
+    if (is_proc && !o.no_fill && (rc = add_jobs(&b, q, o.jobs, 1, remove_opts))) goto out;
+    if (is_lat && (rc = start_worker(&b, latency_handler, &w))) goto out;
+
+    double producer_s = 0;
+    double rcpu0 = redis_cpu_s(info), ccpu0 = client_cpu_s(), t0 = now_s();
+    if (is_bulk || is_add) {
+        rc = add_jobs(&b, q, o.jobs, is_bulk, remove_opts);
+    } else if (is_proc) {
+        if (!(rc = start_worker(&b, noop_handler, &w))) rc = wait_done(&b, o.jobs);
+    } else {
+        rc = run_latency(&b, q, &producer_s);
+    }
+    double elapsed = is_lat ? producer_s : now_s() - t0;
+    double ccpu = client_cpu_s() - ccpu0, rcpu1 = redis_cpu_s(info);
+    if (!rc) report(&b, elapsed, ccpu, rcpu0 >= 0 && rcpu1 >= 0 ? rcpu1 - rcpu0 : -1);
+
+    /* addbulk/add leave N jobs behind: drain them (they carry removeOnComplete). */
+    if (!rc && (is_bulk || is_add) && !o.keep) {
+        pthread_mutex_lock(&b.lock);
+        b.done = 0;
+        pthread_mutex_unlock(&b.lock);
+        if (!(rc = start_worker(&b, noop_handler, &w))) rc = wait_done(&b, o.jobs);
+    }
+out:
+    if (stop_worker(w) != 0 && !rc) rc = CLI_EXIT_RUNTIME;
+    ferry_queue_close(q);
+    free(b.data);
+    free(b.lat_ms);
+    return rc;
+}
+
+const cli_command cmd_bench_table[] = {
+    {"bench", "Measure throughput and latency against a Redis server.", bench_main},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,164 @@
+/* cmd_job.c - `ferry job show | remove`: inspect or delete one job. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "jsonw.h"
+
+/* Print "job ID not found in queue QUEUE" for FERRY_ENOTFOUND, else the library message. */
+static int job_report(const cmd_spec *spec, const cli_conn *c, const char *queue, const char *id,
+                      const ferry_error *err) {
+    if (err->code == FERRY_ENOTFOUND) {
+        fprintf(stderr, "ferry %s: job %s not found in queue %s\n", spec->name, id, queue);
+        return CLI_EXIT_RUNTIME;
+    }
+    return cli_report(spec, c, NULL, err);
+}
+
+/* ---- job show ------------------------------------------------------------------------- */
+
+typedef struct show_opts {
+    int json;
+} show_opts;
+
+static const opt_def show_defs[] = {
+    {"json", OPT_FLAG, NULL, offsetof(show_opts, json), 0, 0,
+     "Print one JSON object with BullMQ Job keys (data, opts, returnvalue and stacktrace "
+     "parsed)."},
+};
+
+static const cmd_spec show_spec = {
+    "job show", "QUEUE ID", "Show everything stored about job ID of QUEUE.", NULL, 2, 2, 0};
+
+static void print_ms(const char *label, long long ms) {
+    if (ms < 0) {
+        printf("%-16s -\n", label);
+        return;
+    }
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    char iso[32] = "";
+    if (gmtime_r(&secs, &tm)) strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", &tm);
+    printf("%-16s %lld (%s.%03lldZ)\n", label, ms, iso, ms % 1000);
+}
+
+static void print_str(const char *label, const char *v) {
+    printf("%-16s %s\n", label, v ? v : "-");
+}
+
+static void show_human(const ferry_job_info *j) {
+    print_str("id", j->id);
+    print_str("name", j->name);
+    print_str("state", j->state);
+    print_str("data", j->data);
+    print_str("opts", j->opts);
+    print_str("progress", j->progress);
+    print_str("returnvalue", j->returnvalue);
+    print_str("failedReason", j->failed_reason);
+    print_str("stacktrace", j->stacktrace);
+    printf("%-16s %lld\n", "attemptsMade", j->attempts_made);
+    printf("%-16s %lld\n", "attemptsStarted", j->attempts_started);
+    printf("%-16s %lld\n", "stalledCounter", j->stalled_count);
+    print_ms("timestamp", j->timestamp);
+    print_ms("processedOn", j->processed_on);
+    print_ms("finishedOn", j->finished_on);
+    if (j->delay >= 0)
+        printf("%-16s %lld\n", "delay", j->delay);
+    else
+        print_str("delay", NULL);
+    if (j->priority >= 0)
+        printf("%-16s %lld\n", "priority", j->priority);
+    else
+        print_str("priority", NULL);
+    print_str("processedBy", j->processed_by);
+}
+
+static void show_json(const ferry_job_info *j) {
+    jsonw w;
+    jsonw_begin(&w, stdout);
+    jsonw_str(&w, "id", j->id);
+    jsonw_str(&w, "name", j->name);
+    jsonw_raw(&w, "data", j->data);
+    jsonw_raw(&w, "opts", j->opts);
+    jsonw_str(&w, "state", j->state);
+    jsonw_raw(&w, "progress", j->progress);
+    jsonw_raw(&w, "returnvalue", j->returnvalue);
+    jsonw_str(&w, "failedReason", j->failed_reason);
+    jsonw_raw(&w, "stacktrace", j->stacktrace);
+    jsonw_int(&w, "attemptsMade", j->attempts_made);
+    jsonw_int(&w, "attemptsStarted", j->attempts_started);
+    jsonw_int(&w, "stalledCounter", j->stalled_count);
+    jsonw_int_or_null(&w, "timestamp", j->timestamp);
+    jsonw_int_or_null(&w, "processedOn", j->processed_on);
+    jsonw_int_or_null(&w, "finishedOn", j->finished_on);
+    jsonw_int_or_null(&w, "delay", j->delay);
+    jsonw_int_or_null(&w, "priority", j->priority);
+    jsonw_str(&w, "processedBy", j->processed_by);
+    jsonw_end(&w);
+}
+
+static int job_show(int argc, char **argv) {
+    cli_conn conn = {0};
+    show_opts so = {0};
+    opt_group groups[] = {{"Options", show_defs, 1, &so}, cli_conn_group(&conn, 0)};
+    opt_result r;
+    int rc = opts_parse(&show_spec, groups, 2, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    ferry_queue *q = NULL;
+    ferry_job_info *info = NULL;
+    if ((rc = cli_conn_resolve(&show_spec, &conn))) goto out;
+    if ((rc = cli_open_queue(&show_spec, &conn, r.pos[0], &q))) goto out;
+    ferry_error err = {0};
+    if (ferry_queue_get_job(q, r.pos[1], &info, &err) != 0) {
+        info = NULL;
+        rc = job_report(&show_spec, &conn, r.pos[0], r.pos[1], &err);
+        goto out;
+    }
+    if (so.json)
+        show_json(info);
+    else
+        show_human(info);
+out:
+    ferry_job_info_free(info);
+    ferry_queue_close(q);
+    free(r.pos);
+    return rc;
+}
+
+/* ---- job remove ----------------------------------------------------------------------- */
+
+static const cmd_spec remove_spec = {
+    "job remove",
+    "QUEUE ID",
+    "Remove job ID of QUEUE in any state except active (locked by a worker).",
+    NULL,
+    2,
+    2,
+    0};
+
+static int job_remove(int argc, char **argv) {
+    cli_conn conn = {0};
+    opt_group groups[] = {cli_conn_group(&conn, 0)};
+    opt_result r;
+    int rc = opts_parse(&remove_spec, groups, 1, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    ferry_queue *q = NULL;
+    if ((rc = cli_conn_resolve(&remove_spec, &conn))) goto out;
+    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], &q))) goto out;
+    ferry_error err = {0};
+    if (ferry_queue_remove_job(q, r.pos[1], &err) != 0)
+        rc = job_report(&remove_spec, &conn, r.pos[0], r.pos[1], &err);
+out:
+    ferry_queue_close(q);
+    free(r.pos);
+    return rc;
+}
+
+const cli_command cmd_job_table[] = {
+    {"job show", "Show one job (all fields).", job_show},
+    {"job remove", "Remove one job.", job_remove},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,644 @@
+/* cmd_worker.c - `ferry worker QUEUE -- CMD [ARGS...]`: the exec worker. Each job runs CMD
+ * (exec_job.c) and its exit status becomes the job's outcome:
+ *   0 completed (stdout = return value), 65 permanent failure, 75 or anything else
+ *   (including a signal or the time limit) transient failure.
+ * Signals are handled by a sigwait thread (the library is not async-signal-safe): the
+ * first SIGTERM/SIGINT/SIGHUP starts a graceful close, a second one sends SIGTERM to the
+ * running commands, a third SIGKILL. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "exec_job.h"
+
+extern char **environ;
+
+typedef struct worker_opts {
+    long long concurrency, lock_duration, job_timeout, kill_grace, max_stalled, stalled_interval,
+        shutdown_timeout, max_jobs, idle_exit, max_output;
+    const char *name, *remove_on_complete, *remove_on_fail;
+} worker_opts;
+
+#define MAX_STALLED_UNSET (-2)
+#define DAY_MS (24LL * 3600 * 1000)
+
+static const opt_def worker_defs[] = {
+    {"concurrency", OPT_INT, "K", offsetof(worker_opts, concurrency), 1, 1024,
+     "Jobs run at the same time (default 1)."},
+    {"job-timeout", OPT_INT, "MS", offsetof(worker_opts, job_timeout), 0, 30 * DAY_MS,
+     "Time limit per job: the command gets SIGTERM, then SIGKILL after --kill-grace, and "
+     "the job fails (transient) with \"timeout after MS ms\". 0 = none (default)."},
+    {"timeout", OPT_INT, "MS", offsetof(worker_opts, job_timeout), 0, 30 * DAY_MS,
+     "Same as --job-timeout (here --timeout is the job limit; the Redis command timeout is "
+     "--command-timeout)."},
+    {"kill-grace", OPT_INT, "MS", offsetof(worker_opts, kill_grace), 0, 3600000,
+     "Delay between SIGTERM and SIGKILL when a job is stopped (default 5000)."},
+    {"lock-duration", OPT_INT, "MS", offsetof(worker_opts, lock_duration), 1000, DAY_MS,
+     "Job lock duration, renewed while the command runs (default 30000)."},
+    {"name", OPT_STRING, "N", offsetof(worker_opts, name), 0, 0,
+     "Worker name, stored on each job as processedBy."},
+    {"max-stalled-count", OPT_INT, "N", offsetof(worker_opts, max_stalled), -1, 1000000,
+     "Times a job may be recovered from a dead worker before it fails (default 1; -1 = "
+     "never fail)."},
+    {"stalled-interval", OPT_INT, "MS", offsetof(worker_opts, stalled_interval), 1000, DAY_MS,
+     "How often to look for stalled jobs (default 30000)."},
+    {"remove-on-complete", OPT_JSON, "JSON", offsetof(worker_opts, remove_on_complete), 0, 0,
+     "Default removeOnComplete for jobs without one: true, false, a count, or "
+     "{\"age\":SECONDS,\"count\":N}."},
+    {"remove-on-fail", OPT_JSON, "JSON", offsetof(worker_opts, remove_on_fail), 0, 0,
+     "Default removeOnFail for jobs without one (same forms)."},
+    {"max-output", OPT_INT, "BYTES", offsetof(worker_opts, max_output), 1, 64LL * 1024 * 1024,
+     "Most stdout kept per job (default 1048576); more stops the command and fails the job."},
+    {"shutdown-timeout", OPT_INT, "MS", offsetof(worker_opts, shutdown_timeout), 0, DAY_MS,
+     "On SIGTERM/SIGINT, how long to wait for running jobs (default 30000). Jobs still "
+     "running then are killed and later recovered as stalled; exit status 1."},
+    {"max-jobs", OPT_INT, "N", offsetof(worker_opts, max_jobs), 1, 1LL << 40,
+     "Exit (gracefully, status 0) after N job attempts have finished."},
+    {"idle-exit", OPT_INT, "MS", offsetof(worker_opts, idle_exit), 1, 30 * DAY_MS,
+     "Exit (gracefully, status 0) once no job has run for MS."},
+};
+
+static const cmd_spec worker_spec = {
+    "worker",
+    "QUEUE -- CMD [ARGS...]",
+    "Process jobs of QUEUE by running CMD (no shell) once per job, with the job data as JSON "
+    "on standard input.",
+    "Each job's command gets the environment variables FERRY_QUEUE, FERRY_JOB_ID,\n"
+    "FERRY_JOB_NAME and FERRY_ATTEMPT (1 on the first attempt). Its exit status decides:\n"
+    "  0          completed; stdout is the return value (stored as JSON when it parses,\n"
+    "             else as a JSON string; empty = null)\n"
+    "  65         failed permanently (no retry; BullMQ UnrecoverableError)\n"
+    "  75         failed, retried while attempts remain (backoff from the job's opts)\n"
+    "  other      failed like 75; so does death by a signal, the time limit, or stdout\n"
+    "             over --max-output\n"
+    "failedReason is the last non-empty line the command wrote to stderr, else\n"
+    "\"exit N\" / \"signal N\". The command's stderr is passed through, each line prefixed\n"
+    "with [job ID]. One log line per finished job goes to stderr (no payloads).\n"
+    "SIGTERM/SIGINT: stop fetching, let running jobs finish, exit 0. A second signal sends\n"
+    "SIGTERM to the running commands, a third SIGKILL.\n",
+    1,
+    1,
+    1};
+
+/* ---- shared state ------------------------------------------------------------------------- */
+
+/* What the handler learned about one attempt, kept until the completed/failed callback
+ * prints its log line (the callback knows whether a failure is final). */
+typedef struct outcome_note {
+    char *id;
+    long long attempt, duration_ms;
+    char status[48];
+    struct outcome_note *next;
+} outcome_note;
+
+typedef struct exec_worker {
+    const char *queue;
+    char **cmd;
+    const worker_opts *o;
+    char **base_env; /* environ minus FERRY_QUEUE/JOB_ID/JOB_NAME/ATTEMPT (borrowed strings) */
+    size_t nbase;
+    const cli_conn *conn;
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stop_requested;
+    int exiting;
+    unsigned long long finished;
+    int running;
+    long long last_activity;
+    outcome_note *notes;
+} exec_worker;
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void request_stop(exec_worker *xw) {
+    pthread_mutex_lock(&xw->lock);
+    xw->stop_requested = 1;
+    pthread_cond_signal(&xw->cond);
+    pthread_mutex_unlock(&xw->lock);
+}
+
+/* Printable copy for log lines: control characters become '?'. */
+static void printable(char *dst, size_t cap, const char *src) {
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < cap; i++)
+        dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
+    dst[i] = 0;
+}
+
+/* ---- per-job environment ------------------------------------------------------------------ */
+
+static int is_ferry_var(const char *kv) {
+    static const char *const names[] = {
+        "FERRY_QUEUE=", "FERRY_JOB_ID=", "FERRY_JOB_NAME=", "FERRY_ATTEMPT="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strncmp(kv, names[i], strlen(names[i]))) return 1;
+    return 0;
+}
+
+static char *kv(const char *k, const char *v) {
+    size_t n = strlen(k) + strlen(v) + 2;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s=%s", k, v);
+    return s;
+}
+
+/* envp for one job: base environment + the four FERRY_* variables. Returns the array; the
+ * four added strings are at [nbase..nbase+3]. NULL on allocation failure. */
+static char **job_env(const exec_worker *xw, const ferry_job *job, long long attempt) {
+    char **env = calloc(xw->nbase + 5, sizeof *env);
+    if (!env) return NULL;
+    memcpy(env, xw->base_env, xw->nbase * sizeof *env);
+    char num[32];
+    snprintf(num, sizeof num, "%lld", attempt);
+    env[xw->nbase] = kv("FERRY_QUEUE", xw->queue);
+    env[xw->nbase + 1] = kv("FERRY_JOB_ID", ferry_job_id(job));
+    env[xw->nbase + 2] = kv("FERRY_JOB_NAME", ferry_job_name(job) ? ferry_job_name(job) : "");
+    env[xw->nbase + 3] = kv("FERRY_ATTEMPT", num);
+    for (int i = 0; i < 4; i++)
+        if (!env[xw->nbase + i]) {
+            for (int k = 0; k < 4; k++)
+                free(env[xw->nbase + k]);
+            free(env);
+            return NULL;
+        }
+    return env;
+}
+
+static void job_env_free(const exec_worker *xw, char **env) {
+    if (!env) return;
+    for (int i = 0; i < 4; i++)
+        free(env[xw->nbase + i]);
+    free(env);
+}
+
+/* ---- result -> outcome -------------------------------------------------------------------- */
+
+/* Length of the UTF-8 sequence at s[0..n), or 0 when it is not valid there. (Structural
+ * check only; overlong forms are left to the JSON encoder.) */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
+static int valid_utf8(const unsigned char *s, size_t n) {
+    for (size_t i = 0, len; i < n; i += len)
+        if (!(len = utf8_seq(s + i, n - i))) return 0;
+    return 1;
+}
+
+/* failedReason comes from the command's stderr, which may be any bytes: replace what is not
+ * UTF-8 with '?' so it can be stored as JSON text. */
+static void make_utf8(char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0, len; i < n; i += len)
+        if (!(len = utf8_seq((unsigned char *)s + i, n - i))) {
+            s[i] = '?';
+            len = 1;
+        }
+}
+
+/* Store stdout as the return value. Returns 0, or -1 with *why set when it cannot be
+ * stored (the job then fails). */
+static int set_return_value(ferry_job *job, exec_result *res, const char **why) {
+    size_t n = res->output_len;
+    const char *out = res->output ? res->output : "";
+    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        n--;
+    if (memchr(out, 0, n)) {
+        *why = "stdout contains a NUL byte (return value must be text)";
+        return -1;
+    }
+    if (n == 0) return ferry_job_set_return(job, "null") ? (*why = "out of memory", -1) : 0;
+    json_t *v = json_loadb(out, n, JSON_DECODE_ANY, NULL);
+    int rc;
+    if (v) {
+        json_decref(v);
+        char *text = strndup(out, n);
+        rc = text ? ferry_job_set_return(job, text) : FERRY_ENOMEM;
+        free(text);
+    } else {
+        if (!valid_utf8((const unsigned char *)out, n)) {
+            *why = "stdout is neither JSON nor valid UTF-8 text";
+            return -1;
+        }
+        json_t *s = json_stringn(out, n);
+        char *text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+        json_decref(s);
+        rc = text ? ferry_job_set_return(job, text) : FERRY_ENOMEM;
+        free(text);
+    }
+    if (rc) *why = "out of memory storing the return value";
+    return rc ? -1 : 0;
+}
+
+static ferry_outcome fail(ferry_job *job, ferry_outcome how, const char *reason, const char *cmd,
+                          const char *status) {
+    char stack[EXEC_ERRLINE_MAX + 256];
+    snprintf(stack, sizeof stack, "Error: %s\n    at %s (ferry worker, %s)", reason, cmd, status);
+    ferry_job_set_failure(job, reason, stack);
+    return how;
+}
+
+static ferry_outcome outcome_of(const exec_worker *xw, ferry_job *job, exec_result *res,
+                                int spawn_rc, char *status, size_t scap) {
+    const char *cmd = xw->cmd[0];
+    char reason[EXEC_ERRLINE_MAX + 64];
+    if (spawn_rc) {
+        snprintf(status, scap, "spawn-error");
+        snprintf(reason, sizeof reason, "cannot run %s: %s", cmd, strerror(res->spawn_errno));
+        return fail(job, FERRY_FAILED, reason, cmd, status);
+    }
+    if (res->exited)
+        snprintf(status, scap, "exit:%d", res->exit_code);
+    else
+        snprintf(status, scap, "signal:%d", res->term_signal);
+    if (res->timed_out) {
+        snprintf(reason, sizeof reason, "timeout after %lld ms", xw->o->job_timeout);
+        snprintf(status, scap, "timeout");
+        return fail(job, FERRY_FAILED, reason, cmd, status);
+    }
+    if (res->output_overflow) {
+        snprintf(reason, sizeof reason, "stdout over the %lld-byte limit (--max-output)",
+                 xw->o->max_output);
+        snprintf(status, scap, "output-limit");
+        return fail(job, FERRY_FAILED, reason, cmd, status);
+    }
+    if (res->exited && res->exit_code == 0) {
+        const char *why = NULL;
+        if (set_return_value(job, res, &why) == 0) return FERRY_COMPLETED;
+        snprintf(status, scap, "bad-output");
+        return fail(job, FERRY_FAILED, why, cmd, status);
+    }
+    if (res->last_err_line[0]) {
+        snprintf(reason, sizeof reason, "%s", res->last_err_line);
+        make_utf8(reason);
+    } else if (res->exited)
+        snprintf(reason, sizeof reason, "exit %d", res->exit_code);
+    else
+        snprintf(reason, sizeof reason, "signal %d", res->term_signal);
+    ferry_outcome how = res->exited && res->exit_code == 65 ? FERRY_FAILED_PERMANENT : FERRY_FAILED;
+    return fail(job, how, reason, cmd, status);
+}
+
+/* ---- handler and callbacks ---------------------------------------------------------------- */
+
+static void activity(exec_worker *xw, int running_delta, int finished) {
+    pthread_mutex_lock(&xw->lock);
+    xw->running += running_delta;
+    xw->finished += (unsigned)finished;
+    xw->last_activity = mono_ms();
+    pthread_cond_signal(&xw->cond);
+    pthread_mutex_unlock(&xw->lock);
+}
+
+static void note_add(exec_worker *xw, const char *id, long long attempt, long long dur,
+                     const char *status) {
+    outcome_note *n = calloc(1, sizeof *n);
+    if (!n || !(n->id = strdup(id))) {
+        free(n);
+        return; /* the log line then lacks duration; nothing else depends on it */
+    }
+    n->attempt = attempt;
+    n->duration_ms = dur;
+    snprintf(n->status, sizeof n->status, "%s", status);
+    pthread_mutex_lock(&xw->lock);
+    n->next = xw->notes;
+    xw->notes = n;
+    pthread_mutex_unlock(&xw->lock);
+}
+
+static outcome_note *note_take(exec_worker *xw, const char *id) {
+    pthread_mutex_lock(&xw->lock);
+    outcome_note *found = NULL;
+    for (outcome_note **pp = &xw->notes; *pp; pp = &(*pp)->next)
+        if (!strcmp((*pp)->id, id)) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    pthread_mutex_unlock(&xw->lock);
+    return found;
+}
+
+static ferry_outcome handle_job(ferry_job *job, void *userdata) {
+    exec_worker *xw = userdata;
+    activity(xw, +1, 0);
+    long long attempt = ferry_job_attempts_made(job) + 1;
+    char prefix[160], idp[128];
+    printable(idp, sizeof idp, ferry_job_id(job));
+    snprintf(prefix, sizeof prefix, "[job %s] ", idp);
+    char **env = job_env(xw, job, attempt);
+    const char *data = ferry_job_data(job);
+    exec_spec spec = {
+        .argv = xw->cmd,
+        .envp = env,
+        .input = data,
+        .input_len = data ? strlen(data) : 0,
+        .max_output = (size_t)xw->o->max_output,
+        .timeout_ms = xw->o->job_timeout,
+        .kill_grace_ms = xw->o->kill_grace,
+        .log_prefix = prefix,
+    };
+    exec_result res;
+    int spawn_rc = 0;
+    if (!env) {
+        memset(&res, 0, sizeof res);
+        res.spawn_errno = ENOMEM;
+        spawn_rc = -1;
+    } else {
+        spawn_rc = exec_run(&spec, &res);
+    }
+    char status[48];
+    ferry_outcome how = outcome_of(xw, job, &res, spawn_rc, status, sizeof status);
+    note_add(xw, ferry_job_id(job), attempt, res.duration_ms, status);
+    exec_result_free(&res);
+    job_env_free(xw, env);
+    activity(xw, -1, 0);
+    return how;
+}
+
+static void log_outcome(exec_worker *xw, const ferry_job *job, const char *outcome) {
+    char id[128], name[128];
+    printable(id, sizeof id, ferry_job_id(job));
+    printable(name, sizeof name, ferry_job_name(job));
+    outcome_note *n = note_take(xw, ferry_job_id(job));
+    if (n)
+        fprintf(stderr,
+                "ferry worker: queue=%s name=%s id=%s attempt=%lld duration_ms=%lld "
+                "outcome=%s status=%s\n",
+                xw->queue, name, id, n->attempt, n->duration_ms, outcome, n->status);
+    else
+        fprintf(stderr, "ferry worker: queue=%s name=%s id=%s attempt=%ld outcome=%s\n", xw->queue,
+                name, id, ferry_job_attempts_made(job) + 1, outcome);
+    if (n) free(n->id);
+    free(n);
+    activity(xw, 0, 1);
+}
+
+static void on_completed(const ferry_job *job, const char *returnvalue, void *userdata) {
+    (void)returnvalue;
+    log_outcome(userdata, job, "completed");
+}
+
+static void on_failed(const ferry_job *job, const char *reason, int final, void *userdata) {
+    (void)reason; /* the command's stderr already showed it; log lines carry no payloads */
+    log_outcome(userdata, job, final ? "failed" : "retry");
+}
+
+static void on_stalled(const char *job_id, void *userdata) {
+    exec_worker *xw = userdata;
+    char id[128];
+    printable(id, sizeof id, job_id);
+    fprintf(stderr, "ferry worker: queue=%s id=%s stalled (moved back to wait)\n", xw->queue, id);
+}
+
+static void on_error(const ferry_error *err, void *userdata) {
+    exec_worker *xw = userdata;
+    cli_report(&worker_spec, xw->conn, "error", err);
+}
+
+/* ---- signals ------------------------------------------------------------------------------ */
+
+static sigset_t stop_signals(void) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGHUP);
+    sigaddset(&s, SIGUSR1); /* internal: wakes the thread at exit */
+    return s;
+}
+
+static const char *signame(int sig) {
+    return sig == SIGTERM  ? "SIGTERM"
+           : sig == SIGINT ? "SIGINT"
+           : sig == SIGHUP ? "SIGHUP"
+                           : "signal";
+}
+
+static void *signal_thread(void *arg) {
+    exec_worker *xw = arg;
+    sigset_t set = stop_signals();
+    int count = 0;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        pthread_mutex_lock(&xw->lock);
+        int exiting = xw->exiting;
+        pthread_mutex_unlock(&xw->lock);
+        if (exiting) break;
+        if (sig == SIGUSR1) continue;
+        count++;
+        if (count == 1) {
+            fprintf(stderr,
+                    "ferry worker: %s received: finishing running jobs (up to %lld ms; send "
+                    "again to stop them)\n",
+                    signame(sig), xw->o->shutdown_timeout);
+            request_stop(xw);
+        } else {
+            int n = exec_kill_all(count == 2 ? SIGTERM : SIGKILL);
+            fprintf(stderr, "ferry worker: %s received again: sent %s to %d running command%s\n",
+                    signame(sig), count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
+        }
+    }
+    return NULL;
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+/* Is `cmd` an executable file (by path, or found in PATH)? */
+static int command_exists(const char *cmd) {
+    if (strchr(cmd, '/')) return access(cmd, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    char buf[4096];
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        if (n == 0)
+            snprintf(buf, sizeof buf, "./%s", cmd);
+        else
+            snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, cmd);
+        if (access(buf, X_OK) == 0) return 1;
+        path += n;
+        if (*path == ':') path++;
+    }
+    return 0;
+}
+
+/* posix_spawn's dup2 onto 0/1/2 needs those descriptors to be ours: if the worker was started
+ * with one closed, a pipe could land on it. */
+static void ensure_std_fds(void) {
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0) {
+            int nfd = open("/dev/null", O_RDWR);
+            if (nfd > 2) close(nfd);
+        }
+}
+
+static int build_base_env(exec_worker *xw) {
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    xw->base_env = calloc(n + 1, sizeof *xw->base_env);
+    if (!xw->base_env) return -1;
+    for (char **e = environ; *e; e++)
+        if (!is_ferry_var(*e)) xw->base_env[xw->nbase++] = *e;
+    return 0;
+}
+
+/* Wait until a stop is requested, --max-jobs is reached or --idle-exit passes. */
+static void wait_for_stop(exec_worker *xw) {
+    pthread_mutex_lock(&xw->lock);
+    while (!xw->stop_requested) {
+        const worker_opts *o = xw->o;
+        if (o->max_jobs && xw->finished >= (unsigned long long)o->max_jobs) {
+            fprintf(stderr, "ferry worker: %llu jobs finished (--max-jobs), stopping\n",
+                    xw->finished);
+            break;
+        }
+        if (o->idle_exit && xw->running == 0 && mono_ms() - xw->last_activity >= o->idle_exit) {
+            fprintf(stderr, "ferry worker: idle for %lld ms (--idle-exit), stopping\n",
+                    o->idle_exit);
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&xw->cond, &xw->lock, &ts);
+    }
+    pthread_mutex_unlock(&xw->lock);
+}
+
+static int worker_main(int argc, char **argv) {
+    cli_conn conn = {0};
+    worker_opts o = {.concurrency = 1,
+                     .kill_grace = 5000,
+                     .max_stalled = MAX_STALLED_UNSET,
+                     .shutdown_timeout = 30000,
+                     .max_output = 1024 * 1024};
+    opt_group groups[] = {{"Options", worker_defs, sizeof worker_defs / sizeof worker_defs[0], &o},
+                          cli_conn_group(&conn, 1)};
+    opt_result r;
+    int rc = opts_parse(&worker_spec, groups, 2, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    char **cmd = r.cmd;
+    const char *queue = r.pos[0];
+    free(r.pos);
+    if ((rc = cli_conn_resolve(&worker_spec, &conn))) return rc;
+    if (o.max_stalled == 0)
+        return opts_usage_error(&worker_spec, "--max-stalled-count: 0 is not supported; use a "
+                                              "count of 1 or more, or -1 for never");
+    if (!command_exists(cmd[0]))
+        return opts_usage_error(&worker_spec, "%s: command not found or not executable", cmd[0]);
+
+    exec_worker xw = {.queue = queue, .cmd = cmd, .o = &o, .conn = &conn};
+    pthread_mutex_init(&xw.lock, NULL);
+    pthread_cond_init(&xw.cond, NULL);
+    xw.last_activity = mono_ms();
+    ensure_std_fds();
+    signal(SIGPIPE, SIG_IGN); /* a command that exits without reading stdin */
+    sigset_t set = stop_signals();
+    /* Blocked before any thread exists, so every thread inherits the mask and only the
+     * sigwait thread receives these signals. Children get an empty mask (exec_job.c). */
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (build_base_env(&xw)) {
+        fprintf(stderr, "ferry worker: out of memory\n");
+        return CLI_EXIT_RUNTIME;
+    }
+
+    ferry_worker_options wo;
+    ferry_worker_options_init(&wo);
+    wo.redis = &conn.redis;
+    wo.prefix = conn.prefix;
+    wo.name = o.name;
+    wo.concurrency = (int)o.concurrency;
+    wo.lock_duration_ms = (int)o.lock_duration;
+    wo.stalled_interval_ms = (int)o.stalled_interval;
+    wo.max_stalled_count = o.max_stalled == MAX_STALLED_UNSET ? 0 : (int)o.max_stalled;
+    wo.remove_on_complete = o.remove_on_complete;
+    wo.remove_on_fail = o.remove_on_fail;
+    wo.callbacks.completed = on_completed;
+    wo.callbacks.failed = on_failed;
+    wo.callbacks.stalled = on_stalled;
+    wo.callbacks.error = on_error;
+    wo.userdata = &xw;
+    ferry_worker *w = NULL;
+    ferry_error err = {0};
+    pthread_t sigthr;
+    int have_sigthr = 0;
+    if (ferry_worker_create(queue, &wo, handle_job, &xw, &w, &err) != 0) {
+        w = NULL;
+        rc = cli_report(&worker_spec, &conn, NULL, &err);
+        goto out;
+    }
+    if (pthread_create(&sigthr, NULL, signal_thread, &xw) != 0) {
+        fprintf(stderr, "ferry worker: cannot start the signal thread\n");
+        rc = CLI_EXIT_RUNTIME;
+        goto out;
+    }
+    have_sigthr = 1;
+    if (ferry_worker_start(w, &err) != 0) {
+        rc = cli_report(&worker_spec, &conn, NULL, &err);
+        goto out;
+    }
+    fprintf(stderr,
+            "ferry worker: queue=%s redis=%s prefix=%s concurrency=%lld command=%s started\n",
+            queue, conn.host, conn.prefix, o.concurrency, cmd[0]);
+    wait_for_stop(&xw);
+    ferry_worker_stop(w);
+    if (ferry_worker_close(w, (int)o.shutdown_timeout) == FERRY_ETIMEDOUT) {
+        int n = exec_kill_all(SIGKILL);
+        fprintf(stderr,
+                "ferry worker: shutdown timeout (%lld ms) passed; killed %d running command%s "
+                "(their jobs will be recovered as stalled)\n",
+                o.shutdown_timeout, n, n == 1 ? "" : "s");
+        /* Handler threads may still be inside the worker: do not free it, just leave. */
+        w = NULL;
+        rc = CLI_EXIT_RUNTIME;
+    } else {
+        fprintf(stderr, "ferry worker: queue=%s stopped\n", queue);
+    }
+out:
+    ferry_worker_free(w);
+    if (have_sigthr) {
+        pthread_mutex_lock(&xw.lock);
+        xw.exiting = 1;
+        pthread_mutex_unlock(&xw.lock);
+        pthread_kill(sigthr, SIGUSR1);
+        pthread_join(sigthr, NULL);
+    }
+    for (outcome_note *n = xw.notes, *next; n; n = next) {
+        next = n->next;
+        free(n->id);
+        free(n);
+    }
+    free(xw.base_env);
+    return rc;
+}
+
+const cli_command cmd_worker_table[] = {
+    {"worker", "Run a command for each job of a queue (exec worker).", worker_main},
+    {NULL, NULL, NULL},
+};

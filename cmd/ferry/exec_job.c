@@ -1,0 +1,348 @@
+/* exec_job.c - spawn one job's command and shepherd it to completion (see exec_job.h). */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np, pipe2 */
+#include "exec_job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READ_CHUNK 16384 /* on the stack of a handler thread */
+#define LINE_MAX_BYTES 4096
+/* How long to keep reading after the child exited while a grandchild still holds its
+ * stdout/stderr open: the job's outcome is the child's, not the grandchild's. */
+#define ORPHAN_PIPE_GRACE_MS 200
+/* Longest poll() sleep while the child runs: bounds how late an exit is noticed when the
+ * child closed its pipes early (normally EOF on the pipes wakes us at once). */
+#define POLL_CAP_MS 100
+
+/* ---- registry of running children (for exec_kill_all) ----------------------------------- */
+
+typedef struct running {
+    pid_t pid;
+    struct running *next;
+} running;
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static running *reg_head;
+
+/* Reap without blocking. Done under reg_lock so exec_kill_all never signals a pid that
+ * has been reaped (and so might have been reused). Returns 1 when reaped. */
+static int reg_try_reap(running *r, int *status) {
+    pthread_mutex_lock(&reg_lock);
+    int reaped = 0;
+    pid_t p = waitpid(r->pid, status, WNOHANG);
+    if (p == r->pid || (p < 0 && errno == ECHILD)) {
+        reaped = 1;
+        if (p < 0) *status = 0;
+        for (running **pp = &reg_head; *pp; pp = &(*pp)->next)
+            if (*pp == r) {
+                *pp = r->next;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return reaped;
+}
+
+int exec_kill_all(int sig) {
+    int n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (running *r = reg_head; r; r = r->next)
+        if (kill(-r->pid, sig) == 0) n++;
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+/* Per-run stderr line assembly. */
+typedef struct errlines {
+    const char *prefix;
+    char buf[LINE_MAX_BYTES];
+    size_t len;
+    char *last; /* result's last_err_line */
+} errlines;
+
+static void errlines_emit(errlines *e) {
+    /* strip a trailing CR (CRLF output) */
+    while (e->len && e->buf[e->len - 1] == '\r')
+        e->len--;
+    fprintf(stderr, "%s%.*s\n", e->prefix, (int)e->len, e->buf);
+    size_t i = 0;
+    while (i < e->len && (e->buf[i] == ' ' || e->buf[i] == '\t'))
+        i++;
+    if (i < e->len) {
+        if (e->len < EXEC_ERRLINE_MAX) {
+            memcpy(e->last, e->buf, e->len);
+            e->last[e->len] = 0;
+        } else {
+            /* Too long for a failure reason: keep the start and say it was cut. */
+            memcpy(e->last, e->buf, EXEC_ERRLINE_MAX - 4);
+            memcpy(e->last + EXEC_ERRLINE_MAX - 4, "...", 4);
+        }
+    }
+    e->len = 0;
+}
+
+static void errlines_feed(errlines *e, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n') {
+            errlines_emit(e);
+            continue;
+        }
+        /* NUL would end the line early in printf and in the stored reason */
+        e->buf[e->len++] = p[i] ? p[i] : ' ';
+        if (e->len == sizeof e->buf) errlines_emit(e); /* very long line: pass it in pieces */
+    }
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+typedef struct run_state {
+    const exec_spec *spec;
+    exec_result *res;
+    int in_w, out_r, err_r;
+    size_t in_off;
+    size_t out_cap;
+    errlines el;
+    running child;
+    int kill_stage; /* 0 none, 1 SIGTERM sent, 2 SIGKILL sent */
+    long long kill_at;
+} run_state;
+
+static int spawn_child(run_state *st) {
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    int rc = 0;
+    /* O_CLOEXEC: another job's child spawned concurrently must not inherit these. */
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+        rc = errno;
+        goto fail;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    int reset[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
+        sigaddset(&defaults, reset[i]);
+    posix_spawnattr_setsigmask(&at, &empty);
+    posix_spawnattr_setsigdefault(&at, &defaults);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETPGROUP);
+    pid_t pid;
+    /* Register under the lock with the spawn, so exec_kill_all sees every child. */
+    pthread_mutex_lock(&reg_lock);
+    rc = posix_spawnp(&pid, st->spec->argv[0], &fa, &at, st->spec->argv, st->spec->envp);
+    if (rc == 0) {
+        st->child.pid = pid;
+        st->child.next = reg_head;
+        reg_head = &st->child;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc) goto fail;
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    st->in_w = in[1];
+    st->out_r = out[0];
+    st->err_r = err[0];
+    fcntl(st->in_w, F_SETFL, fcntl(st->in_w, F_GETFL) | O_NONBLOCK);
+    if (st->spec->input_len == 0) close_fd(&st->in_w);
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++) {
+        close_fd(&in[i]);
+        close_fd(&out[i]);
+        close_fd(&err[i]);
+    }
+    return rc;
+}
+
+static void begin_kill(run_state *st, long long now) {
+    if (st->kill_stage) return;
+    kill(-st->child.pid, SIGTERM);
+    st->kill_stage = 1;
+    st->kill_at = now + st->spec->kill_grace_ms;
+}
+
+static void feed_stdin(run_state *st) {
+    const exec_spec *sp = st->spec;
+    while (st->in_w >= 0 && st->in_off < sp->input_len) {
+        size_t n = sp->input_len - st->in_off;
+        if (n > READ_CHUNK) n = READ_CHUNK;
+        ssize_t w = write(st->in_w, sp->input + st->in_off, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN) close_fd(&st->in_w); /* EPIPE: the child did not want it */
+            return;
+        }
+        st->in_off += (size_t)w;
+    }
+    if (st->in_off >= sp->input_len) close_fd(&st->in_w);
+}
+
+static void drain_stdout(run_state *st, long long now) {
+    char tmp[READ_CHUNK];
+    exec_result *res = st->res;
+    ssize_t n = read(st->out_r, tmp, sizeof tmp);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+        close_fd(&st->out_r);
+        return;
+    }
+    if (res->output_overflow) return; /* discard */
+    if (res->output_len + (size_t)n > st->spec->max_output) {
+        res->output_overflow = 1;
+        begin_kill(st, now);
+        return;
+    }
+    if (res->output_len + (size_t)n + 1 > st->out_cap) {
+        size_t ncap = st->out_cap ? st->out_cap : 4096;
+        while (ncap < res->output_len + (size_t)n + 1)
+            ncap *= 2;
+        char *nb = realloc(res->output, ncap);
+        if (!nb) { /* treat like overflow rather than lose output silently */
+            res->output_overflow = 1;
+            begin_kill(st, now);
+            return;
+        }
+        res->output = nb;
+        st->out_cap = ncap;
+    }
+    memcpy(res->output + res->output_len, tmp, (size_t)n);
+    res->output_len += (size_t)n;
+    res->output[res->output_len] = 0;
+}
+
+static void drain_stderr(run_state *st) {
+    char tmp[READ_CHUNK];
+    ssize_t n = read(st->err_r, tmp, sizeof tmp);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+        if (st->el.len) errlines_emit(&st->el);
+        close_fd(&st->err_r);
+        return;
+    }
+    errlines_feed(&st->el, tmp, (size_t)n);
+}
+
+int exec_run(const exec_spec *spec, exec_result *res) {
+    memset(res, 0, sizeof *res);
+    run_state st = {.spec = spec, .res = res, .in_w = -1, .out_r = -1, .err_r = -1};
+    st.el.prefix = spec->log_prefix ? spec->log_prefix : "";
+    st.el.last = res->last_err_line;
+    long long start = mono_ms();
+    int rc = spawn_child(&st);
+    if (rc) {
+        res->spawn_errno = rc;
+        return -1;
+    }
+    int status = 0, reaped = 0;
+    long long reaped_at = 0;
+    for (;;) {
+        long long now = mono_ms();
+        if (!reaped && (reaped = reg_try_reap(&st.child, &status))) reaped_at = now;
+        if (reaped) {
+            close_fd(&st.in_w);
+            if (st.out_r < 0 && st.err_r < 0) break;
+            if (now - reaped_at >= ORPHAN_PIPE_GRACE_MS) break;
+        }
+        long long wait = POLL_CAP_MS;
+        if (!reaped) {
+            if (spec->timeout_ms > 0 && !st.kill_stage) {
+                long long due = start + spec->timeout_ms;
+                if (now >= due) {
+                    res->timed_out = 1;
+                    begin_kill(&st, now);
+                } else if (due - now < wait) {
+                    wait = due - now;
+                }
+            }
+            if (st.kill_stage == 1) {
+                if (now >= st.kill_at) {
+                    kill(-st.child.pid, SIGKILL);
+                    st.kill_stage = 2;
+                } else if (st.kill_at - now < wait) {
+                    wait = st.kill_at - now;
+                }
+            }
+            /* Pipes closed but the child still runs: check its exit often. */
+            if (st.out_r < 0 && st.err_r < 0 && wait > 5) wait = 5;
+        } else {
+            wait = ORPHAN_PIPE_GRACE_MS - (now - reaped_at);
+        }
+        struct pollfd pf[3];
+        int nf = 0, iin = -1, iout = -1, ierr = -1;
+        if (st.in_w >= 0) pf[iin = nf++] = (struct pollfd){st.in_w, POLLOUT, 0};
+        if (st.out_r >= 0) pf[iout = nf++] = (struct pollfd){st.out_r, POLLIN, 0};
+        if (st.err_r >= 0) pf[ierr = nf++] = (struct pollfd){st.err_r, POLLIN, 0};
+        int pr = poll(pf, (nfds_t)nf, (int)(wait < 0 ? 0 : wait));
+        if (pr < 0 && errno != EINTR) break; /* cannot happen with valid fds; do not spin */
+        if (pr <= 0) continue;
+        now = mono_ms();
+        if (iin >= 0 && pf[iin].revents) {
+            if (pf[iin].revents & (POLLERR | POLLHUP))
+                close_fd(&st.in_w);
+            else
+                feed_stdin(&st);
+        }
+        if (iout >= 0 && pf[iout].revents) drain_stdout(&st, now);
+        if (ierr >= 0 && pf[ierr].revents) drain_stderr(&st);
+    }
+    if (!reaped) { /* only after a poll() failure: make sure the child is gone */
+        kill(-st.child.pid, SIGKILL);
+        while (!reg_try_reap(&st.child, &status)) {
+            struct timespec ts = {0, 5 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (st.el.len) errlines_emit(&st.el);
+    close_fd(&st.in_w);
+    close_fd(&st.out_r);
+    close_fd(&st.err_r);
+    if (WIFEXITED(status)) {
+        res->exited = 1;
+        res->exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        res->signaled = 1;
+        res->term_signal = WTERMSIG(status);
+    }
+    res->duration_ms = mono_ms() - start;
+    return 0;
+}
+
+void exec_result_free(exec_result *res) {
+    if (!res) return;
+    free(res->output);
+    res->output = NULL;
+}

@@ -1,0 +1,424 @@
+/* test_cli.c - the `ferry` CLI's producer and inspection commands (queue add/counts/pause/
+ * resume, job show/remove), its help and its argument errors, run as a real child process
+ * against the fixture's Redis. The exec worker has its own file (test_cli_worker.c). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_spawn.h"
+#include "support/testenv.h"
+
+static const char *url(void) {
+    return testenv_require("REDIS_URL");
+}
+
+/* Parse stdout as one JSON object; fails the test otherwise. Caller json_decref()s. */
+static json_t *out_json(const cli_run *r) {
+    json_error_t je;
+    json_t *v = json_loads(r->out, 0, &je);
+    if (!v) fail_msg("stdout is not JSON (%s): %s", je.text, r->out);
+    return v;
+}
+
+static long long jint(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v)) fail_msg("key %s is not an integer", k);
+    return json_integer_value(v);
+}
+
+static const char *jstr(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    if (!json_is_string(v)) fail_msg("key %s is not a string", k);
+    return json_string_value(v);
+}
+
+/* stdout without its trailing newline, copied into buf. */
+static const char *line1(const cli_run *r, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", r->out);
+    buf[strcspn(buf, "\n")] = 0;
+    return buf;
+}
+
+/* A usage error: exit 2, nothing on stdout, exactly one line on stderr containing `want`. */
+static void expect_usage_error(cli_run *r, const char *want) {
+    CLI_EXPECT(*r, 2);
+    assert_string_equal(r->out, "");
+    if (cli_lines(r->err) != 1 || !strstr(r->err, want))
+        fail_msg("stderr should be one line containing '%s', got: %s", want, r->err);
+    assert_true(strncmp(r->err, "ferry", 5) == 0);
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+static void test_help_and_version(void **state) {
+    (void)state;
+    const char *cmds[][2] = {{"queue", "add"},    {"queue", "counts"}, {"queue", "pause"},
+                             {"queue", "resume"}, {"job", "show"},     {"job", "remove"},
+                             {"worker", NULL},    {"bench", NULL}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        cli_run r;
+        char want[64];
+        if (cmds[i][1]) {
+            CLI(r, cmds[i][0], cmds[i][1], "--help");
+            snprintf(want, sizeof want, "Usage: ferry %s %s", cmds[i][0], cmds[i][1]);
+        } else {
+            CLI(r, cmds[i][0], "--help");
+            snprintf(want, sizeof want, "Usage: ferry %s", cmds[i][0]);
+        }
+        CLI_EXPECT(r, 0);
+        if (strncmp(r.out, want, strlen(want)) != 0) fail_msg("help starts: %.80s", r.out);
+        assert_non_null(strstr(r.out, "--redis URL"));
+        assert_string_equal(r.err, "");
+        cli_run_free(&r);
+    }
+    cli_run r;
+    CLI(r, "worker", "--help");
+    assert_non_null(strstr(r.out, "--job-timeout MS"));
+    assert_non_null(strstr(r.out, "--command-timeout MS"));
+    assert_non_null(strstr(r.out, "65"));
+    cli_run_free(&r);
+    CLI(r, "--version");
+    CLI_EXPECT(r, 0);
+    assert_non_null(strstr(r.out, FERRY_VERSION_STRING));
+    cli_run_free(&r);
+    CLI(r, "help");
+    CLI_EXPECT(r, 0);
+    assert_non_null(strstr(r.out, "queue add"));
+    cli_run_free(&r);
+    CLI(r, "help", "job", "show");
+    CLI_EXPECT(r, 0);
+    assert_non_null(strstr(r.out, "Usage: ferry job show"));
+    cli_run_free(&r);
+}
+
+static void test_add_show_round_trip(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add", "mail", "welcome", "{\"to\":\"a@example.com\",\"n\":0.1}", "--redis",
+        url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    char id[64];
+    line1(&r, id, sizeof id);
+    assert_true(id[0] != 0);
+    cli_run_free(&r);
+
+    CLI(r, "job", "show", "mail", id, "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    assert_string_equal(jstr(j, "id"), id);
+    assert_string_equal(jstr(j, "name"), "welcome");
+    assert_string_equal(jstr(j, "state"), "waiting");
+    json_t *data = json_object_get(j, "data");
+    assert_true(json_is_object(data));
+    assert_string_equal(json_string_value(json_object_get(data, "to")), "a@example.com");
+    assert_true(json_is_object(json_object_get(j, "opts")));
+    assert_int_equal(jint(j, "attemptsMade"), 0);
+    assert_true(jint(j, "timestamp") > 1600000000000LL);
+    assert_true(json_is_null(json_object_get(j, "returnvalue")));
+    assert_true(json_is_null(json_object_get(j, "finishedOn")));
+    /* every documented key is present */
+    const char *keys[] = {
+        "id",          "name",         "data",       "opts",         "state",
+        "returnvalue", "failedReason", "stacktrace", "attemptsMade", "attemptsStarted",
+        "timestamp",   "processedOn",  "finishedOn", "delay",        "priority",
+        "processedBy"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!json_object_get(j, keys[i])) fail_msg("job show --json lacks %s", keys[i]);
+    /* numbers come out exactly as stored (spliced, not re-encoded) */
+    assert_non_null(strstr(r.out, "\"n\":0.1"));
+    json_decref(j);
+    cli_run_free(&r);
+
+    /* the stored hash agrees */
+    ferry_conn *c = testenv_conn();
+    redisReply *rep = testenv_cmd(c, "HGET %s:mail:%s name", p, id);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "welcome");
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+
+    /* human output */
+    CLI(r, "job", "show", "mail", id, "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_non_null(strstr(r.out, "welcome"));
+    assert_non_null(strstr(r.out, "waiting"));
+    cli_run_free(&r);
+}
+
+static void test_add_from_stdin_and_env(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    char env_url[1100], env_prefix[128];
+    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", url());
+    snprintf(env_prefix, sizeof env_prefix, "FERRY_PREFIX=%s", p);
+    cli_run r;
+    /* connection from REDIS_URL / FERRY_PREFIX, data from stdin */
+    cli_exec_env(&r, "{\"from\":\"stdin\"}\n", CLI_ARGV(env_url, env_prefix),
+                 CLI_ARGV("queue", "add", "q", "piped", "-"));
+    CLI_EXPECT(r, 0);
+    char id[64];
+    line1(&r, id, sizeof id);
+    cli_run_free(&r);
+    ferry_conn *c = testenv_conn();
+    redisReply *rep = testenv_cmd(c, "HGET %s:q:%s data", p, id);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "{\"from\":\"stdin\"}");
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+
+    /* over the payload limit: clear error, nothing added */
+    CLI_IN(r, "{\"x\":\"0123456789\"}", "queue", "add", "q", "big", "-", "--max-payload", "10",
+           "--redis", url(), "--prefix", p);
+    expect_usage_error(&r, "payload limit");
+    cli_run_free(&r);
+}
+
+static void test_opts_stored(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add", "q", "retrying", "{}", "--opts",
+        "{\"attempts\":3,\"backoff\":{\"type\":\"exponential\",\"delay\":1000},\"delay\":60000}",
+        "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    char id[64];
+    line1(&r, id, sizeof id);
+    cli_run_free(&r);
+    CLI(r, "job", "show", "q", id, "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    assert_string_equal(jstr(j, "state"), "delayed");
+    assert_int_equal(jint(j, "delay"), 60000);
+    json_t *opts = json_object_get(j, "opts");
+    assert_int_equal(json_integer_value(json_object_get(opts, "attempts")), 3);
+    json_t *bo = json_object_get(opts, "backoff");
+    assert_string_equal(json_string_value(json_object_get(bo, "type")), "exponential");
+    assert_int_equal(json_integer_value(json_object_get(bo, "delay")), 1000);
+    json_decref(j);
+    cli_run_free(&r);
+
+    CLI(r, "queue", "add", "q", "urgent", "--opts", "{\"priority\":5}", "--redis", url(),
+        "--prefix", p);
+    CLI_EXPECT(r, 0);
+    line1(&r, id, sizeof id);
+    cli_run_free(&r);
+    CLI(r, "job", "show", "q", id, "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    j = out_json(&r);
+    assert_string_equal(jstr(j, "state"), "prioritized");
+    assert_int_equal(jint(j, "priority"), 5);
+    json_decref(j);
+    cli_run_free(&r);
+
+    /* bad option value: the library's EINVAL is a usage error */
+    CLI(r, "queue", "add", "q", "x", "--opts", "{\"attempts\":\"many\"}", "--redis", url(),
+        "--prefix", p);
+    CLI_EXPECT(r, 2);
+    assert_int_equal(cli_lines(r.err), 1);
+    cli_run_free(&r);
+}
+
+static void test_duplicate_job_id(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add", "q", "once", "{\"v\":1}", "--job-id", "order-42", "--redis", url(),
+        "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_string_equal(r.out, "order-42\n");
+    cli_run_free(&r);
+    /* --job-id overrides opts.jobId */
+    CLI(r, "queue", "add", "q", "once", "{\"v\":2}", "--opts", "{\"jobId\":\"other\"}", "--job-id",
+        "order-42", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_string_equal(r.out, "order-42\n");
+    cli_run_free(&r);
+    CLI(r, "queue", "counts", "q", "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    assert_int_equal(jint(j, "waiting"), 1);
+    json_decref(j);
+    cli_run_free(&r);
+    ferry_conn *c = testenv_conn();
+    redisReply *rep = testenv_cmd(c, "HGET %s:q:order-42 data", p);
+    assert_string_equal(rep->str, "{\"v\":1}"); /* the first add won */
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+}
+
+static void test_counts_json(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    for (int i = 0; i < 3; i++) {
+        CLI(r, "queue", "add", "c", "n", "--redis", url(), "--prefix", p);
+        CLI_EXPECT(r, 0);
+        cli_run_free(&r);
+    }
+    CLI(r, "queue", "add", "c", "later", "--opts", "{\"delay\":600000}", "--redis", url(),
+        "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    CLI(r, "queue", "counts", "c", "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    assert_int_equal(json_object_size(j), 8);
+    assert_int_equal(jint(j, "waiting"), 3);
+    assert_int_equal(jint(j, "delayed"), 1);
+    const char *zero[] = {"active",      "completed",        "failed",
+                          "prioritized", "waiting-children", "paused"};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+        assert_int_equal(jint(j, zero[i]), 0);
+    json_decref(j);
+    cli_run_free(&r);
+    CLI(r, "queue", "counts", "c", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_non_null(strstr(r.out, "waiting"));
+    cli_run_free(&r);
+}
+
+static long long meta_paused(const char *p, const char *q) {
+    ferry_conn *c = testenv_conn();
+    redisReply *rep = testenv_cmd(c, "HEXISTS %s:%s:meta paused", p, q);
+    long long v = rep->integer;
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+    return v;
+}
+
+static void test_pause_resume(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add", "pq", "n", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    CLI(r, "queue", "pause", "pq", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    assert_int_equal(meta_paused(p, "pq"), 1);
+    CLI(r, "queue", "counts", "pq", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_non_null(strstr(r.out, "(paused)"));
+    cli_run_free(&r);
+    CLI(r, "queue", "resume", "pq", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    assert_int_equal(meta_paused(p, "pq"), 0);
+    CLI(r, "queue", "counts", "pq", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_null(strstr(r.out, "(paused)"));
+    cli_run_free(&r);
+}
+
+static void test_job_missing_and_remove(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "job", "show", "q", "nope", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 1);
+    assert_string_equal(r.err, "ferry job show: job nope not found in queue q\n");
+    cli_run_free(&r);
+    CLI(r, "queue", "add", "q", "n", "--job-id", "gone", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    CLI(r, "job", "remove", "q", "gone", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    CLI(r, "job", "show", "q", "gone", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 1);
+    cli_run_free(&r);
+    CLI(r, "job", "remove", "q", "gone", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 1);
+    assert_non_null(strstr(r.err, "not found"));
+    cli_run_free(&r);
+}
+
+static void test_usage_errors(void **state) {
+    (void)state;
+    cli_run r;
+    CLI(r, "queue", "add", "q", "n", "{\"a\":", "--redis", url());
+    expect_usage_error(&r, "ferry queue add: DATA: invalid JSON at line 1 column");
+    cli_run_free(&r);
+    CLI(r, "queue", "add", "q", "n", "--opts", "{\"attempts\" 3}", "--redis", url());
+    expect_usage_error(&r, "ferry queue add: --opts: invalid JSON at line 1 column");
+    cli_run_free(&r);
+    CLI(r, "queue", "add", "q", "n", "--opts", "[1]");
+    expect_usage_error(&r, "--opts: expected a JSON object");
+    cli_run_free(&r);
+    CLI(r, "queue", "counts", "q", "--redis", "http://localhost");
+    expect_usage_error(&r, "--redis");
+    cli_run_free(&r);
+    cli_exec_env(&r, NULL, CLI_ARGV("REDIS_URL=redis://host:notaport"),
+                 CLI_ARGV("queue", "counts", "q"));
+    expect_usage_error(&r, "REDIS_URL");
+    cli_run_free(&r);
+    CLI(r, "queue", "counts", "q", "--frobnicate");
+    expect_usage_error(&r, "unknown option --frobnicate");
+    cli_run_free(&r);
+    CLI(r, "queue", "add", "q");
+    expect_usage_error(&r, "missing argument");
+    cli_run_free(&r);
+    CLI(r, "job", "show", "q", "1", "extra");
+    expect_usage_error(&r, "unexpected argument 'extra'");
+    cli_run_free(&r);
+    CLI(r, "queue", "counts", "q", "--timeout", "soon");
+    expect_usage_error(&r, "--timeout: expected an integer");
+    cli_run_free(&r);
+    CLI(r, "queue", "counts", "q", "--tls-ca", "/nonexistent/ca.pem");
+    expect_usage_error(&r, "--tls-ca");
+    cli_run_free(&r);
+    CLI(r, "queue", "frob");
+    expect_usage_error(&r, "unknown subcommand 'frob'");
+    cli_run_free(&r);
+    CLI(r, "frob");
+    expect_usage_error(&r, "unknown command 'frob'");
+    cli_run_free(&r);
+    CLI(r, "worker", "q");
+    expect_usage_error(&r, "missing command");
+    cli_run_free(&r);
+    CLI(r, "worker", "q", "--", "/nonexistent/handler");
+    expect_usage_error(&r, "/nonexistent/handler");
+    cli_run_free(&r);
+    CLI(r, "bench", "--mode", "sideways");
+    expect_usage_error(&r, "--mode");
+    cli_run_free(&r);
+}
+
+static void test_unreachable_redis(void **state) {
+    (void)state;
+    cli_run r;
+    /* port 1 on loopback: connection refused at once; the timeout bounds the worst case */
+    CLI(r, "queue", "counts", "q", "--redis", "redis://app:s3cr3t-pw@127.0.0.1:1/0", "--timeout",
+        "2000");
+    CLI_EXPECT(r, 1);
+    assert_int_equal(cli_lines(r.err), 1);
+    assert_non_null(strstr(r.err, "127.0.0.1:1"));
+    assert_null(strstr(r.err, "s3cr3t"));
+    assert_true(r.ms < 20000);
+    cli_run_free(&r);
+    CLI(r, "queue", "add", "q", "n", "--redis", "redis://127.0.0.1:1", "--timeout", "2000");
+    CLI_EXPECT(r, 1);
+    assert_string_equal(r.out, "");
+    cli_run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_add_show_round_trip),
+        cmocka_unit_test(test_add_from_stdin_and_env),
+        cmocka_unit_test(test_opts_stored),
+        cmocka_unit_test(test_duplicate_job_id),
+        cmocka_unit_test(test_counts_json),
+        cmocka_unit_test(test_pause_resume),
+        cmocka_unit_test(test_job_missing_and_remove),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_unreachable_redis),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    cli_tmpdir_remove();
+    return failed;
+}
