@@ -1,0 +1,163 @@
+// bullmq_bench.js - the BullMQ 6.7.0 Node baseline that bench/run.sh runs against `ferry bench`
+// on the same private Redis. Prints one JSON line with the same keys as `ferry bench --json`.
+//
+//   node bullmq_bench.js --mode addbulk|add|fill|process|latency --jobs N [--concurrency K]
+//        [--payload BYTES] [--batch 1000] [--rate R] [--queue bench] [--no-fill] --redis URL
+//
+// addbulk  Queue.addBulk in batches of --batch, one batch in flight (timed: all adds)
+// add      `await queue.add` loop (timed: all adds)
+// fill     addBulk of N jobs with removeOnComplete:true (untimed helper for process runs)
+// process  fill (unless --no-fill), then a Worker with concurrency K and a no-op processor;
+//          timed from worker start to the Nth completion; jobs are removeOnComplete:true
+// latency  an idle Worker (concurrency K) in this process, a producer child adding N jobs at
+//          --rate jobs/s; latency = processor start - producer's clock at add (sub-ms clock)
+// client_cpu_us_per_job is this process's CPU (plus the producer child's in latency mode)
+// during the timed phase divided by N; in process mode redis_cpu_us_per_job is the INFO cpu
+// delta of redis-server over the timed phase divided by N (as `ferry bench` reports it).
+'use strict';
+const { fork } = require('node:child_process');
+const { performance } = require('node:perf_hooks');
+const { Queue, Worker } = require('bullmq');
+const IORedis = require('ioredis');
+const { parseArgs, connectionFromUrl, payload, cpuSince, redisCpuSeconds, percentile, emit } = require('./common');
+
+const args = parseArgs(process.argv.slice(2), {
+  mode: 'process',
+  jobs: '10000',
+  concurrency: '1',
+  payload: '100',
+  batch: '1000',
+  rate: '500',
+  queue: 'bench',
+});
+const N = Number(args.jobs);
+const K = Number(args.concurrency);
+const BATCH = Number(args.batch);
+if (!args.redis) throw new Error('--redis URL is required');
+const connection = connectionFromUrl(args.redis);
+const data = payload(Number(args.payload));
+const wallMs = () => performance.timeOrigin + performance.now();
+
+async function addBulkAll(queue, n, opts) {
+  for (let done = 0; done < n; done += BATCH) {
+    const size = Math.min(BATCH, n - done);
+    const batch = new Array(size);
+    for (let i = 0; i < size; i++) batch[i] = { name: 'bench', data, opts };
+    await queue.addBulk(batch);
+  }
+}
+
+async function modeAdd(bulk) {
+  const queue = new Queue(args.queue, { connection });
+  await queue.waitUntilReady();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  if (bulk) await addBulkAll(queue, N, undefined);
+  else for (let i = 0; i < N; i++) await queue.add('bench', data);
+  const dt = performance.now() - t0;
+  const cpu = cpuSince(cpu0);
+  await queue.close();
+  return { mode: bulk ? 'addbulk' : 'add', jobs: N, seconds: dt / 1000, jobs_per_s: (N * 1000) / dt, client_cpu_us_per_job: cpu / N };
+}
+
+async function modeFill() {
+  const queue = new Queue(args.queue, { connection });
+  await addBulkAll(queue, N, { removeOnComplete: true });
+  await queue.close();
+  return { mode: 'fill', jobs: N };
+}
+
+async function modeProcess() {
+  if (!args['no-fill']) await modeFill();
+  let done = 0;
+  let finish;
+  const finished = new Promise((r) => (finish = r));
+  const info = new IORedis(connection);
+  const redis0 = await redisCpuSeconds(info);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const worker = new Worker(args.queue, async () => {}, { connection, concurrency: K });
+  worker.on('completed', () => {
+    if (++done === N) finish(performance.now());
+  });
+  worker.on('error', (e) => process.stderr.write(`worker error: ${e.message}\n`));
+  const t1 = await finished;
+  const cpu = cpuSince(cpu0);
+  const redis1 = await redisCpuSeconds(info);
+  info.disconnect();
+  await worker.close();
+  const dt = t1 - t0;
+  return {
+    mode: 'process', jobs: N, concurrency: K, seconds: dt / 1000, jobs_per_s: (N * 1000) / dt, client_cpu_us_per_job: cpu / N,
+    redis_cpu_us_per_job: ((redis1 - redis0) * 1e6) / N,
+  };
+}
+
+async function modeLatency() {
+  const lat = [];
+  let finish;
+  const finished = new Promise((r) => (finish = r));
+  const worker = new Worker(
+    args.queue,
+    async (job) => {
+      lat.push(wallMs() - job.data.t);
+      if (lat.length === N) finish(performance.now());
+    },
+    { connection, concurrency: K },
+  );
+  worker.on('error', (e) => process.stderr.write(`worker error: ${e.message}\n`));
+  await worker.waitUntilReady();
+  const cpu0 = process.cpuUsage();
+  const childArgs = ['--mode', 'latency-producer', '--jobs', String(N), '--payload', args.payload, '--rate', args.rate,
+    '--queue', args.queue, '--redis', args.redis];
+  const child = fork(__filename, childArgs, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const childDone = new Promise((resolve, reject) => {
+    child.on('message', (m) => resolve(m));
+    child.on('exit', (code) => (code ? reject(new Error(`producer exited ${code}`)) : null));
+  });
+  await finished;
+  const producer = await childDone;
+  const cpu = cpuSince(cpu0) + producer.cpu_us;
+  await worker.close();
+  lat.sort((a, b) => a - b);
+  // jobs/s here is the rate the producer achieved (its start-up is not part of it)
+  return {
+    mode: 'latency', jobs: N, concurrency: K, rate: Number(args.rate), seconds: producer.seconds,
+    jobs_per_s: N / producer.seconds,
+    client_cpu_us_per_job: cpu / N,
+    p50_ms: percentile(lat, 0.5), p99_ms: percentile(lat, 0.99), max_ms: lat[lat.length - 1],
+  };
+}
+
+// Child of modeLatency: add N jobs at --rate per second on an absolute schedule (no drift), the
+// add time in the data as a sub-millisecond wall clock.
+async function modeLatencyProducer() {
+  const queue = new Queue(args.queue, { connection });
+  await queue.waitUntilReady();
+  const rate = Number(args.rate);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) {
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    await queue.add('lat', { ...data, t: wallMs() });
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuSince(cpu0);
+  await queue.close();
+  process.send({ cpu_us: cpu, seconds }, () => process.exit(0));
+}
+
+const modes = { addbulk: () => modeAdd(true), add: () => modeAdd(false), fill: modeFill, process: modeProcess, latency: modeLatency, 'latency-producer': modeLatencyProducer };
+
+(async () => {
+  const run = modes[args.mode];
+  if (!run) throw new Error(`unknown --mode ${args.mode}`);
+  const res = await run();
+  if (res) emit({ impl: 'bullmq-node', ...res });
+  if (args.mode !== 'latency-producer') process.exit(0);
+})().catch((e) => {
+  process.stderr.write(`bullmq_bench: ${e && e.stack ? e.stack : e}\n`);
+  process.exit(1);
+});
