@@ -10,7 +10,7 @@ root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 prog=install-deps.sh
 
 pkgs=(
-    build-essential cmake pkg-config clang
+    build-essential cmake pkg-config clang libclang-rt-14-dev tzdata
     libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev libmicrohttpd-dev
     libcurl4-openssl-dev
     redis-server redis-tools postgresql openssl ca-certificates
