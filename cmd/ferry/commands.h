@@ -15,5 +15,6 @@ extern const cli_command cmd_queue_table[];
 extern const cli_command cmd_job_table[];
 extern const cli_command cmd_worker_table[];
 extern const cli_command cmd_bench_table[];
+extern const cli_command cmd_scheduler_table[];
 
 #endif

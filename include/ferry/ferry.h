@@ -6,4 +6,5 @@
 #include "queue.h"
 #include "worker.h"
 #include "http_classify.h"
+#include "scheduler.h"
 #endif

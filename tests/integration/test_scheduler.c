@@ -1,0 +1,771 @@
+/* test_scheduler.c - job schedulers against a real Redis: the exact layout BullMQ 6.7.0
+ * stores for `every` and cron (+ time zone) schedulers, re-upserts that neither duplicate nor
+ * shift, removal, validation, reading back (get/list/count), and the worker hook that produces
+ * the next iteration (every, cron with tz, only the current iteration produces, duplicated,
+ * limit, end date, batches, NOSCRIPT) - including from Node-written state copied from the
+ * observed dumps (research/bullmq-interop/observed/e5-scheduler.txt). */
+#include <jansson.h>
+
+#include "ferry/scheduler.h"
+#include "queue_test_helpers.h"
+#include "sched/scheduler_internal.h"
+
+#define DAY_MS 86400000LL
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static ferry_scheduler_spec every_spec(long long every) {
+    ferry_scheduler_spec s;
+    ferry_scheduler_spec_init(&s);
+    s.every_ms = every;
+    return s;
+}
+
+static ferry_scheduler_spec cron_spec(const char *pattern, const char *tz) {
+    ferry_scheduler_spec s;
+    ferry_scheduler_spec_init(&s);
+    s.pattern = pattern;
+    s.tz = tz;
+    return s;
+}
+
+static char *upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec *s,
+                    long long *delay) {
+    char *job = NULL;
+    ferry_error e = {0};
+    if (ferry_scheduler_upsert(q, id, s, &job, delay, &e)) fail_msg("upsert %s: %s", id, e.message);
+    assert_non_null(job);
+    return job;
+}
+
+static void upsert_fail(ferry_queue *q, const char *id, const ferry_scheduler_spec *s, int code,
+                        const char *msg) {
+    char *job = (char *)"x";
+    ferry_error e = {0};
+    int rc = ferry_scheduler_upsert(q, id, s, &job, NULL, &e);
+    if (rc != code) fail_msg("upsert %s: rc %d (%s), want %d", id, rc, e.message, code);
+    assert_null(job);
+    if (!strstr(e.message, msg)) fail_msg("message \"%s\" lacks \"%s\"", e.message, msg);
+}
+
+static long long millis_of(const char *job_id) {
+    const char *c = strrchr(job_id, ':');
+    assert_non_null(c);
+    return atoll(c + 1);
+}
+
+static long long zscore(const char *key, const char *member) {
+    redisReply *r = cmd("ZSCORE %s %s", key, member);
+    long long v = r->type == REDIS_REPLY_NIL ? -1 : (long long)strtod(r->str, NULL);
+    freeReplyObject(r);
+    return v;
+}
+
+/* 1 when the events stream has exactly this entry (as events() spells it). */
+static int has_event(ferry_queue *q, const char *entry) {
+    const char *all = events(q);
+    size_t n = strlen(entry);
+    for (const char *p = all; (p = strstr(p, entry)) != NULL; p += n)
+        if ((p == all || p[-1] == '|') && (p[n] == 0 || p[n] == '|')) return 1;
+    return 0;
+}
+
+/* Compare two JSON texts as values (key order and `\/` spelling aside). */
+static void json_same(const char *got, const char *want) {
+    json_error_t je;
+    json_t *a = json_loads(got, 0, &je), *b = json_loads(want, 0, &je);
+    if (!a || !b || !json_equal(a, b)) fail_msg("JSON differs:\n got  %s\n want %s", got, want);
+    json_decref(a);
+    json_decref(b);
+}
+
+/* A worker's fetch, reduced to what matters here: take the job out of wait/delayed into
+ * active and read the fields the hook needs. */
+typedef struct fetched {
+    char id[256], rjk[256], opts[4096];
+} fetched;
+
+static fetched fetch(ferry_queue *q, const char *id) {
+    fetched f;
+    redisReply *r = cmd("LREM %s 0 %s", K(q, "wait"), id);
+    long long n = ival(r) + ival(cmd("ZREM %s %s", K(q, "delayed"), id)) +
+                  ival(cmd("ZREM %s %s", K(q, "prioritized"), id));
+    if (n != 1) fail_msg("job %s was not waiting, delayed or prioritized", id);
+    freeReplyObject(cmd("LPUSH %s %s", K(q, "active"), id));
+    snprintf(f.id, sizeof f.id, "%s", id);
+    snprintf(f.rjk, sizeof f.rjk, "%s", hget(K(q, id), "rjk"));
+    snprintf(f.opts, sizeof f.opts, "%s", hget(K(q, id), "opts"));
+    return f;
+}
+
+static ferry__sched_result on_fetch(ferry_queue *q, const fetched *f, int64_t now) {
+    ferry__sched_fetched j = {f->id, f->rjk, f->opts};
+    ferry__sched_result res;
+    ferry_error e = {0};
+    if (ferry__scheduler_on_fetch(C, K(q, ""), &j, 1, now, &res, &e))
+        fail_msg("on_fetch %s: %s", f->id, e.message);
+    return res;
+}
+
+/* ---- stored layout ---------------------------------------------------------------------- */
+
+static void test_every_exact_state(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "severy", NULL);
+    ferry_scheduler_spec s = every_spec(1500);
+    s.name = "tick";
+    s.data_json = "{\"a\":1}";
+    s.opts_json = "{\"attempts\":2,\"removeOnComplete\":3}";
+    long long delay = -1;
+    int64_t before = ferry__now_ms();
+    char *job = upsert(q, "every-1500", &s, &delay);
+    int64_t after = ferry__now_ms();
+    long long next = millis_of(job);
+    /* a new `every` scheduler without start/offset runs now (Node: delay 0, in wait) */
+    assert_true(next >= before && next <= after);
+    assert_int_equal(delay, 0);
+    char want[2048], id[64];
+    snprintf(id, sizeof id, "repeat:every-1500:%lld", next);
+    assert_string_equal(job, id);
+    snprintf(want, sizeof want,
+             "data={\"a\":1};every=1500;ic=1;name=tick;offset=%lld;"
+             "opts={\"attempts\":2,\"removeOnComplete\":3}",
+             next % 1500);
+    assert_string_equal(hgetall(K(q, "repeat:every-1500")), want);
+    snprintf(want, sizeof want, "every-1500,%lld", next);
+    assert_string_equal(zrange(K(q, "repeat")), want);
+    long long ts = atoll(hget(K(q, job), "timestamp"));
+    assert_int_equal(ts, next);
+    snprintf(want, sizeof want,
+             "data={\"a\":1};delay=0;name=tick;opts={\"attempts\":2,\"removeOnComplete\":3,"
+             "\"repeat\":{\"every\":1500,\"count\":1},\"timestamp\":%lld,\"repeatJobKey\":"
+             "\"every-1500\",\"jobId\":\"repeat:every-1500:%lld\",\"delay\":0};priority=0;"
+             "rjk=every-1500;timestamp=%lld",
+             ts, next, ts);
+    assert_string_equal(hgetall(K(q, job)), want);
+    assert_string_equal(lrange(K(q, "wait")), job);
+    assert_string_equal(zrange(K(q, "marker")), "0,0");
+    assert_string_equal(get(K(q, "id")), "1");
+    snprintf(want, sizeof want, "added:jobId=%s:name=tick|waiting:jobId=%s", job, job);
+    assert_string_equal(events(q), want);
+    free(job);
+    ferry_queue_close(q);
+}
+
+static void test_cron_tz_exact_state(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "scron", NULL);
+    ferry_scheduler_spec s = cron_spec("0 3 * * *", "Asia/Ho_Chi_Minh");
+    s.name = "c";
+    long long delay = -1;
+    int64_t before = ferry__now_ms();
+    char *job = upsert(q, "s-cron", &s, &delay);
+    long long next = millis_of(job);
+    /* 03:00 in Ho Chi Minh City (+07, no DST) is 20:00 UTC the day before */
+    assert_int_equal(next % DAY_MS, 20LL * 3600000);
+    assert_true(next > before && next <= before + DAY_MS);
+    long long ts = atoll(hget(K(q, job), "timestamp"));
+    assert_int_equal(delay, next - ts);
+    assert_string_equal(hgetall(K(q, "repeat:s-cron")),
+                        "ic=1;name=c;offset=0;pattern=0 3 * * *;tz=Asia/Ho_Chi_Minh");
+    char want[2048];
+    snprintf(want, sizeof want,
+             "data={};delay=%lld;name=c;opts={\"repeat\":{\"pattern\":\"0 3 * * *\",\"tz\":"
+             "\"Asia/Ho_Chi_Minh\",\"count\":1},\"timestamp\":%lld,\"prevMillis\":%lld,"
+             "\"repeatJobKey\":\"s-cron\",\"jobId\":\"%s\",\"delay\":%lld};priority=0;"
+             "rjk=s-cron;timestamp=%lld",
+             delay, ts, next, job, delay, ts);
+    assert_string_equal(hgetall(K(q, job)), want);
+    snprintf(want, sizeof want, "%s,%lld", job, next * 4096);
+    assert_string_equal(zrange(K(q, "delayed")), want);
+    snprintf(want, sizeof want, "1,%lld", next);
+    assert_string_equal(zrange(K(q, "marker")), want);
+    snprintf(want, sizeof want, "added:jobId=%s:name=c|delayed:jobId=%s:delay=%lld", job, job,
+             next);
+    assert_string_equal(events(q), want);
+
+    /* a 6-field pattern with seconds, UTC */
+    ferry_scheduler_spec s2 = cron_spec("*/2 * * * * *", "UTC");
+    s2.name = "cronjob";
+    s2.data_json = "{\"c\":true}";
+    char *job2 = upsert(q, "cron-2s", &s2, NULL);
+    assert_int_equal(millis_of(job2) % 2000, 0);
+    assert_string_equal(hgetall(K(q, "repeat:cron-2s")),
+                        "data={\"c\":true};ic=1;name=cronjob;offset=0;pattern=*/2 * * * * *;"
+                        "tz=UTC");
+    free(job2);
+    free(job);
+    ferry_queue_close(q);
+}
+
+static void test_limit_start_offset_priority_state(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "slimit", "{\"removeOnFail\":10}");
+    int64_t now = ferry__now_ms();
+    long long start = now + 3600000;
+    ferry_scheduler_spec s = every_spec(60000);
+    s.limit = 5;
+    s.start_date_ms = start;
+    long long delay = 0;
+    char *job = upsert(q, "limited", &s, &delay);
+    assert_int_equal(millis_of(job), start);
+    assert_true(delay > 3590000 && delay <= 3600000);
+    char want[2048];
+    /* the queue's default job options are part of the template, as in Node */
+    snprintf(want, sizeof want,
+             "every=60000;ic=1;limit=5;name=limited;offset=%lld;opts={\"removeOnFail\":10};"
+             "startDate=%lld",
+             start % 60000, start);
+    assert_string_equal(hgetall(K(q, "repeat:limited")), want);
+    long long ts = atoll(hget(K(q, job), "timestamp"));
+    snprintf(want, sizeof want,
+             "{\"removeOnFail\":10,\"repeat\":{\"every\":60000,\"limit\":5,\"startDate\":%lld,"
+             "\"count\":1},\"timestamp\":%lld,\"repeatJobKey\":\"limited\",\"jobId\":\"%s\","
+             "\"delay\":%lld}",
+             start, ts, job, delay);
+    assert_string_equal(hget(K(q, job), "opts"), want);
+    assert_string_equal(hget(K(q, job), "data"), "{}");
+    free(job);
+
+    /* offset aligns the slots; priority sends an immediate iteration to prioritized */
+    ferry_scheduler_spec o = every_spec(10000);
+    o.offset_ms = 2500;
+    o.end_date_ms = now + 7200000;
+    o.name = "o";
+    o.opts_json = "{\"priority\":3,\"keepLogs\":5,\"backoff\":1000}";
+    job = upsert(q, "off", &o, NULL);
+    assert_int_equal(millis_of(job) % 10000, 2500);
+    snprintf(want, sizeof want,
+             "endDate=%lld;every=10000;ic=1;name=o;offset=2500;opts={\"removeOnFail\":10,"
+             "\"priority\":3,\"kl\":5,\"backoff\":1000}",
+             (long long)now + 7200000);
+    assert_string_equal(hgetall(K(q, "repeat:off")), want);
+    assert_string_equal(hget(K(q, job), "priority"), "3");
+    free(job);
+
+    ferry_scheduler_spec p = cron_spec("0 0 1 1 *", NULL);
+    p.immediately = 1;
+    p.opts_json = "{\"priority\":7}";
+    delay = -1;
+    job = upsert(q, "imm", &p, &delay);
+    assert_int_equal(delay, 0);
+    assert_string_equal(hget(K(q, job), "name"), "imm"); /* name defaults to the id */
+    assert_true(zscore(K(q, "prioritized"), job) > 7 * 4294967296.0);
+    assert_string_equal(hget(K(q, "repeat:imm"), "tz"), "(nil)");
+    free(job);
+    ferry_queue_close(q);
+}
+
+/* ---- re-upsert, remove ------------------------------------------------------------------- */
+
+static void test_reupsert_no_duplicates(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "sreup", NULL);
+    ferry_scheduler_spec s = every_spec(60000);
+    s.name = "e";
+    char *a = upsert(q, "s-every", &s, NULL);
+    s.data_json = "{\"v\":2}";
+    char *b = upsert(q, "s-every", &s, NULL);
+    assert_string_equal(a, b); /* same millis: the deploy did not shift the schedule */
+    assert_string_equal(lrange(K(q, "wait")), b);
+    assert_string_equal(hget(K(q, b), "data"), "{\"v\":2}");
+    assert_string_equal(hget(K(q, "repeat:s-every"), "ic"), "1");
+    assert_string_equal(get(K(q, "id")), "2"); /* the counter moves on every upsert, as in Node */
+
+    ferry_scheduler_spec c = cron_spec("0 3 * * *", "Asia/Ho_Chi_Minh");
+    c.name = "c";
+    char *x = upsert(q, "s-cron", &c, NULL);
+    char *y = upsert(q, "s-cron", &c, NULL);
+    assert_string_equal(x, y);
+    char want[256];
+    snprintf(want, sizeof want, "%s,%lld", y, millis_of(y) * 4096);
+    assert_string_equal(zrange(K(q, "delayed")), want);
+    assert_string_equal(hgetall(K(q, "repeat:s-cron")),
+                        "ic=1;name=c;offset=0;pattern=0 3 * * *;tz=Asia/Ho_Chi_Minh");
+
+    /* a changed interval starts over; still one pending iteration */
+    ferry_scheduler_spec s2 = every_spec(45000);
+    s2.name = "e";
+    char *z = upsert(q, "s-every", &s2, NULL);
+    assert_string_equal(hget(K(q, "repeat:s-every"), "every"), "45000");
+    assert_string_equal(lrange(K(q, "wait")), z);
+    assert_int_equal(zscore(K(q, "repeat"), "s-every"), millis_of(z));
+    /* switching from every to a pattern */
+    ferry_scheduler_spec c2 = cron_spec("30 4 * * *", "UTC");
+    char *w = upsert(q, "s-every", &c2, NULL);
+    assert_string_equal(lrange(K(q, "wait")), "");
+    assert_int_equal(millis_of(w) % DAY_MS, 4LL * 3600000 + 30 * 60000);
+    assert_string_equal(hget(K(q, "repeat:s-every"), "every"), "(nil)");
+    assert_string_equal(hget(K(q, "repeat:s-every"), "pattern"), "30 4 * * *");
+    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 2);
+    free(a), free(b), free(x), free(y), free(z), free(w);
+    ferry_queue_close(q);
+}
+
+static void test_reupsert_keeps_running_iteration(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "srun", NULL);
+    ferry_scheduler_spec s = every_spec(60000);
+    char *a = upsert(q, "r", &s, NULL);
+    fetched f = fetch(q, a); /* the iteration is running: it cannot be replaced */
+    char *b = upsert(q, "r", &s, NULL);
+    assert_int_equal(millis_of(b), millis_of(a) + 60000);
+    assert_string_equal(lrange(K(q, "active")), a);
+    assert_string_equal(hget(K(q, a), "rjk"), "r");
+    /* the running one is no longer current: its worker produces nothing */
+    ferry__sched_result res = on_fetch(q, &f, ferry__now_ms());
+    assert_int_equal(res.outcome, FERRY__SCHED_NOT_CURRENT);
+    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 1);
+    free(a), free(b);
+    ferry_queue_close(q);
+}
+
+static void test_remove(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "srm", NULL);
+    ferry_scheduler_spec c = cron_spec("0 3 * * *", "Asia/Ho_Chi_Minh");
+    char *job = upsert(q, "s-cron", &c, NULL);
+    ferry_error e = {0};
+    assert_int_equal(ferry_scheduler_remove(q, "s-cron", &e), 0);
+    assert_string_equal(zrange(K(q, "delayed")), "");
+    assert_string_equal(zrange(K(q, "repeat")), "");
+    assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "repeat:s-cron"), K(q, job))), 0);
+    char want[512];
+    snprintf(want, sizeof want, "removed:jobId=%s:prev=delayed", job);
+    assert_true(has_event(q, want));
+    assert_int_equal(ferry_scheduler_remove(q, "s-cron", &e), FERRY_ENOTFOUND);
+    assert_non_null(strstr(e.message, "no job scheduler 's-cron'"));
+    free(job);
+
+    /* an `every` iteration already waiting is removed too (Node leaves it to run once) */
+    ferry_scheduler_spec s = every_spec(5000);
+    job = upsert(q, "ev", &s, NULL);
+    assert_int_equal(ferry_scheduler_remove(q, "ev", &e), 0);
+    assert_string_equal(lrange(K(q, "wait")), "");
+    snprintf(want, sizeof want, "removed:jobId=%s:prev=wait", job);
+    assert_true(has_event(q, want));
+    free(job);
+
+    /* a running iteration is left alone and produces nothing after the removal */
+    job = upsert(q, "ev2", &s, NULL);
+    fetched f = fetch(q, job);
+    assert_int_equal(ferry_scheduler_remove(q, "ev2", &e), 0);
+    assert_string_equal(lrange(K(q, "active")), job);
+    assert_int_equal(on_fetch(q, &f, ferry__now_ms()).outcome, FERRY__SCHED_NOT_CURRENT);
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "repeat:ev2"))), 0);
+    free(job);
+    ferry_queue_close(q);
+}
+
+/* ---- validation --------------------------------------------------------------------------- */
+
+static void test_validation(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "sval", NULL);
+    ferry_scheduler_spec s = cron_spec("0 3 * * *", NULL);
+    s.every_ms = 1000;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "either every or pattern, not both");
+    ferry_scheduler_spec none;
+    ferry_scheduler_spec_init(&none);
+    upsert_fail(q, "x", &none, FERRY_EINVAL, "give every (ms) or a cron pattern");
+    s = every_spec(-5);
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "every -5 ms is out of range");
+    s = every_spec(FERRY_SCHEDULER_EVERY_MAX + 1);
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "out of range");
+    s = cron_spec("0 25 * * *", NULL);
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "hour field");
+    s = cron_spec("* * *", NULL);
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "has 3 fields");
+    s = cron_spec("0 3 * * *", "Mars/Olympus_Mons");
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "Mars/Olympus_Mons");
+    s = cron_spec("0 0 31 2,4 *", NULL);
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "has no run time");
+    s = cron_spec("0 3 * * *", NULL);
+    s.end_date_ms = ferry__now_ms() - 1000;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "end_date_ms");
+    s.end_date_ms = ferry__now_ms() + 1000; /* before the next 03:00 (unless it is 02:59:59) */
+    s.pattern = "0 0 1 1 *";
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "no run time before end_date");
+    s = cron_spec("0 3 * * *", NULL);
+    s.immediately = 1;
+    s.start_date_ms = ferry__now_ms() + 1000;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "immediately and start_date");
+    s = cron_spec("0 3 * * *", NULL);
+    s.offset_ms = 10;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "offset applies to every only");
+    s = every_spec(1000);
+    s.limit = -1;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "limit -1 is negative");
+    s = every_spec(1000);
+    s.start_date_ms = -1;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "start_date_ms -1");
+    s.start_date_ms = 4000000000000LL;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "2039-09");
+    s = every_spec(1000);
+    s.data_json = "{\"a\":";
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "job data: invalid JSON");
+    s.data_json = NULL;
+    const char *bad_opts[][2] = {{"{\"jobId\":\"j\"}", "opts.jobId cannot be set"},
+                                 {"{\"repeat\":{\"every\":5}}", "opts.repeat cannot be set"},
+                                 {"{\"delay\":5}", "opts.delay cannot be set"},
+                                 {"{\"attempts\":\"3\"}", "opts.attempts"},
+                                 {"[1]", "opts"}};
+    for (size_t i = 0; i < sizeof bad_opts / sizeof bad_opts[0]; i++) {
+        s.opts_json = bad_opts[i][0];
+        upsert_fail(q, "x", &s, FERRY_EINVAL, bad_opts[i][1]);
+    }
+    s.opts_json = NULL;
+    upsert_fail(q, "", &s, FERRY_EINVAL, "scheduler id is empty");
+    upsert_fail(q, NULL, &s, FERRY_EINVAL, "scheduler id is empty");
+    char big[FERRY_SCHEDULER_ID_MAX + 2];
+    memset(big, 'i', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    upsert_fail(q, big, &s, FERRY_ETOOBIG, "scheduler id is 1025 bytes");
+    upsert_fail(q, "\xff\xfe", &s, FERRY_EINVAL, "UTF-8");
+    char *data = malloc(FERRY_DEFAULT_MAX_PAYLOAD + 16);
+    memset(data, ' ', FERRY_DEFAULT_MAX_PAYLOAD + 15);
+    data[0] = '1';
+    data[FERRY_DEFAULT_MAX_PAYLOAD + 15] = 0;
+    s.data_json = data;
+    upsert_fail(q, "x", &s, FERRY_ETOOBIG, "job data is");
+    free(data);
+    ferry_error e = {0};
+    assert_int_equal(ferry_scheduler_upsert(NULL, "x", &s, NULL, NULL, &e), FERRY_EINVAL);
+    /* nothing was written by any of these */
+    assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "repeat"), K(q, "id"))), 0);
+    ferry_queue_close(q);
+}
+
+/* ---- reading back -------------------------------------------------------------------------- */
+
+static void test_get_list_count(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "slist", NULL);
+    ferry_scheduler_spec a = cron_spec("0 3 * * *", "Asia/Ho_Chi_Minh");
+    a.name = "nightly";
+    a.data_json = "{\"k\":[1,2]}";
+    a.opts_json = "{\"attempts\":3}";
+    a.limit = 9;
+    free(upsert(q, "a", &a, NULL));
+    ferry_scheduler_spec b = every_spec(1000);
+    free(upsert(q, "b", &b, NULL));
+    /* a `repeat` entry with no hash (e.g. a legacy repeatable job) */
+    freeReplyObject(cmd("ZADD %s 5 legacy", K(q, "repeat")));
+
+    ferry_scheduler_info *i = NULL;
+    ferry_error e = {0};
+    assert_int_equal(ferry_scheduler_get(q, "a", &i, &e), 0);
+    assert_string_equal(i->id, "a");
+    assert_string_equal(i->name, "nightly");
+    assert_string_equal(i->pattern, "0 3 * * *");
+    assert_string_equal(i->tz, "Asia/Ho_Chi_Minh");
+    assert_string_equal(i->data_json, "{\"k\":[1,2]}");
+    assert_string_equal(i->opts_json, "{\"attempts\":3}");
+    assert_int_equal(i->limit, 9);
+    assert_int_equal(i->iteration_count, 1);
+    assert_int_equal(i->every_ms, 0);
+    assert_int_equal(i->next_ms % DAY_MS, 20LL * 3600000);
+    assert_int_equal(i->offset_ms, 0); /* stored "0": present, as Node reports it */
+    ferry_scheduler_info_free(i);
+    assert_int_equal(ferry_scheduler_get(q, "nope", &i, &e), FERRY_ENOTFOUND);
+    assert_null(i);
+
+    long long n = 0;
+    assert_int_equal(ferry_scheduler_count(q, &n, &e), 0);
+    assert_int_equal(n, 3);
+    ferry_scheduler_info *items = NULL;
+    size_t got = 0;
+    assert_int_equal(ferry_scheduler_list(q, 0, 10, 1, &items, &got, &e), 0);
+    assert_int_equal(got, 3);
+    assert_string_equal(items[0].id, "legacy");
+    assert_null(items[0].name);
+    assert_int_equal(items[0].offset_ms, -1);
+    assert_string_equal(items[1].id, "b");
+    assert_int_equal(items[1].every_ms, 1000);
+    assert_null(items[1].data_json);
+    assert_string_equal(items[2].id, "a");
+    ferry_scheduler_list_free(items, got);
+    assert_int_equal(ferry_scheduler_list(q, 1, 1, 0, &items, &got, &e), 0); /* descending */
+    assert_int_equal(got, 1);
+    assert_string_equal(items[0].id, "b");
+    ferry_scheduler_list_free(items, got);
+    assert_int_equal(ferry_scheduler_list(q, 3, 5, 0, &items, &got, &e), 0);
+    assert_int_equal(got, 0);
+    assert_null(items);
+    assert_int_equal(ferry_scheduler_list(q, 0, 0, 0, &items, &got, &e), FERRY_EINVAL);
+    assert_int_equal(ferry_scheduler_list(q, 0, FERRY_SCHEDULER_LIST_MAX + 1, 0, &items, &got, &e),
+                     FERRY_EINVAL);
+    ferry_queue_close(q);
+}
+
+/* ---- next iteration (the worker hook) ----------------------------------------------------- */
+
+static void test_next_every(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "snext", NULL);
+    ferry_scheduler_spec s = every_spec(1000);
+    s.name = "tick";
+    s.data_json = "{\"t\":1}";
+    s.opts_json = "{\"removeOnComplete\":50}";
+    char *first = upsert(q, "tick", &s, NULL);
+    long long m1 = millis_of(first);
+    fetched f = fetch(q, first);
+    int64_t now = m1 + 20;
+    ferry__sched_result res = on_fetch(q, &f, now);
+    assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
+    assert_int_equal(res.next_ms, m1 + 1000);
+    assert_int_equal(res.delay_ms, 980);
+    char next[128], want[1024];
+    snprintf(next, sizeof next, "repeat:tick:%lld", m1 + 1000);
+    assert_int_equal(zscore(K(q, "repeat"), "tick"), m1 + 1000);
+    assert_int_equal(zscore(K(q, "delayed"), next), (m1 + 1000) * 4096);
+    assert_string_equal(hget(K(q, "repeat:tick"), "ic"), "2");
+    assert_string_equal(get(K(q, "id")), "2");
+    snprintf(want, sizeof want,
+             "{\"removeOnComplete\":50,\"repeat\":{\"every\":1000,\"count\":2},\"timestamp\":%lld,"
+             "\"repeatJobKey\":\"tick\",\"attempts\":0,\"jobId\":\"%s\",\"delay\":980}",
+             (long long)now, next);
+    json_same(hget(K(q, next), "opts"), want);
+    snprintf(want, sizeof want,
+             "data={\"t\":1};delay=980;name=tick;opts=%s;priority=0;rjk=tick;timestamp=%lld",
+             hget(K(q, next), "opts"), (long long)now);
+    assert_string_equal(hgetall(K(q, next)), want);
+    snprintf(want, sizeof want, "added:jobId=%s:name=tick|delayed:jobId=%s:delay=%lld", next, next,
+             m1 + 1000);
+    assert_true(has_event(q, want)); /* both, in this order */
+
+    /* the same job again (a retried call, a stalled copy): not current any more */
+    assert_int_equal(on_fetch(q, &f, now + 5).outcome, FERRY__SCHED_NOT_CURRENT);
+    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 1);
+
+    /* a new template applies from the next iteration on (name/data from the hash) */
+    s.data_json = "{\"t\":2}";
+    s.name = "tock";
+    char *again = upsert(q, "tick", &s, NULL);
+    assert_string_equal(again, next); /* replaced in place, same millis */
+    fetched g = fetch(q, next);
+    /* late by 3.5 intervals: missed ticks are skipped to the next aligned slot */
+    res = on_fetch(q, &g, m1 + 1000 + 3500);
+    assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
+    long long off = m1 % 1000;
+    long long aligned = (m1 + 4500) / 1000 * 1000 + off;
+    if (aligned <= m1 + 4500) aligned += 1000;
+    assert_int_equal(res.next_ms, aligned);
+    snprintf(next, sizeof next, "repeat:tick:%lld", aligned);
+    assert_string_equal(hget(K(q, next), "data"), "{\"t\":2}");
+    assert_string_equal(hget(K(q, next), "name"), "tock");
+    assert_string_equal(hget(K(q, "repeat:tick"), "ic"), "3");
+
+    /* duplicated: the scheduler points at g again while its successor exists */
+    freeReplyObject(cmd("ZADD %s %lld tick", K(q, "repeat"), millis_of(g.id)));
+    res = on_fetch(q, &g, m1 + 1000 + 3500);
+    assert_int_equal(res.outcome, FERRY__SCHED_DUPLICATED);
+    assert_int_equal(res.next_ms, aligned);
+    snprintf(want, sizeof want, "duplicated:jobId=%s", next);
+    assert_true(has_event(q, want));
+    assert_string_equal(hget(K(q, "repeat:tick"), "ic"), "3");
+    free(first), free(again);
+    ferry_queue_close(q);
+}
+
+static void test_next_cron_tz(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "sncron", NULL);
+    ferry_scheduler_spec s = cron_spec("0 3 * * *", "Asia/Ho_Chi_Minh");
+    s.name = "nightly";
+    s.opts_json = "{\"attempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":100}}";
+    char *first = upsert(q, "n", &s, NULL);
+    long long m1 = millis_of(first);
+    fetched f = fetch(q, first);
+    /* the worker fetches it 40 ms after it was due */
+    ferry__sched_result res = on_fetch(q, &f, m1 + 40);
+    assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
+    assert_int_equal(res.next_ms, m1 + DAY_MS);
+    assert_int_equal(res.delay_ms, DAY_MS - 40);
+    char next[128], want[1024];
+    snprintf(next, sizeof next, "repeat:n:%lld", m1 + DAY_MS);
+    snprintf(want, sizeof want,
+             "{\"attempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":100},\"repeat\":{"
+             "\"pattern\":\"0 3 * * *\",\"tz\":\"Asia/Ho_Chi_Minh\",\"count\":2},\"timestamp\":"
+             "%lld,\"prevMillis\":%lld,\"repeatJobKey\":\"n\",\"jobId\":\"%s\",\"delay\":%lld}",
+             m1 + 40, m1 + DAY_MS, next, DAY_MS - 40);
+    json_same(hget(K(q, next), "opts"), want);
+    /* fetched early (clock skew): still the next slot after prevMillis, not the same one */
+    fetched g = fetch(q, next);
+    res = on_fetch(q, &g, m1 + DAY_MS - 5000);
+    assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
+    assert_int_equal(res.next_ms, m1 + 2 * DAY_MS);
+    assert_string_equal(hget(K(q, "repeat:n"), "ic"), "3");
+    free(first);
+    ferry_queue_close(q);
+}
+
+static void test_next_limit_and_end(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "snend", NULL);
+    ferry_scheduler_spec s = every_spec(1000);
+    s.limit = 2;
+    char *first = upsert(q, "lim", &s, NULL);
+    fetched f = fetch(q, first);
+    ferry__sched_result res = on_fetch(q, &f, millis_of(first) + 1);
+    assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
+    char second[128];
+    snprintf(second, sizeof second, "repeat:lim:%lld", res.next_ms);
+    fetched g = fetch(q, second);
+    res = on_fetch(q, &g, millis_of(second) + 1); /* would be the 3rd of 2 */
+    assert_int_equal(res.outcome, FERRY__SCHED_ENDED);
+    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 0);
+    assert_string_equal(hget(K(q, "repeat:lim"), "ic"), "2");
+
+    int64_t now = ferry__now_ms();
+    ferry_scheduler_spec e = every_spec(1000);
+    e.end_date_ms = now + 60000;
+    char *j = upsert(q, "end", &e, NULL);
+    fetched h = fetch(q, j);
+    assert_int_equal(on_fetch(q, &h, now + 60001).outcome, FERRY__SCHED_ENDED);
+    assert_int_equal(on_fetch(q, &h, now + 100).outcome, FERRY__SCHED_PRODUCED);
+    free(j);
+
+    /* a pattern whose next time is past the end date ends too */
+    ferry_scheduler_spec c = cron_spec("0 0 1 1 *", "UTC");
+    c.immediately = 1;
+    c.end_date_ms = now + 3600000;
+    j = upsert(q, "cend", &c, NULL);
+    fetched k = fetch(q, j);
+    assert_int_equal(on_fetch(q, &k, now + 10).outcome, FERRY__SCHED_ENDED);
+    free(j), free(first);
+    ferry_queue_close(q);
+}
+
+static void test_next_batch_noscript_and_errors(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "snbatch", NULL);
+    ferry_scheduler_spec s = every_spec(2000);
+    char *a = upsert(q, "a", &s, NULL);
+    char *b = upsert(q, "b", &s, NULL);
+    char *plain = add(q, "plain", NULL, NULL);
+    fetched fa = fetch(q, a), fb = fetch(q, b);
+    freeReplyObject(cmd("SCRIPT FLUSH"));
+    /* a legacy-shaped rjk without a scheduler hash, and one with unusable repeat options */
+    freeReplyObject(cmd("ZADD %s 1 %s", K(q, "repeat"), "n:i::UTC:0 * * * *"));
+    ferry__sched_fetched jobs[] = {
+        {plain, NULL, "{}"},
+        {fa.id, fa.rjk, fa.opts},
+        {"repeat:n:i::UTC:0 * * * *:1", "n:i::UTC:0 * * * *", "{\"repeat\":{\"every\":5}}"},
+        {fb.id, fb.rjk, fb.opts},
+        {"repeat:z:1", "z", "{\"repeat\":{\"every\":5,\"pattern\":\"* * * * *\"}}"},
+        {"repeat:y:1", "y", "not json"},
+        /* absurd numbers (Node would accept them): no undefined behaviour, no crash */
+        {"repeat:w:1", "w", "{\"repeat\":{\"every\":1e300}}"},
+        {"repeat:v:1", "v",
+         "{\"prevMillis\":-1e300,\"repeat\":{\"pattern\":\"* * * * *\",\"count\":1e300,"
+         "\"startDate\":1e300,\"offset\":1e300}}"},
+    };
+    ferry__sched_result res[8];
+    ferry_error e = {0};
+    int64_t now = ferry__now_ms();
+    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), jobs, 8, now, res, &e), 0);
+    assert_int_equal(res[0].outcome, FERRY__SCHED_NONE);
+    assert_int_equal(res[1].outcome, FERRY__SCHED_PRODUCED);
+    assert_int_equal(res[2].outcome, FERRY__SCHED_LEGACY);
+    assert_non_null(strstr(res[2].error.message, "legacy repeatable job"));
+    assert_int_equal(res[3].outcome, FERRY__SCHED_PRODUCED);
+    assert_int_equal(res[4].outcome, FERRY__SCHED_ERROR);
+    assert_non_null(strstr(res[4].error.message, "exactly one of every and pattern"));
+    assert_int_equal(res[5].outcome, FERRY__SCHED_ERROR);
+    assert_int_equal(res[6].outcome, FERRY__SCHED_ERROR);
+    assert_int_equal(res[7].outcome, FERRY__SCHED_ENDED); /* startDate past the cron range */
+    assert_int_equal(zscore(K(q, "repeat"), "a"), millis_of(a) + 2000);
+    assert_int_equal(zscore(K(q, "repeat"), "b"), millis_of(b) + 2000);
+    /* no rjk anywhere: no round trip, nothing touched */
+    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), jobs, 1, now, res, &e), 0);
+    assert_int_equal(ferry__scheduler_on_fetch(NULL, K(q, ""), NULL, 0, now, NULL, &e), 0);
+    assert_int_equal(
+        ferry__scheduler_on_fetch(C, K(q, ""), jobs, FERRY__SCHED_BATCH_MAX + 1, now, res, &e),
+        FERRY_EINVAL);
+
+    /* pure pieces */
+    assert_true(ferry__sched_legacy_shape("name:id::UTC:0 * * * *"));
+    assert_true(ferry__sched_legacy_shape("name:id:1700000000000::5000"));
+    assert_false(ferry__sched_legacy_shape("name:id:abc::5000"));
+    assert_false(ferry__sched_legacy_shape("a:b:c:d"));
+    assert_false(ferry__sched_legacy_shape("a:b:c:d:e5"));
+    assert_false(ferry__sched_legacy_shape("every-1500"));
+    free(a), free(b), free(plain);
+    ferry_queue_close(q);
+}
+
+/* Node-written state, field for field from observed/e5-scheduler.txt: a ferry worker must
+ * continue it exactly as Node's worker did (same next id, delay, opts). */
+static void test_next_from_node_state(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "snode", NULL);
+    freeReplyObject(cmd("ZADD %s 1795979227429 every-1500 1795979228000 cron-2s", K(q, "repeat")));
+    freeReplyObject(cmd("HSET %s name tick every 1500 offset 1429 opts %s data %s ic 2",
+                        K(q, "repeat:every-1500"), "{\"removeOnComplete\":3,\"attempts\":2}",
+                        "{\"a\":1}"));
+    freeReplyObject(cmd("HSET %s name cronjob tz UTC pattern %s offset 0 data %s ic 2",
+                        K(q, "repeat:cron-2s"), "*/2 * * * * *", "{\"c\":true}"));
+    const char *every_opts =
+        "{\"repeat\":{\"every\":1500,\"count\":2},\"removeOnComplete\":3,\"repeatJobKey\":"
+        "\"every-1500\",\"jobId\":\"repeat:every-1500:1795979227429\",\"timestamp\":"
+        "1795979225991,\"delay\":1438,\"attempts\":2}";
+    const char *cron_opts =
+        "{\"prevMillis\":1795979228000,\"repeat\":{\"count\":2,\"pattern\":\"*\\/2 * * * * *\","
+        "\"tz\":\"UTC\"},\"repeatJobKey\":\"cron-2s\",\"jobId\":\"repeat:cron-2s:1795979228000\","
+        "\"timestamp\":1795979226014,\"delay\":1986,\"attempts\":0}";
+    ferry__sched_fetched j1 = {"repeat:every-1500:1795979227429", "every-1500", every_opts};
+    ferry__sched_fetched j2 = {"repeat:cron-2s:1795979228000", "cron-2s", cron_opts};
+    ferry__sched_result r;
+    ferry_error e = {0};
+    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), &j1, 1, 1795979227526, &r, &e), 0);
+    assert_int_equal(r.outcome, FERRY__SCHED_PRODUCED);
+    const char *n1 = "repeat:every-1500:1795979228929";
+    assert_string_equal(hget(K(q, n1), "delay"), "1403");
+    assert_string_equal(hget(K(q, n1), "data"), "{\"a\":1}");
+    /* what Node wrote for this iteration (its opts.timestamp was 1 ms before its script's) */
+    json_same(hget(K(q, n1), "opts"),
+              "{\"timestamp\":1795979227526,\"repeat\":{\"every\":1500,\"count\":3},"
+              "\"repeatJobKey\":\"every-1500\",\"jobId\":\"repeat:every-1500:1795979228929\","
+              "\"removeOnComplete\":3,\"delay\":1403,\"attempts\":2}");
+    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), &j2, 1, 1795979228028, &r, &e), 0);
+    assert_int_equal(r.outcome, FERRY__SCHED_PRODUCED);
+    const char *n2 = "repeat:cron-2s:1795979230000";
+    assert_string_equal(hget(K(q, n2), "delay"), "1972");
+    assert_string_equal(hget(K(q, n2), "timestamp"), "1795979228028");
+    json_same(hget(K(q, n2), "opts"),
+              "{\"timestamp\":1795979228028,\"prevMillis\":1795979230000,\"repeatJobKey\":"
+              "\"cron-2s\",\"jobId\":\"repeat:cron-2s:1795979230000\",\"repeat\":{\"pattern\":"
+              "\"*\\/2 * * * * *\",\"tz\":\"UTC\",\"count\":3},\"delay\":1972,\"attempts\":0}");
+    assert_string_equal(zrange(K(q, "repeat")), "every-1500,1795979228929,cron-2s,1795979230000");
+    assert_string_equal(hget(K(q, "repeat:cron-2s"), "ic"), "3");
+    /* and ferry's list reads Node's hashes */
+    ferry_scheduler_info *i = NULL;
+    assert_int_equal(ferry_scheduler_get(q, "every-1500", &i, &e), 0);
+    assert_int_equal(i->every_ms, 1500);
+    assert_int_equal(i->offset_ms, 1429);
+    assert_int_equal(i->iteration_count, 3);
+    assert_int_equal(i->next_ms, 1795979228929);
+    assert_string_equal(i->opts_json, "{\"removeOnComplete\":3,\"attempts\":2}");
+    ferry_scheduler_info_free(i);
+    ferry_queue_close(q);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_exact_state),
+        cmocka_unit_test(test_cron_tz_exact_state),
+        cmocka_unit_test(test_limit_start_offset_priority_state),
+        cmocka_unit_test(test_reupsert_no_duplicates),
+        cmocka_unit_test(test_reupsert_keeps_running_iteration),
+        cmocka_unit_test(test_remove),
+        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_get_list_count),
+        cmocka_unit_test(test_next_every),
+        cmocka_unit_test(test_next_cron_tz),
+        cmocka_unit_test(test_next_limit_and_end),
+        cmocka_unit_test(test_next_batch_noscript_and_errors),
+        cmocka_unit_test(test_next_from_node_state),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
