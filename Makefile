@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test test-fast test-asan demo bench install clean format
+.PHONY: all deps test test-fast test-asan demo bench bench-relay install clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -40,6 +40,10 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh $(BUILD)
+
+bench-relay: deps
+	@$(MAKE) --no-print-directory all
+	@bench/relay/run.sh $(BUILD)
 
 install: all
 	@cmake --install $(BUILD)

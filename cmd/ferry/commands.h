@@ -16,5 +16,6 @@ extern const cli_command cmd_job_table[];
 extern const cli_command cmd_worker_table[];
 extern const cli_command cmd_bench_table[];
 extern const cli_command cmd_scheduler_table[];
+extern const cli_command cmd_outbox_table[];
 
 #endif

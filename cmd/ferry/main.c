@@ -8,7 +8,7 @@
 #include "opts.h"
 
 static const cli_command *const groups[] = {cmd_queue_table, cmd_job_table, cmd_worker_table,
-                                            cmd_scheduler_table, cmd_bench_table};
+                                            cmd_scheduler_table, cmd_outbox_table, cmd_bench_table};
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
 static void print_usage(FILE *f) {

@@ -43,6 +43,7 @@ typedef enum ferry_err {
     FERRY_ELOCK = -11,    /* job lock lost or owned by another worker */
     FERRY_ESTATE = -12,   /* object not in the state the call needs */
     FERRY_ECLOSED = -13,  /* handle is closing / closed */
+    FERRY_EDB = -14,      /* PostgreSQL reported an error (SQLSTATE in the message) */
 } ferry_err;
 
 #define FERRY_ERROR_MESSAGE_MAX 512

@@ -7,4 +7,5 @@
 #include "worker.h"
 #include "http_classify.h"
 #include "scheduler.h"
+#include "outbox.h"
 #endif

@@ -21,6 +21,7 @@ const char *ferry_strerror(int code) {
     case FERRY_ELOCK: return "lock lost";
     case FERRY_ESTATE: return "wrong state";
     case FERRY_ECLOSED: return "closed";
+    case FERRY_EDB: return "database error";
     default: return "unknown error";
     }
 }

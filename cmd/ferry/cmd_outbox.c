@@ -1,0 +1,605 @@
+/* cmd_outbox.c - `ferry migrate`, `ferry relay`, `ferry outbox status`, `ferry outbox
+ * cleanup`: the command-line side of the transactional outbox (the library does the work,
+ * see ferry/outbox.h). The relay handles SIGTERM/SIGINT on a sigwait thread that calls the
+ * thread-safe ferry_relay_stop; the batch in progress finishes and the exit status is 0.
+ * FERRY_FAULT is a test-only fault-injection switch (see relay --help). */
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "ferry/outbox.h"
+
+#define CLI_EXIT_STARTUP 3 /* relay could not start: database/Redis unreachable, not migrated */
+#define DEFAULT_DB_TIMEOUT_MS 30000
+
+/* ---- database options (shared) ---------------------------------------------------------- */
+
+typedef struct db_opts {
+    const char *url;
+    const char *schema;
+    long long timeout_ms;
+    const char *url_source; /* for messages */
+} db_opts;
+
+#define DB_URL_HELP                                                                                \
+    "PostgreSQL URL or conninfo (postgresql://user:pass@host:port/db). Default: $DATABASE_URL, "   \
+    "else libpq's defaults (PGHOST, PGDATABASE, ...)."
+#define DB_SCHEMA_HELP "Schema of ferry's tables (default public)."
+
+static const opt_def db_defs[] = {
+    {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
+    {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
+    {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 86400000,
+     "Database connect and statement timeout in milliseconds (default 30000)."},
+};
+
+/* The relay's: the same options with its own timeout defaults. */
+static const opt_def relay_db_defs[] = {
+    {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
+    {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
+    {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 86400000,
+     "Database connect and statement timeout in milliseconds (default: connect 5000, "
+     "statements 10000)."},
+};
+
+static void db_resolve(db_opts *d) {
+    d->url_source = "--database";
+    if (!d->url) {
+        const char *env = getenv("DATABASE_URL");
+        d->url = env && *env ? env : "";
+        d->url_source = env && *env ? "DATABASE_URL" : "libpq defaults";
+    }
+}
+
+static long long db_timeout(const db_opts *d) {
+    return d->timeout_ms ? d->timeout_ms : DEFAULT_DB_TIMEOUT_MS;
+}
+
+/* The database part of a URL that is safe to show ("host:port/db"), never the password. */
+static void db_display(const db_opts *d, char *out, size_t cap) {
+    const char *u = d->url;
+    const char *p = strstr(u, "://");
+    if (!p) {
+        snprintf(out, cap, "%s", *u ? "(conninfo)" : "(libpq defaults)");
+        return;
+    }
+    p += 3;
+    size_t alen = strcspn(p, "/?#");
+    const char *host = p;
+    for (const char *q = p; q < p + alen; q++)
+        if (*q == '@') host = q + 1;
+    const char *db = p + alen;
+    size_t dlen = *db == '/' ? strcspn(db, "?#") : 0;
+    snprintf(out, cap, "%.*s%.*s", (int)(p + alen - host), host, (int)dlen, db);
+}
+
+static void ignore_notice(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
+}
+
+/* Connect with libpq's blocking API, with a connect timeout and a session statement
+ * timeout. On failure prints one line and returns NULL. */
+static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
+    char connect_s[24], user_timeout[24], where[300];
+    snprintf(connect_s, sizeof connect_s, "%lld", (db_timeout(d) + 999) / 1000);
+    /* a server that stops answering ends the connection instead of hanging the command */
+    snprintf(user_timeout, sizeof user_timeout, "%lld", db_timeout(d) + 2000);
+    const char *keys[] = {
+        "connect_timeout",  "application_name", "keepalives",      "keepalives_idle",
+        "tcp_user_timeout", "dbname",           "client_encoding", NULL};
+    const char *vals[] = {connect_s, "ferry", "1", "10", user_timeout, d->url, "UTF8", NULL};
+    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    db_display(d, where, sizeof where);
+    if (!conn || PQstatus(conn) != CONNECTION_OK) {
+        const char *m = conn ? PQerrorMessage(conn) : "out of memory";
+        char line[512];
+        snprintf(line, sizeof line, "%s", m);
+        for (char *c = line; *c; c++)
+            if (*c == '\n' || *c == '\t') *c = ' ';
+        for (size_t n = strlen(line); n > 0 && line[n - 1] == ' ';)
+            line[--n] = '\0';
+        fprintf(stderr, "ferry %s: database %s (%s): %s\n", spec->name, where, d->url_source, line);
+        PQfinish(conn);
+        return NULL;
+    }
+    PQsetNoticeProcessor(conn, ignore_notice, NULL); /* "already exists, skipping" is noise */
+    char sql[64];
+    snprintf(sql, sizeof sql, "SET statement_timeout = %lld", db_timeout(d));
+    PGresult *r = PQexec(conn, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        fprintf(stderr, "ferry %s: database %s: %s", spec->name, where,
+                PQerrorMessage(conn)); /* ends in \n */
+        PQfinish(conn);
+        return NULL;
+    }
+    return conn;
+}
+
+static int report(const cmd_spec *spec, const char *what, const ferry_error *e) {
+    fprintf(stderr, "ferry %s: %s%s%s\n", spec->name, what ? what : "", what ? ": " : "",
+            e->message);
+    return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
+}
+
+/* ---- migrate ------------------------------------------------------------------------------ */
+
+typedef struct migrate_opts {
+    int dry_run;
+} migrate_opts;
+
+static const opt_def migrate_defs[] = {
+    {"dry-run", OPT_FLAG, NULL, offsetof(migrate_opts, dry_run), 0, 0,
+     "Print the SQL of the pending migrations and change nothing. Without a database (no "
+     "--database and no $DATABASE_URL) print every migration."},
+};
+
+static const cmd_spec migrate_spec = {
+    "migrate",
+    "",
+    "Create or upgrade ferry's PostgreSQL tables (outbox, inbox, dead letters).",
+    "Migrations are versioned and recorded in <schema>.ferry_schema_migrations. All pending\n"
+    "ones run in one transaction under an advisory lock, so replicas may all run\n"
+    "`ferry migrate` at start-up: one applies, the others wait and find nothing to do.\n"
+    "Tables an application created from the seeds are adopted (columns are only added).\n",
+    0,
+    0,
+    0};
+
+static void print_migration(int version, const char *name, const char *sql, void *ud) {
+    int *dry = ud;
+    if (*dry)
+        printf("-- ferry migration %03d_%s\n%s\n", version, name, sql);
+    else
+        printf("applying %03d_%s\n", version, name);
+    fflush(stdout);
+}
+
+static int migrate_main(int argc, char **argv) {
+    db_opts d = {0};
+    migrate_opts o = {0};
+    opt_group groups[] = {{"Options", migrate_defs, 1, &o}, {"Database options", db_defs, 3, &d}};
+    opt_result res;
+    int rc = opts_parse(&migrate_spec, groups, 2, argc, argv, &res);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    free(res.pos);
+    int no_db = !d.url && !(getenv("DATABASE_URL") && *getenv("DATABASE_URL"));
+    db_resolve(&d);
+    ferry_error e = {0};
+    if (o.dry_run && no_db) {
+        if (ferry_outbox_migrations_sql(d.schema, print_migration, &o.dry_run, &e))
+            return report(&migrate_spec, NULL, &e);
+        return CLI_EXIT_OK;
+    }
+    PGconn *conn = db_connect(&migrate_spec, &d);
+    if (!conn) return CLI_EXIT_RUNTIME;
+    ferry_migrate_options mo = {.schema = d.schema,
+                                .dry_run = o.dry_run,
+                                .timeout_ms = (int)db_timeout(&d),
+                                .fn = print_migration,
+                                .userdata = &o.dry_run};
+    int applied = 0;
+    rc = ferry_outbox_migrate(conn, &mo, &applied, &e);
+    PQfinish(conn);
+    if (rc) return report(&migrate_spec, NULL, &e);
+    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    if (o.dry_run)
+        printf("-- %d pending migration(s) for schema %s\n", applied, schema);
+    else if (applied)
+        printf("schema %s: applied %d migration(s), now at version %d\n", schema, applied,
+               ferry_outbox_schema_version());
+    else
+        printf("schema %s: up to date (version %d)\n", schema, ferry_outbox_schema_version());
+    return CLI_EXIT_OK;
+}
+
+/* ---- relay -------------------------------------------------------------------------------- */
+
+typedef struct relay_opts {
+    const char *routes, *default_job_opts;
+    long long batch, poll_ms, max_backoff_ms, retention_days, retention_interval_ms,
+        retention_batch, unknown_ms, max_envelope;
+} relay_opts;
+
+static const opt_def relay_defs[] = {
+    {"routes", OPT_STRING, "FILE", offsetof(relay_opts, routes), 0, 0,
+     "Routes file (required): lines of `topic queue:job-name [queue:job-name...]`; # starts a "
+     "comment. The relay refuses to start on a bad file (the error names file and line)."},
+    {"batch", OPT_INT, "N", offsetof(relay_opts, batch), 1, 10000,
+     "Rows per batch transaction (default 100). Full batches are followed by the next at once."},
+    {"poll-interval", OPT_INT, "MS", offsetof(relay_opts, poll_ms), 1, 86400000,
+     "Fallback poll when no NOTIFY arrives (default 500)."},
+    {"max-backoff", OPT_INT, "MS", offsetof(relay_opts, max_backoff_ms), 1, 86400000,
+     "Cap of the retry backoff after Redis or database failures (default 30000)."},
+    {"retention-days", OPT_INT, "N", offsetof(relay_opts, retention_days), 0, 36500,
+     "Delete published rows older than N days (default 7; 0 = keep them). One relay at a time "
+     "does it, at most once per --retention-interval across all relays."},
+    {"retention-interval", OPT_INT, "MS", offsetof(relay_opts, retention_interval_ms), 1000,
+     604800000, "How often retention runs (default 3600000)."},
+    {"retention-batch", OPT_INT, "N", offsetof(relay_opts, retention_batch), 1, 100000,
+     "Rows deleted per retention statement (default 1000)."},
+    {"unknown-report", OPT_INT, "MS", offsetof(relay_opts, unknown_ms), 1000, 86400000,
+     "How often rows of unrouted topics are counted and warned about, once per topic "
+     "(default 60000)."},
+    {"default-job-options", OPT_JSON_OBJECT, "JSON", offsetof(relay_opts, default_job_opts), 0, 0,
+     "Default BullMQ JobsOptions for the jobs the relay adds, e.g. "
+     "'{\"attempts\":5,\"backoff\":{\"type\":\"exponential\",\"delay\":1000}}'. jobId is always "
+     "the event id."},
+    {"max-envelope", OPT_INT, "BYTES", offsetof(relay_opts, max_envelope), 1024, 512LL << 20,
+     "Largest job data written (default 2097152); larger rows are set aside (quarantined_at) "
+     "and reported, never retried."},
+};
+
+static const cmd_spec relay_spec = {
+    "relay",
+    "--routes FILE",
+    "Move outbox events into queues: one job per route target, jobId = event id, data = "
+    "{eventId, traceId, payload}.",
+    "Each batch is one PostgreSQL transaction: lock unpublished rows (FOR UPDATE SKIP LOCKED,\n"
+    "oldest first), add their jobs (one round trip per queue), mark them published, commit.\n"
+    "Relays wake on NOTIFY (trigger made by `ferry migrate`) and poll as a fallback; any\n"
+    "number may run. A relay that dies before committing republishes its rows; the queues\n"
+    "drop duplicates by jobId. Rows of topics without a route stay unpublished and are\n"
+    "reported. When Redis fails the batch is rolled back, attempts/last_error are recorded\n"
+    "and the relay retries with capped backoff.\n"
+    "SIGTERM/SIGINT: finish the current batch and exit 0 (a second signal exits at once).\n"
+    "Exit status: 0 stopped by a signal, 2 bad arguments or routes file, 3 could not start\n"
+    "(database or Redis unreachable, schema not migrated), 1 other failures.\n"
+    "Test only: FERRY_FAULT=relay_after_publish[:N] kills the relay with SIGKILL after the\n"
+    "Nth batch's jobs were added and before its commit.\n",
+    0,
+    0,
+    0};
+
+typedef struct fault_state {
+    long long remaining;
+} fault_state;
+
+static void relay_fault(const char *point, void *ud) {
+    fault_state *f = ud;
+    if (strcmp(point, "relay_after_publish") || f->remaining <= 0) return;
+    if (--f->remaining == 0) {
+        fprintf(stderr, "ferry relay: FERRY_FAULT=%s: killing this process (SIGKILL)\n", point);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+}
+
+static void relay_log(int level, const char *message, void *ud) {
+    (void)ud;
+    static const char *const names[] = {"debug", "info", "warning", "error"};
+    const char *lvl = level >= 0 && level <= 3 ? names[level] : "info";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    if (!strncmp(message, "relay: ", 7)) message += 7;
+    fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ferry relay: %s: %s\n", tm.tm_year + 1900,
+            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, lvl,
+            message);
+}
+
+typedef struct sig_state {
+    ferry_relay *relay;
+    pthread_mutex_t mu;
+    int exiting;
+} sig_state;
+
+static sigset_t stop_signals(void) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGHUP);
+    sigaddset(&s, SIGUSR1); /* internal: wakes the thread at exit */
+    return s;
+}
+
+static void *signal_thread(void *arg) {
+    sig_state *st = arg;
+    sigset_t set = stop_signals();
+    int count = 0;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        pthread_mutex_lock(&st->mu);
+        int exiting = st->exiting;
+        pthread_mutex_unlock(&st->mu);
+        if (exiting) break;
+        if (sig == SIGUSR1) continue;
+        if (++count == 1) {
+            fprintf(stderr, "ferry relay: %s received: finishing the current batch\n",
+                    sig == SIGTERM  ? "SIGTERM"
+                    : sig == SIGINT ? "SIGINT"
+                                    : "SIGHUP");
+            ferry_relay_stop(st->relay);
+        } else {
+            fprintf(stderr, "ferry relay: second signal: exiting now (unfinished rows are "
+                            "published again by the next relay)\n");
+            _exit(CLI_EXIT_RUNTIME);
+        }
+    }
+    return NULL;
+}
+
+/* FERRY_FAULT=relay_after_publish[:N] -> N (1 when absent); 0 when unset; -1 when bad. */
+static long long fault_count(void) {
+    const char *f = getenv("FERRY_FAULT");
+    if (!f || !*f) return 0;
+    const char *point = "relay_after_publish";
+    size_t n = strlen(point);
+    if (strncmp(f, point, n)) return -1;
+    if (!f[n]) return 1;
+    if (f[n] != ':') return -1;
+    char *end;
+    long long v = strtoll(f + n + 1, &end, 10);
+    return *end || v < 1 ? -1 : v;
+}
+
+static int relay_main(int argc, char **argv) {
+    cli_conn conn = {0};
+    db_opts d = {0};
+    relay_opts o = {.retention_days = -1};
+    opt_group groups[] = {{"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
+                          {"Database options", relay_db_defs, 3, &d},
+                          cli_conn_group(&conn, 0)};
+    opt_result res;
+    int rc = opts_parse(&relay_spec, groups, 3, argc, argv, &res);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    free(res.pos);
+    if (!o.routes) return opts_usage_error(&relay_spec, "--routes FILE is required");
+    if ((rc = cli_conn_resolve(&relay_spec, &conn))) return rc;
+    db_resolve(&d);
+    fault_state fault = {fault_count()};
+    if (fault.remaining < 0)
+        return opts_usage_error(&relay_spec, "FERRY_FAULT: expected relay_after_publish[:N]");
+
+    ferry_relay_options ro;
+    ferry_relay_options_init(&ro);
+    ro.database_url = d.url;
+    ro.schema = d.schema;
+    ro.routes_file = o.routes;
+    ro.redis = &conn.redis;
+    ro.prefix = conn.prefix;
+    ro.default_job_opts = o.default_job_opts;
+    ro.batch_size = (int)o.batch;
+    ro.poll_interval_ms = (int)o.poll_ms;
+    ro.max_backoff_ms = (int)o.max_backoff_ms;
+    ro.statement_timeout_ms = (int)d.timeout_ms; /* 0: the relay's defaults (10 s, connect 5 s) */
+    ro.connect_timeout_ms = (int)d.timeout_ms;
+    ro.retention_s = o.retention_days < 0    ? 0
+                     : o.retention_days == 0 ? -1
+                                             : o.retention_days * 86400;
+    ro.retention_interval_ms = (int)o.retention_interval_ms;
+    ro.retention_batch = (int)o.retention_batch;
+    ro.unknown_report_ms = (int)o.unknown_ms;
+    ro.max_envelope_bytes = (size_t)o.max_envelope;
+    ro.log = relay_log;
+    if (fault.remaining) {
+        ro.fault = relay_fault;
+        ro.fault_userdata = &fault;
+    }
+    ferry_relay *relay = NULL;
+    ferry_error e = {0};
+    if (ferry_relay_create(&ro, &relay, &e)) return report(&relay_spec, NULL, &e);
+
+    sig_state st = {.relay = relay};
+    pthread_mutex_init(&st.mu, NULL);
+    sigset_t set = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread exists: all inherit it */
+    signal(SIGPIPE, SIG_IGN);
+    pthread_t sigthr;
+    if (pthread_create(&sigthr, NULL, signal_thread, &st) != 0) {
+        fprintf(stderr, "ferry relay: cannot start the signal thread\n");
+        ferry_relay_free(relay);
+        return CLI_EXIT_RUNTIME;
+    }
+    char where[300];
+    db_display(&d, where, sizeof where);
+    fprintf(stderr, "ferry relay: database %s, redis %s, prefix %s, routes %s\n", where, conn.host,
+            conn.prefix, o.routes);
+    rc = ferry_relay_run(relay, &e);
+    if (rc) {
+        fprintf(stderr, "ferry relay: could not start: %s\n", e.message);
+        rc = CLI_EXIT_STARTUP;
+    }
+    pthread_mutex_lock(&st.mu);
+    st.exiting = 1;
+    pthread_mutex_unlock(&st.mu);
+    pthread_kill(sigthr, SIGUSR1);
+    pthread_join(sigthr, NULL);
+    ferry_relay_stats stats;
+    ferry_relay_get_stats(relay, &stats);
+    if (!rc)
+        fprintf(stderr,
+                "ferry relay: exiting: %llu row(s) published, %llu job(s) added, %llu failed "
+                "batch(es)\n",
+                stats.published, stats.jobs_added, stats.failed_batches);
+    ferry_relay_free(relay);
+    return rc;
+}
+
+/* ---- outbox status ------------------------------------------------------------------------ */
+
+typedef struct status_opts {
+    int json;
+    const char *routes;
+} status_opts;
+
+static const opt_def status_defs[] = {
+    {"json", OPT_FLAG, NULL, offsetof(status_opts, json), 0, 0, "Print one JSON object."},
+    {"routes", OPT_STRING, "FILE", offsetof(status_opts, routes), 0, 0,
+     "The relay's routes file: topics it does not name are reported as unknown."},
+};
+
+static const cmd_spec status_spec = {
+    "outbox status",
+    "",
+    "Show the outbox backlog: unpublished rows, the oldest one's age, counts per topic, topics "
+    "without a route, rows with errors.",
+    NULL,
+    0,
+    0,
+    0};
+
+static const char *age_text(double s, char *buf, size_t cap) {
+    if (s < 1)
+        snprintf(buf, cap, "%.0f ms", s * 1000);
+    else if (s < 120)
+        snprintf(buf, cap, "%.1f s", s);
+    else if (s < 7200)
+        snprintf(buf, cap, "%.1f min", s / 60);
+    else
+        snprintf(buf, cap, "%.1f h", s / 3600);
+    return buf;
+}
+
+static int status_json(const char *schema, const ferry_outbox_status *s, int have_routes) {
+    json_t *o = json_object(), *topics = json_array();
+    json_object_set_new(o, "schema", json_string(schema));
+    json_object_set_new(o, "schemaVersion", json_integer(s->schema_version));
+    json_object_set_new(o, "unpublished", json_integer(s->unpublished));
+    json_object_set_new(o, "oldestUnpublishedAgeSeconds", json_real(s->oldest_age_s));
+    json_object_set_new(o, "withErrors", json_integer(s->with_errors));
+    json_object_set_new(o, "quarantined", json_integer(s->quarantined));
+    json_object_set_new(o, "unknownTopicRows",
+                        have_routes ? json_integer(s->unknown_rows) : json_null());
+    for (size_t i = 0; i < s->ntopics; i++) {
+        const ferry_outbox_topic_status *t = &s->topics[i];
+        json_t *x = json_object();
+        json_object_set_new(x, "topic", json_string(t->topic));
+        json_object_set_new(x, "unpublished", json_integer(t->unpublished));
+        json_object_set_new(x, "withErrors", json_integer(t->with_errors));
+        json_object_set_new(x, "quarantined", json_integer(t->quarantined));
+        json_object_set_new(x, "oldestAgeSeconds", json_real(t->oldest_age_s));
+        json_object_set_new(x, "routed", t->known < 0 ? json_null() : json_boolean(t->known));
+        json_array_append_new(topics, x);
+    }
+    json_object_set_new(o, "topics", topics);
+    json_object_set_new(o, "topicsTruncated", json_boolean(s->topics_truncated));
+    char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(o);
+    if (!text) {
+        fprintf(stderr, "ferry outbox status: out of memory\n");
+        return CLI_EXIT_RUNTIME;
+    }
+    puts(text);
+    free(text);
+    return CLI_EXIT_OK;
+}
+
+static int status_main(int argc, char **argv) {
+    db_opts d = {0};
+    status_opts o = {0};
+    opt_group groups[] = {{"Options", status_defs, 2, &o}, {"Database options", db_defs, 3, &d}};
+    opt_result res;
+    int rc = opts_parse(&status_spec, groups, 2, argc, argv, &res);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    free(res.pos);
+    db_resolve(&d);
+    ferry_error e = {0};
+    ferry_routes *routes = NULL;
+    if (o.routes && ferry_routes_load(o.routes, &routes, &e)) return report(&status_spec, NULL, &e);
+    PGconn *conn = db_connect(&status_spec, &d);
+    if (!conn) {
+        ferry_routes_free(routes);
+        return CLI_EXIT_RUNTIME;
+    }
+    ferry_outbox_status *s = NULL;
+    rc = ferry_outbox_status_get(conn, d.schema, routes, &s, &e);
+    PQfinish(conn);
+    if (rc) {
+        ferry_routes_free(routes);
+        return report(&status_spec, NULL, &e);
+    }
+    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    if (o.json) {
+        rc = status_json(schema, s, routes != NULL);
+    } else {
+        printf("schema:        %s (version %d)\n", schema, s->schema_version);
+        char age[32];
+        printf("unpublished:   %lld", s->unpublished);
+        if (s->unpublished) printf(" (oldest %s)", age_text(s->oldest_age_s, age, sizeof age));
+        printf("\nwith errors:   %lld\nquarantined:   %lld\n", s->with_errors, s->quarantined);
+        if (routes) printf("unknown topic: %lld row(s)\n", s->unknown_rows);
+        if (s->ntopics) {
+            printf("\n%-40s %11s %7s %11s  %-10s%s\n", "TOPIC", "UNPUBLISHED", "ERRORS",
+                   "QUARANTINED", "OLDEST", routes ? " ROUTED" : "");
+            for (size_t i = 0; i < s->ntopics; i++) {
+                const ferry_outbox_topic_status *t = &s->topics[i];
+                printf("%-40s %11lld %7lld %11lld  %-10s%s\n", t->topic, t->unpublished,
+                       t->with_errors, t->quarantined, age_text(t->oldest_age_s, age, sizeof age),
+                       t->known < 0 ? ""
+                       : t->known   ? " yes"
+                                    : " NO");
+            }
+            if (s->topics_truncated) printf("(more topics not shown)\n");
+        }
+    }
+    ferry_outbox_status_free(s);
+    ferry_routes_free(routes);
+    return rc;
+}
+
+/* ---- outbox cleanup ----------------------------------------------------------------------- */
+
+typedef struct cleanup_opts {
+    long long older_than_days, batch;
+} cleanup_opts;
+
+static const opt_def cleanup_defs[] = {
+    {"older-than-days", OPT_INT, "N", offsetof(cleanup_opts, older_than_days), 0, 36500,
+     "Delete published rows published more than N days ago (required)."},
+    {"batch", OPT_INT, "N", offsetof(cleanup_opts, batch), 1, 100000,
+     "Rows per DELETE statement, each its own transaction (default 1000)."},
+};
+
+static const cmd_spec cleanup_spec = {
+    "outbox cleanup",
+    "--older-than-days N",
+    "Delete old published outbox rows now (what the relay's retention task does).",
+    NULL,
+    0,
+    0,
+    0};
+
+static int cleanup_main(int argc, char **argv) {
+    db_opts d = {0};
+    cleanup_opts o = {.older_than_days = -1};
+    opt_group groups[] = {{"Options", cleanup_defs, 2, &o}, {"Database options", db_defs, 3, &d}};
+    opt_result res;
+    int rc = opts_parse(&cleanup_spec, groups, 2, argc, argv, &res);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    free(res.pos);
+    if (o.older_than_days < 0)
+        return opts_usage_error(&cleanup_spec, "--older-than-days N is required");
+    db_resolve(&d);
+    PGconn *conn = db_connect(&cleanup_spec, &d);
+    if (!conn) return CLI_EXIT_RUNTIME;
+    long long deleted = 0;
+    ferry_error e = {0};
+    rc = ferry_outbox_cleanup(conn, d.schema, o.older_than_days * 86400, (int)o.batch, 0, &deleted,
+                              &e);
+    PQfinish(conn);
+    if (rc) return report(&cleanup_spec, NULL, &e);
+    printf("deleted %lld published row(s)\n", deleted);
+    return CLI_EXIT_OK;
+}
+
+const cli_command cmd_outbox_table[] = {
+    {"migrate", "Create or upgrade ferry's PostgreSQL tables.", migrate_main},
+    {"relay", "Publish outbox events to queues (daemon).", relay_main},
+    {"outbox status", "Show the outbox backlog.", status_main},
+    {"outbox cleanup", "Delete old published outbox rows.", cleanup_main},
+    {NULL, NULL, NULL},
+};

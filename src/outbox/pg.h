@@ -1,0 +1,94 @@
+/* pg.h - PostgreSQL helpers for the outbox: schema quoting, error text with SQLSTATE, and
+ * for connections ferry owns (the relay's) a connect and an exec that both end by a
+ * deadline whatever the peer does (libpq's blocking calls have none: a half-dead server
+ * would hang them until TCP gives up).
+ *
+ * Thread-safety: a ferry__pgc is used by one thread at a time. */
+#ifndef FERRY_OUTBOX_PG_H
+#define FERRY_OUTBOX_PG_H
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "ferry/outbox.h"
+
+/* The code for "PostgreSQL reported an error" (SQLSTATE in the message). */
+#define FERRY__EDB FERRY_EDB
+
+/* Room for a quoted schema: two quotes, every byte doubled at worst, NUL. */
+#define FERRY__QSCHEMA_MAX (2 * FERRY_OUTBOX_SCHEMA_MAX + 3)
+
+/* Validate a schema name (1..63 bytes, UTF-8, NUL-free; NULL = "public") and write it as a
+ * quoted identifier ("name", with " doubled) into out. Pure. Returns 0 or FERRY_EINVAL. */
+int ferry__pg_quote_schema(const char *schema, char out[FERRY__QSCHEMA_MAX], ferry_error *err);
+
+/* Fill *err from a failed result (or, with res NULL, from the connection): "<what>:
+ * <primary message> (SQLSTATE xxxxx)", one line. Returns FERRY__EDB, or FERRY_EIO when
+ * the connection is gone. */
+int ferry__pg_error(PGconn *conn, const PGresult *res, const char *what, ferry_error *err);
+
+/* A PostgreSQL text[] literal ({"a","b"}) of items[0..n), each double-quoted with '"' and
+ * '\\' escaped. malloc'd (caller frees); NULL when out of memory. Pure. */
+char *ferry__pg_text_array(const char *const *items, size_t n);
+
+/* Run one statement (params as text, may be NULL when nparams is 0) on a caller's blocking
+ * connection. On success *out (may be NULL to discard) holds the result (PQclear it). */
+int ferry__pg_run(PGconn *conn, const char *what, const char *sql, int nparams,
+                  const char *const *params, PGresult **out, ferry_error *err);
+
+/* A connection ferry owns. `broken` is set once a call failed in a way that leaves the
+ * connection unusable (lost, or a deadline passed with a query in flight): the owner
+ * closes it and reconnects. */
+typedef struct ferry__pgc {
+    PGconn *conn;
+    int broken;
+} ferry__pgc;
+
+/* Connect (URL or conninfo; "" = libpq defaults) within timeout_ms, with TCP keepalives,
+ * tcp_user_timeout and client_encoding UTF8, then set statement_timeout, lock_timeout
+ * and idle_in_transaction_session_timeout for the session (so the server also ends a
+ * transaction left open by a stuck or dead relay). */
+typedef struct ferry__pg_session {
+    const char *url;
+    const char *application_name;
+    int connect_timeout_ms;
+    int statement_timeout_ms;
+    int idle_in_tx_timeout_ms;
+} ferry__pg_session;
+
+int ferry__pgc_connect(ferry__pgc *c, const ferry__pg_session *s, ferry_error *err);
+void ferry__pgc_close(ferry__pgc *c);
+
+/* Send a statement (stmt_name non-NULL = a prepared statement of that name, sql ignored)
+ * and wait for its result until deadline (ferry__mono_ms clock). On success *out (may be
+ * NULL) holds the result. A server error returns FERRY__EDB with the connection still
+ * usable; a transport failure or the deadline marks it broken. */
+int ferry__pgc_exec(ferry__pgc *c, int64_t deadline, const char *what, const char *stmt_name,
+                    const char *sql, int nparams, const char *const *params, PGresult **out,
+                    ferry_error *err);
+
+/* One statement of a pipeline: a prepared statement (stmt_name) or SQL with parameters. */
+typedef struct ferry__pg_stmt {
+    const char *what; /* names it in errors */
+    const char *stmt_name, *sql;
+    int nparams;
+    const char *const *params;
+} ferry__pg_stmt;
+
+/* Send n statements in one round trip (libpq pipeline mode, one sync at the end) and wait
+ * for all results until deadline. When out is non-NULL, out[i] receives statement i's
+ * result (the caller PQclears each) on success; on failure nothing is left in out. The
+ * first failure is returned; the server skips the statements after it, and inside an
+ * explicit transaction leaves the transaction aborted (the caller rolls back). */
+int ferry__pgc_pipeline(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
+                        PGresult **out, ferry_error *err);
+
+/* Prepare a named statement (deadline as above). */
+int ferry__pgc_prepare(ferry__pgc *c, int64_t deadline, const char *name, const char *sql,
+                       int nparams, ferry_error *err);
+
+/* Read what the server sent without blocking (notifications); marks the connection broken
+ * and returns FERRY_EIO when it is gone. */
+int ferry__pgc_consume(ferry__pgc *c, ferry_error *err);
+
+#endif

@@ -1,0 +1,96 @@
+/* relay_internal.h - the ferry_relay object shared by relay.c (life cycle, the wait/wake
+ * loop, backoff, reconnects, unknown-topic reports), relay_batch.c (one publish batch) and
+ * relay_retention.c (the retention thread). */
+#ifndef FERRY_OUTBOX_RELAY_INTERNAL_H
+#define FERRY_OUTBOX_RELAY_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ferry/outbox.h"
+#include "ferry/queue.h"
+#include "outbox/pg.h"
+
+/* Schema version the relay needs (it uses quarantined_at, the NOTIFY trigger, ferry_tasks). */
+#define FERRY__RELAY_SCHEMA_VERSION 5
+#define FERRY__NOTIFY_CHANNEL "ferry_outbox"
+
+typedef struct relay_target {
+    size_t queue;         /* index into ferry_relay.queues */
+    const char *job_name; /* borrowed from routes */
+} relay_target;
+
+typedef struct relay_topic {
+    size_t ntargets;
+    relay_target *targets;
+} relay_topic;
+
+struct ferry_relay {
+    /* configuration (deep copies) */
+    char *database_url, *schema, *prefix, *default_job_opts;
+    char qs[FERRY__QSCHEMA_MAX]; /* quoted schema */
+    ferry_redis_options redis;
+    char *redis_strings[6];
+    ferry_routes *routes;
+    char *topics_array;  /* text[] literal of the routed topics */
+    relay_topic *topics; /* per routes topic index */
+    size_t nqueues;
+    char **queue_names;
+    ferry_queue **queues;
+    int batch_size, poll_interval_ms, max_backoff_ms, statement_timeout_ms, connect_timeout_ms;
+    long long retention_s;
+    int retention_interval_ms, retention_batch, unknown_report_ms;
+    size_t max_envelope;
+    ferry_relay_log_fn log;
+    void *log_userdata;
+    ferry_relay_fault_fn fault;
+    void *fault_userdata;
+
+    /* run state (main thread) */
+    ferry__pgc pg;
+    int running;
+
+    /* shared between threads */
+    atomic_int stopping;
+    int stop_pipe[2];   /* ferry_relay_stop writes one byte; never drained, so it stays readable */
+    pthread_mutex_t mu; /* stats */
+    pthread_mutex_t log_mu; /* one log callback at a time (separate: a callback may read stats) */
+    ferry_relay_stats stats;
+};
+
+/* Log one line through opts.log (serialised; no-op without a callback). */
+void ferry__relay_log(ferry_relay *r, int level, const char *fmt, ...) FERRY_PRINTF(3, 4);
+
+/* Session settings for the relay's connections. */
+void ferry__relay_session(const ferry_relay *r, ferry__pg_session *s, const char *app);
+
+/* Deadline for one database statement from now. */
+int64_t ferry__relay_deadline(const ferry_relay *r);
+
+/* Outcome of one batch. */
+typedef enum relay_batch_rc {
+    RELAY_BATCH_OK = 0,
+    RELAY_BATCH_REDIS_FAILED, /* rolled back; attempts/last_error recorded when possible */
+    RELAY_BATCH_DB_FAILED,    /* the database failed; r->pg.broken says whether to reconnect */
+} relay_batch_rc;
+
+/* Prepare the batch statements on a fresh connection. */
+int ferry__relay_prepare(ferry_relay *r, ferry_error *err);
+
+/* Publish one batch: lock up to batch_size unpublished rows of routed topics (oldest
+ * first, SKIP LOCKED), add their jobs (one add_bulk round trip per queue), mark them
+ * published, commit. *rows receives the number of rows locked. */
+relay_batch_rc ferry__relay_batch(ferry_relay *r, int *rows, ferry_error *err);
+
+/* Retention thread: start (when retention is on) and join. */
+int ferry__relay_retention_start(ferry_relay *r, pthread_t *thread, ferry_error *err);
+
+/* The retention DELETE for quoted schema qs (params: $1 age in seconds, $2 batch). */
+int ferry__outbox_cleanup_sql(const char *qs, char *sql, size_t cap);
+
+/* Wait until deadline (mono ms) or a stop request; also wakes when fd (if >= 0) is
+ * readable. Returns 1 stop requested, 2 fd readable, 0 deadline. */
+int ferry__relay_wait(ferry_relay *r, int fd, int64_t deadline);
+
+#endif

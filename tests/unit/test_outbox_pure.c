@@ -1,0 +1,285 @@
+/* test_outbox_pure.c - the outbox's pure parts: UUIDv7 layout and ordering, traceparent and
+ * trace id checks, the job envelope encoder, the embedded migration list with schema
+ * quoting, and PostgreSQL text[] literals. No servers. */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ferry/outbox.h"
+#include "outbox/envelope.h"
+#include "outbox/migrations.h"
+#include "outbox/pg.h"
+#include "outbox/trace.h"
+#include "outbox/uuid7.h"
+
+/* ---- UUIDv7 ---------------------------------------------------------------------------- */
+
+static void test_uuid7_rfc_vector(void **state) {
+    (void)state;
+    /* RFC 9562 appendix A.6: 017f22e2-79b0-7cc3-98c4-dc0c0c07398f */
+    const uint8_t rnd[8] = {0x18, 0xc4, 0xdc, 0x0c, 0x0c, 0x07, 0x39, 0x8f};
+    char out[37];
+    ferry__uuid7_format(0x017F22E279B0ULL, 0xCC3, rnd, out);
+    assert_string_equal(out, "017f22e2-79b0-7cc3-98c4-dc0c0c07398f");
+    /* variant bits are forced whatever the random byte */
+    const uint8_t ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    ferry__uuid7_format(0, 0xfff, ones, out);
+    assert_string_equal(out, "00000000-0000-7fff-bfff-ffffffffffff");
+}
+
+static void test_uuid7_counter(void **state) {
+    (void)state;
+    uint64_t ms = 0;
+    uint16_t c = 0;
+    ferry__uuid7_next(1000, 0xffff, &ms, &c);
+    assert_int_equal(ms, 1000);
+    assert_int_equal(c, 0x7ff); /* fresh millisecond: seed & 0x7ff */
+    ferry__uuid7_next(1000, 5, &ms, &c);
+    assert_int_equal(ms, 1000);
+    assert_int_equal(c, 0x800);
+    ferry__uuid7_next(999, 5, &ms, &c); /* clock went back: keep counting */
+    assert_int_equal(ms, 1000);
+    assert_int_equal(c, 0x801);
+    c = 0xfff;
+    ferry__uuid7_next(1000, 3, &ms, &c); /* counter full: borrow the next millisecond */
+    assert_int_equal(ms, 1001);
+    assert_int_equal(c, 3);
+    ferry__uuid7_next(1001, 9, &ms, &c);
+    assert_int_equal(c, 4);
+    ferry__uuid7_next(5000, 9, &ms, &c);
+    assert_int_equal(ms, 5000);
+    assert_int_equal(c, 9);
+}
+
+static void test_uuid7_generated_sort_by_time(void **state) {
+    (void)state;
+    char prev[37] = "", cur[37];
+    for (int i = 0; i < 20000; i++) {
+        assert_int_equal(ferry_uuid7(cur), 0);
+        assert_true(ferry__uuid_text_valid(cur, strlen(cur)));
+        assert_int_equal(cur[14], '7');
+        assert_non_null(strchr("89ab", cur[19]));
+        if (i) assert_true(strcmp(prev, cur) < 0);
+        memcpy(prev, cur, sizeof cur);
+    }
+}
+
+static void test_uuid_text_valid(void **state) {
+    (void)state;
+    assert_true(ferry__uuid_text_valid("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", 36));
+    assert_false(ferry__uuid_text_valid("017f22e2-79b0-7cc3-98c4-dc0c0c07398", 35));
+    assert_false(ferry__uuid_text_valid("017f22e2x79b0-7cc3-98c4-dc0c0c07398f", 36));
+    assert_false(ferry__uuid_text_valid("017f22e2-79b0-7cc3-98c4-dc0c0c07398g", 36));
+    assert_false(ferry__uuid_text_valid(NULL, 36));
+}
+
+/* ---- trace ids ------------------------------------------------------------------------- */
+
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+static void test_traceparent(void **state) {
+    (void)state;
+    ferry__traceparent tp;
+    ferry_error e = {0};
+    assert_int_equal(ferry__traceparent_parse(TP, strlen(TP), &tp, &e), 0);
+    assert_string_equal(tp.version, "00");
+    assert_string_equal(tp.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_string_equal(tp.parent_id, "00f067aa0ba902b7");
+    assert_string_equal(tp.flags, "01");
+    static const char *const bad[] = {
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",   /* upper case */
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",   /* zero trace id */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   /* zero parent id */
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* version ff */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", /* v00 is exactly 55 */
+        "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",    /* short trace id */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7-01",   /* separator */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",   /* flags */
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",  /* future: needs '-' */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&e, 0, sizeof e);
+        assert_int_equal(ferry__traceparent_parse(bad[i], strlen(bad[i]), NULL, &e), FERRY_EINVAL);
+        assert_non_null(strstr(e.message, "traceparent"));
+    }
+    const char *future = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra";
+    assert_int_equal(ferry__traceparent_parse(future, strlen(future), NULL, &e), 0);
+}
+
+static void test_trace_id_check(void **state) {
+    (void)state;
+    ferry_error e = {0};
+    assert_int_equal(ferry__trace_id_check(NULL, &e), 0);
+    assert_int_equal(ferry__trace_id_check(TP, &e), 0);
+    assert_int_equal(ferry__trace_id_check("req-7f3a/api:42", &e), 0);
+    assert_int_equal(ferry__trace_id_check("4bf92f3577b34da6a3ce929d0e0e4736", &e), 0);
+    assert_int_equal(ferry__trace_id_check("", &e), FERRY_EINVAL);
+    assert_int_equal(ferry__trace_id_check("has space", &e), FERRY_EINVAL);
+    assert_int_equal(ferry__trace_id_check("caf\xc3\xa9", &e), FERRY_EINVAL);
+    assert_int_equal(ferry__trace_id_check("ab-cd", &e),
+                     FERRY_EINVAL); /* looks like a traceparent */
+    assert_non_null(strstr(e.message, "traceparent"));
+    char big[200];
+    memset(big, 'x', 129);
+    big[129] = 0;
+    assert_int_equal(ferry__trace_id_check(big, &e), FERRY_EINVAL);
+    big[128] = 0;
+    assert_int_equal(ferry__trace_id_check(big, &e), 0);
+}
+
+/* ---- envelope -------------------------------------------------------------------------- */
+
+static char *envelope(const char *id, const char *trace, const char *payload) {
+    size_t n =
+        ferry__envelope_size(id, strlen(id), trace, trace ? strlen(trace) : 0, strlen(payload));
+    char *out = malloc(n + 1);
+    size_t len = ferry__envelope_write(out, n + 1, id, strlen(id), trace, trace ? strlen(trace) : 0,
+                                       payload, strlen(payload));
+    assert_true(len > 0 && len <= n);
+    assert_int_equal(strlen(out), len);
+    return out;
+}
+
+static void test_envelope_shape(void **state) {
+    (void)state;
+    char *s = envelope("e1", "t1", "{\"orderId\": 7, \"total\": 250000}");
+    assert_string_equal(
+        s, "{\"eventId\":\"e1\",\"traceId\":\"t1\",\"payload\":{\"orderId\":7,\"total\":250000}}");
+    free(s);
+    s = envelope("e1", NULL, "{}");
+    assert_string_equal(s, "{\"eventId\":\"e1\",\"payload\":{}}");
+    free(s);
+    /* blanks inside strings stay, escapes are kept intact */
+    s = envelope("e", NULL,
+                 "{\"a\": \"x y\", \"b\": [1, \"say \\\"hi, there\\\"\", {\"c\": null}]}");
+    assert_string_equal(s, "{\"eventId\":\"e\",\"payload\":{\"a\":\"x y\",\"b\":[1,\"say \\\"hi, "
+                           "there\\\"\",{\"c\":null}]}}");
+    json_error_t je;
+    json_t *v = json_loads(s, 0, &je);
+    assert_non_null(v);
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(json_object_get(v, "payload"), "b"), 1)),
+        "say \"hi, there\"");
+    json_decref(v);
+    free(s);
+}
+
+static void test_envelope_escapes_trace(void **state) {
+    (void)state;
+    char *s = envelope("id", "a\"b\\c\n\x01", "1");
+    assert_string_equal(s,
+                        "{\"eventId\":\"id\",\"traceId\":\"a\\\"b\\\\c\\n\\u0001\",\"payload\":1}");
+    json_t *v = json_loads(s, 0, NULL);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "traceId")), "a\"b\\c\n\x01");
+    json_decref(v);
+    free(s);
+    char small[8];
+    assert_int_equal(ferry__envelope_write(small, sizeof small, "id", 2, NULL, 0, "1", 1), 0);
+}
+
+/* ---- migrations and quoting ------------------------------------------------------------ */
+
+typedef struct seen {
+    int n, last_version;
+    int has_token, has_quoted;
+} seen;
+
+static void on_migration(int version, const char *name, const char *sql, void *ud) {
+    seen *s = ud;
+    assert_true(version > s->last_version);
+    assert_non_null(name);
+    s->last_version = version;
+    s->n++;
+    if (strstr(sql, "@SCHEMA@")) s->has_token = 1;
+    if (strstr(sql, "\"we\"\"ird\".outbox_events")) s->has_quoted = 1;
+}
+
+static void test_migration_list(void **state) {
+    (void)state;
+    seen s = {0};
+    ferry_error e = {0};
+    assert_int_equal(ferry_outbox_migrations_sql("we\"ird", on_migration, &s, &e), 0);
+    assert_int_equal(s.n, (int)ferry__migrations_count);
+    assert_int_equal(s.last_version, ferry_outbox_schema_version());
+    assert_true(ferry_outbox_schema_version() >= 5);
+    assert_false(s.has_token);
+    assert_true(s.has_quoted);
+    assert_int_equal(ferry_outbox_migrations_sql("", on_migration, &s, &e), FERRY_EINVAL);
+    char big[80];
+    memset(big, 's', 64);
+    big[64] = 0;
+    assert_int_equal(ferry_outbox_migrations_sql(big, on_migration, &s, &e), FERRY_EINVAL);
+    /* the seeds' table, column for column */
+    const char *sql1 = NULL;
+    for (size_t i = 0; i < ferry__migrations_count; i++)
+        if (ferry__migrations[i].version == 1) sql1 = ferry__migrations[i].sql;
+    assert_non_null(sql1);
+    static const char *const cols[] = {"id            uuid        PRIMARY KEY",
+                                       "topic         text",
+                                       "aggregate_id  uuid",
+                                       "payload       jsonb",
+                                       "trace_id      text",
+                                       "created_at    timestamptz NOT NULL DEFAULT now()",
+                                       "published_at  timestamptz",
+                                       "attempts int NOT NULL DEFAULT 0",
+                                       "last_error text",
+                                       "WHERE published_at IS NULL"};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        assert_non_null(strstr(sql1, cols[i]));
+}
+
+static void test_quote_schema(void **state) {
+    (void)state;
+    char q[FERRY__QSCHEMA_MAX];
+    ferry_error e = {0};
+    assert_int_equal(ferry__pg_quote_schema(NULL, q, &e), 0);
+    assert_string_equal(q, "\"public\"");
+    assert_int_equal(ferry__pg_quote_schema("a\"\"b", q, &e), 0);
+    assert_string_equal(q, "\"a\"\"\"\"b\"");
+    char worst[64];
+    memset(worst, '"', 63);
+    worst[63] = 0;
+    assert_int_equal(ferry__pg_quote_schema(worst, q, &e), 0);
+    assert_int_equal(strlen(q), 128);
+    assert_int_equal(ferry__pg_quote_schema("\xff", q, &e), FERRY_EINVAL);
+
+    ferry__migration m = {9, "x", "A @SCHEMA@.t @SCHEMA@@SCHEMA@ B"};
+    char *sql = ferry__migration_sql(&m, "\"s\"");
+    assert_string_equal(sql, "A \"s\".t \"s\"\"s\" B");
+    free(sql);
+}
+
+static void test_text_array(void **state) {
+    (void)state;
+    const char *items[] = {"a", "b\"c", "d\\e", "x,y {z}"};
+    char *a = ferry__pg_text_array(items, 4);
+    assert_string_equal(a, "{\"a\",\"b\\\"c\",\"d\\\\e\",\"x,y {z}\"}");
+    free(a);
+    a = ferry__pg_text_array(NULL, 0);
+    assert_string_equal(a, "{}");
+    free(a);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uuid7_rfc_vector),
+        cmocka_unit_test(test_uuid7_counter),
+        cmocka_unit_test(test_uuid7_generated_sort_by_time),
+        cmocka_unit_test(test_uuid_text_valid),
+        cmocka_unit_test(test_traceparent),
+        cmocka_unit_test(test_trace_id_check),
+        cmocka_unit_test(test_envelope_shape),
+        cmocka_unit_test(test_envelope_escapes_trace),
+        cmocka_unit_test(test_migration_list),
+        cmocka_unit_test(test_quote_schema),
+        cmocka_unit_test(test_text_array),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
