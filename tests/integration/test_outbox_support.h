@@ -1,0 +1,364 @@
+/* test_outbox_support.h - shared helpers of the outbox integration tests (each test_outbox*.c
+ * is its own executable, so these are static): a private schema per test migrated through
+ * the library, SQL helpers that fail the test on error, routes files, and `ferry relay`
+ * processes ($FERRY_BIN) started with posix_spawn, their stderr kept in a file so a
+ * failure can show it, stopped with real signals. */
+#ifndef FERRY_TEST_OUTBOX_SUPPORT_H
+#define FERRY_TEST_OUTBOX_SUPPORT_H
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ferry/outbox.h"
+#include "support/testenv.h"
+
+extern char **environ;
+
+static inline long long ob_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- files --------------------------------------------------------------------------- */
+
+static inline const char *ob_tmpdir(void) {
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/ferry-outbox-XXXXXX");
+        if (!mkdtemp(dir)) fail_msg("mkdtemp failed");
+    }
+    return dir;
+}
+
+static inline void ob_tmpdir_remove(void) {
+    DIR *d = opendir(ob_tmpdir());
+    if (!d) return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof path, "%s/%s", ob_tmpdir(), e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(ob_tmpdir());
+}
+
+/* Write text to <tmpdir>/name; returns the path (static storage per call slot). */
+static inline const char *ob_file(const char *name, const char *text) {
+    static char paths[8][256];
+    static int slot;
+    char *p = paths[slot++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", ob_tmpdir(), name);
+    FILE *f = fopen(p, "wb");
+    if (!f) fail_msg("cannot write %s", p);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+static inline char *ob_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
+/* ---- PostgreSQL ---------------------------------------------------------------------- */
+
+static inline PGconn *ob_pg(void) {
+    const char *url = testenv_require("DATABASE_URL");
+    PGconn *c = PQconnectdb(url);
+    if (PQstatus(c) != CONNECTION_OK) fail_msg("connect %s: %s", url, PQerrorMessage(c));
+    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    return c;
+}
+
+/* Run SQL (printf-style; only for trusted test text) and return the result; fails the test
+ * on error. Caller PQclears. */
+static inline PGresult *ob_sql(PGconn *c, const char *fmt, ...) FERRY_PRINTF(2, 3);
+static inline PGresult *ob_sql(PGconn *c, const char *fmt, ...) {
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("SQL failed: %s\n%s", sql, PQerrorMessage(c));
+    return r;
+}
+
+static inline void ob_exec(PGconn *c, const char *sql) {
+    PQclear(ob_sql(c, "%s", sql));
+}
+
+/* First column of the first row as a number. */
+static inline long long ob_ll(PGconn *c, const char *fmt, ...) FERRY_PRINTF(2, 3);
+static inline long long ob_ll(PGconn *c, const char *fmt, ...) {
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = ob_sql(c, "%s", sql);
+    if (PQntuples(r) < 1) fail_msg("no row from: %s", sql);
+    long long v = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+#define OB_SCHEMAS_MAX 16
+static char ob_schema_names[OB_SCHEMAS_MAX][32];
+static int ob_schema_count;
+
+/* Drop every schema ob_schema made (call at the end). */
+static inline void ob_drop_schemas(PGconn *c) {
+    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    for (int i = 0; i < ob_schema_count && i < OB_SCHEMAS_MAX; i++) {
+        char sql[600];
+        snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %.32s CASCADE", ob_schema_names[i]);
+        PQclear(PQexec(c, sql));
+    }
+}
+
+/* A fresh schema for this test ("ob<pid>_<n>"), migrated through the library. */
+static inline const char *ob_schema(PGconn *c) {
+    if (ob_schema_count >= OB_SCHEMAS_MAX) fail_msg("too many schemas");
+    int n = ob_schema_count++;
+    char *s = ob_schema_names[n];
+    snprintf(s, sizeof ob_schema_names[0], "ob%d_%d", (int)getpid(), n);
+    PQclear(ob_sql(c, "DROP SCHEMA IF EXISTS %s CASCADE", s));
+    ferry_migrate_options mo = {.schema = s};
+    ferry_error e = {0};
+    int applied = 0;
+    if (ferry_outbox_migrate(c, &mo, &applied, &e)) fail_msg("migrate %s: %s", s, e.message);
+    if (applied != ferry_outbox_schema_version()) fail_msg("migrate applied %d", applied);
+    return s;
+}
+
+/* Append one event in its own transaction (commit = 1) or rolled back; id_out gets the id. */
+static inline void ob_append(PGconn *c, const char *schema, const char *topic, const char *payload,
+                             const char *trace, int commit, char id_out[37]) {
+    ob_exec(c, "BEGIN");
+    ferry_outbox_options o = {.schema = schema};
+    ferry_outbox_event ev = {.topic = topic,
+                             .aggregate_id = "6f9619ff-8b86-d011-b42d-00cf4fc964ff",
+                             .payload_json = payload,
+                             .trace_id = trace};
+    ferry_error e = {0};
+    if (ferry_outbox_append(c, &o, &ev, id_out, &e)) fail_msg("append: %s", e.message);
+    ob_exec(c, commit ? "COMMIT" : "ROLLBACK");
+}
+
+/* Insert n rows of `topic` in one statement (random ids, created in order). */
+static inline void ob_insert_many(PGconn *c, const char *schema, const char *topic, int n) {
+    PQclear(ob_sql(c,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload, created_at) "
+                   "SELECT gen_random_uuid(), '%s', gen_random_uuid(), jsonb_build_object('n', g), "
+                   "clock_timestamp() FROM generate_series(1, %d) g",
+                   schema, topic, n));
+}
+
+/* ---- Redis --------------------------------------------------------------------------- */
+
+static inline long long ob_redis_ll(ferry_conn *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *reply = NULL;
+    ferry_error e = {0};
+    if (ferry__conn_vcommand(r, &reply, &e, fmt, ap)) fail_msg("redis: %s", e.message);
+    va_end(ap);
+    if (reply->type != REDIS_REPLY_INTEGER) fail_msg("redis: integer reply expected");
+    long long v = reply->integer;
+    freeReplyObject(reply);
+    return v;
+}
+
+/* ---- relay processes ----------------------------------------------------------------- */
+
+typedef struct ob_relay {
+    pid_t pid;
+    char log[256];
+    int exited, status; /* status: exit code or 128 + signal */
+} ob_relay;
+
+/* Relays still running when the test program ends (a failed assertion skips their stop)
+ * are killed, so no test leaves a daemon behind. */
+#define OB_PIDS_MAX 64
+static pid_t ob_pids[OB_PIDS_MAX];
+static int ob_npids;
+
+static void ob_kill_leftovers(void) {
+    for (int i = 0; i < ob_npids; i++)
+        if (ob_pids[i] > 0 && waitpid(ob_pids[i], NULL, WNOHANG) == 0) {
+            kill(ob_pids[i], SIGKILL);
+            waitpid(ob_pids[i], NULL, 0);
+        }
+}
+
+/* Start `ferry relay` for schema/prefix/routes with extra args (NULL-terminated, may be
+ * NULL) and extra environment entries ("K=V", NULL-terminated, may be NULL). */
+static inline void ob_relay_start(ob_relay *rl, const char *schema, const char *prefix,
+                                  const char *routes, const char *const *args,
+                                  const char *const *env_extra) {
+    static int seq;
+    const char *bin = getenv("FERRY_BIN");
+    if (!bin) fail_msg("FERRY_BIN is not set; run through ctest");
+    memset(rl, 0, sizeof *rl);
+    snprintf(rl->log, sizeof rl->log, "%s/relay%d.log", ob_tmpdir(), seq++);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = bin;
+    argv[n++] = "relay";
+    argv[n++] = "--routes";
+    argv[n++] = routes;
+    argv[n++] = "--schema";
+    argv[n++] = schema;
+    argv[n++] = "--database";
+    argv[n++] = testenv_require("DATABASE_URL");
+    argv[n++] = "--redis";
+    argv[n++] = testenv_require("REDIS_URL");
+    argv[n++] = "--prefix";
+    argv[n++] = prefix;
+    for (int i = 0; args && args[i] && n < 62; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    size_t ne = 0, nx = 0;
+    while (environ[ne])
+        ne++;
+    while (env_extra && env_extra[nx])
+        nx++;
+    char **env = calloc(ne + nx + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "FERRY_FAULT=", 12)) env[k++] = environ[i];
+    for (size_t i = 0; i < nx; i++)
+        env[k++] = (char *)env_extra[i];
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, rl->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, rl->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    int rc = posix_spawn(&rl->pid, bin, &fa, NULL, (char *const *)argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    if (rc) fail_msg("posix_spawn %s: %s", bin, strerror(rc));
+    if (ob_npids == 0) atexit(ob_kill_leftovers);
+    if (ob_npids < OB_PIDS_MAX) ob_pids[ob_npids++] = rl->pid;
+}
+
+/* 1 when the relay has exited (status recorded). */
+static inline int ob_relay_exited(ob_relay *rl) {
+    if (rl->exited) return 1;
+    int st;
+    if (waitpid(rl->pid, &st, WNOHANG) != rl->pid) return 0;
+    rl->exited = 1;
+    rl->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return 1;
+}
+
+static inline int ob_relay_exited_cb(void *arg) {
+    return ob_relay_exited(arg);
+}
+
+/* Print a relay's log to stderr (cmocka shortens failure messages). */
+static inline void ob_relay_dump(const ob_relay *rl) {
+    char *log = ob_slurp(rl->log);
+    fprintf(stderr, "--- relay log %s ---\n%s--- end ---\n", rl->log, log);
+    free(log);
+}
+
+/* Wait for exit (fail after timeout_ms); returns the status. */
+static inline int ob_relay_wait(ob_relay *rl, int timeout_ms) {
+    if (!testenv_wait_until(ob_relay_exited_cb, rl, timeout_ms)) {
+        kill(rl->pid, SIGKILL);
+        waitpid(rl->pid, NULL, 0);
+        rl->exited = 1;
+        ob_relay_dump(rl);
+        fail_msg("relay %d did not exit within %d ms", (int)rl->pid, timeout_ms);
+    }
+    return rl->status;
+}
+
+/* SIGTERM and expect exit 0. */
+static inline void ob_relay_stop(ob_relay *rl) {
+    if (ob_relay_exited(rl)) {
+        ob_relay_dump(rl);
+        fail_msg("relay exited early with status %d", rl->status);
+    }
+    kill(rl->pid, SIGTERM);
+    int st = ob_relay_wait(rl, 30000);
+    if (st != 0) {
+        ob_relay_dump(rl);
+        fail_msg("relay exit status %d after SIGTERM", st);
+    }
+}
+
+static inline void ob_relay_kill(ob_relay *rl) {
+    kill(rl->pid, SIGKILL);
+    ob_relay_wait(rl, 10000);
+}
+
+/* Fail showing the relay's log. */
+#define OB_FAIL_LOG(rl, ...)                                                                       \
+    do {                                                                                           \
+        ob_relay_dump(rl);                                                                         \
+        fail_msg(__VA_ARGS__);                                                                     \
+    } while (0)
+
+/* ---- waiting on the database --------------------------------------------------------- */
+
+typedef struct ob_count_wait {
+    PGconn *c;
+    char sql[1024];
+    long long want; /* wait until the count is >= want (or == want with exact) */
+    int exact;
+    long long last;
+} ob_count_wait;
+
+static inline int ob_count_cb(void *arg) {
+    ob_count_wait *w = arg;
+    PGresult *r = PQexec(w->c, w->sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) fail_msg("%s: %s", w->sql, PQerrorMessage(w->c));
+    w->last = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return w->exact ? w->last == w->want : w->last >= w->want;
+}
+
+/* Wait until `SELECT count...` (sql) returns >= want; returns 1/0 (last value in *last). */
+static inline int ob_wait_count(PGconn *c, const char *sql, long long want, int exact,
+                                int timeout_ms, long long *last) {
+    ob_count_wait w = {.c = c, .want = want, .exact = exact};
+    snprintf(w.sql, sizeof w.sql, "%s", sql);
+    int ok = testenv_wait_until(ob_count_cb, &w, timeout_ms);
+    if (last) *last = w.last;
+    return ok;
+}
+
+/* Routes: the seeds' relay table. */
+#define OB_SEED_ROUTES                                                                             \
+    "# topic          targets (queue:job-name)\n"                                                  \
+    "order.placed     payments:capture-payment notifications:order-confirmation\n"                 \
+    "payment.captured shipping:create-shipment loyalty:award-points\n"                             \
+    "order.cancelled  payments:void-authorization\n"
+
+#endif
