@@ -1,17 +1,28 @@
-/* dispatch.c - the dispatcher thread: the only user of the worker's command connection.
+/* dispatch.c - the dispatcher role: the only user of the worker's command connection.
  *
- * One loop: collect results that handler threads finished (the lock-free `done` stack),
- * write them all plus a fetch for the slots they free in one round trip (batch.c), hand
- * fetched jobs to the handler threads (ready queue), and run the timers (lock renewal every
- * lock_duration/2, stalled check every stalled_interval). When a fetch finds nothing it
- * asks the waiter thread to block on the marker and goes on serving completions meanwhile.
- * On a broken connection it reconnects with capped, jittered backoff; results that could
+ * The role is held by one thread at a time (`role`, under mu). Its work: collect results
+ * that handler threads finished (the lock-free `done` stack), write them all plus a fetch
+ * for the slots they free in one round trip (batch.c), and hand fetched jobs to the
+ * handler threads (ready queue). Thread switches cost more than a fast job, so whoever is
+ * already awake does that work:
+ *   - a handler thread that just pushed a result while no other fetched job waits takes
+ *     the role, writes the batch, keeps one fetched job to run itself (ferry__lead);
+ *   - the waiter thread takes it to fetch after a marker;
+ *   - the dispatcher thread takes it for everything else: timers (lock renewal every
+ *     lock_duration/2, stalled check every stalled_interval), reconnecting with capped,
+ *     jittered backoff, retrying results refused by a script error, close, and watching
+ *     (every WATCH_MS while results or queued jobs were left for later) so nothing waits
+ *     long behind a handler that turned out slow.
+ * Results are held back only while fetched jobs still wait in the ready queue (their
+ * completions are imminent and go in the same call); a lone completion is written at once.
+ * When a fetch finds nothing the waiter blocks on the marker meanwhile. Results that could
  * not be written stay in memory and are sent again once the connection is back. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/scheduler_internal.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "worker/worker_internal.h"
@@ -20,6 +31,14 @@
 #define SCRIPT_ERROR_RETRIES 3        /* a result refused by a failing script is tried 3x */
 #define SCRIPT_ERROR_DELAY_MS 1000
 #define UNBLOCK_EVERY_MS 100
+/* The dispatcher thread looks this often while results or queued jobs wait for handlers
+ * that may have turned slow (= worker.c STALE_READY_US). */
+#define WATCH_MS 1
+/* Results held back for imminent completions are written anyway past this many. */
+#define COALESCE_MAX 128
+/* A leading handler writes at most this many batches in a row before going back to its
+ * own job (more results keep arriving at high concurrency; the next completion leads). */
+#define LEAD_ROUNDS_MAX 4
 
 static void report(ferry_worker *w, int code, const char *fmt, ...) FERRY_PRINTF(3, 4);
 static void report(ferry_worker *w, int code, const char *fmt, ...) {
@@ -71,18 +90,32 @@ static void collect_done(ferry_worker *w) {
     ferry__disp *d = &w->d;
     ferry_job *list = atomic_exchange(&w->done, NULL);
     ferry_job *fifo = NULL;
+    int taken = 0;
     while (list) { /* the stack is newest first: reverse it */
         ferry_job *n = list->next;
         list->next = fifo;
         fifo = list;
         list = n;
+        taken++;
     }
+    if (taken) atomic_fetch_sub(&w->ndone, taken);
+    if (fifo && !d->pending) d->pending_since_us = ferry__now_us();
     while (fifo) {
         ferry_job *j = fifo;
         fifo = j->next;
         d->free_slots++;
         pending_append(d, j);
     }
+}
+
+/* Write now? Not while fetched jobs still wait for a handler: their completions are
+ * imminent and are better written in the same call, unless results piled up, waited
+ * WATCH_MS already, or the worker is closing. */
+static int write_now(ferry_worker *w, int stopping) {
+    const ferry__disp *d = &w->d;
+    if (atomic_load(&w->rq_len) == 0 || stopping || d->npending >= COALESCE_MAX) return 1;
+    if (w->split_at && d->npending >= (size_t)w->split_at) return 1;
+    return d->pending && ferry__now_us() - d->pending_since_us >= WATCH_MS * 1000;
 }
 
 /* ---- connection ------------------------------------------------------------------- */
@@ -208,8 +241,9 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
     return 1;
 }
 
-/* Jobs fetched: own them, fail the unrunnable at once, queue the rest for handlers. */
-static void take_jobs(ferry_worker *w, ferry_job *list) {
+/* Jobs fetched: own them, fail the unrunnable at once, keep one for the caller when
+ * `mine` is given, queue the rest for handlers. */
+static void take_jobs(ferry_worker *w, ferry_job *list, ferry_job **mine) {
     ferry__disp *d = &w->d;
     ferry_job *rh = NULL, *rt = NULL;
     int n = 0;
@@ -224,8 +258,14 @@ static void take_jobs(ferry_worker *w, ferry_job *list) {
             char stack[FERRY_ERROR_MESSAGE_MAX];
             snprintf(stack, sizeof stack, "UnrecoverableError: %s", why);
             ferry_job_set_failure(j, why, stack);
-            ferry__job_plan(j, FERRY_FAILED_PERMANENT);
+            ferry__job_plan(j, FERRY_FAILED_PERMANENT, NULL);
+            if (!d->pending) d->pending_since_us = ferry__now_us();
             pending_append(d, j);
+            continue;
+        }
+        if (mine && !*mine) {
+            *mine = j;
+            d->free_slots--;
             continue;
         }
         if (rt)
@@ -237,11 +277,62 @@ static void take_jobs(ferry_worker *w, ferry_job *list) {
     }
     if (!rh) return;
     d->free_slots -= n;
-    ferry__ready_push(w, rh, rt, n);
+    ferry__ready_push(w, rh, rt, n, mine != NULL);
 }
 
-/* Write every pending result and fetch for the free slots, in one round trip. */
-static void run_batch(ferry_worker *w, int fetch_allowed) {
+/* ---- scheduler iterations ------------------------------------------------------------ */
+
+static int transport_error(int rc) {
+    return rc == FERRY_EIO || rc == FERRY_ETIMEDOUT || rc == FERRY_EPROTO;
+}
+
+/* Fetched jobs that are scheduler iterations (`rjk`): produce each schedule's next iteration
+ * before any handler runs, as a Node worker does (protocol §8.3; otherwise a schedule dies
+ * after one run). One pipelined round trip for the whole fetch, none when no job has `rjk`.
+ * The call is idempotent, so after a transport error it is repeated once on a fresh
+ * connection; if that fails too the error is reported and the jobs still run. */
+static void produce_next_iterations(ferry_worker *w, ferry_job *list) {
+    size_t n = 0;
+    for (ferry_job *j = list; j; j = j->next) {
+        const char *rjk = ferry_job_field(j, "rjk");
+        if (rjk && *rjk) n++;
+    }
+    if (n == 0) return;
+    ferry__sched_fetched *f = calloc(n, sizeof *f);
+    ferry__sched_result *r = calloc(n, sizeof *r);
+    if (!f || !r) {
+        report(w, FERRY_ENOMEM, "worker %s: no memory to produce scheduler iterations", w->queue);
+        goto out;
+    }
+    size_t i = 0;
+    for (ferry_job *j = list; j; j = j->next) {
+        const char *rjk = ferry_job_field(j, "rjk");
+        if (rjk && *rjk) f[i++] = (ferry__sched_fetched){j->id, rjk, j->opts};
+    }
+    ferry_error e = {0};
+    int rc = ferry__scheduler_on_fetch(w->d.conn, w->keys.base, f, n, ferry__now_ms(), r, &e);
+    if (transport_error(rc)) {
+        conn_lost(w, &e);
+        if (reconnect(w) == 0)
+            rc = ferry__scheduler_on_fetch(w->d.conn, w->keys.base, f, n, ferry__now_ms(), r, &e);
+        if (transport_error(rc) && w->d.conn) conn_lost(w, &e);
+    }
+    if (rc != 0) {
+        report(w, rc, "worker %s: scheduler next iteration not produced: %s", w->queue, e.message);
+        goto out;
+    }
+    for (i = 0; i < n; i++)
+        if (r[i].outcome == FERRY__SCHED_ERROR || r[i].outcome == FERRY__SCHED_LEGACY)
+            report(w, r[i].error.code, "worker %s: scheduler job %s: %s", w->queue, f[i].job_id,
+                   r[i].error.message);
+out:
+    free(f);
+    free(r);
+}
+
+/* Write every pending result and fetch for the free slots, in one round trip. With
+ * `mine`, one fetched job is handed to the caller (see take_jobs). */
+static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     ferry__disp *d = &w->d;
     int64_t now = ferry__mono_ms();
     size_t n = now >= d->retry_at ? d->npending : 0;
@@ -276,6 +367,9 @@ static void run_batch(ferry_worker *w, int fetch_allowed) {
 
     ferry__batch_result res;
     ferry_error e = {0};
+    /* this thread may have been the one draining the ready queue: keep it moving while we
+     * wait for Redis */
+    if (atomic_load(&w->rq_len) > 0) ferry__ready_help(w);
     int rc = ferry__batch_run(w, jobs, n, fetch_n, codes, &res, &e);
     if (rc != 0) {
         /* Nothing is known about this call: keep every result and send it again. */
@@ -336,7 +430,8 @@ static void run_batch(ferry_worker *w, int fetch_allowed) {
             d->drained = 1;
             d->block_until = res.next_delayed;
         }
-        take_jobs(w, res.fetched);
+        if (res.fetched && conn_ok(d)) produce_next_iterations(w, res.fetched);
+        take_jobs(w, res.fetched, mine);
     }
 out:
     if (jobs != stack_jobs) free(jobs);
@@ -418,11 +513,6 @@ static void unblock_waiter(ferry_worker *w, long long client_id) {
 
 /* ---- the loop ----------------------------------------------------------------------- */
 
-typedef struct turn {
-    int send, fetch, renew, stalled, reconnect;
-    long long unblock_id;
-} turn;
-
 static void deliver_posted(ferry_worker *w) {
     /* called with mu held; drops it while calling back */
     ferry_error posted[FERRY__POSTED_MAX];
@@ -449,6 +539,87 @@ static int64_t min_deadline(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 
+/* ---- the role ------------------------------------------------------------------------ */
+
+/* End of a turn of whoever holds the role (mu held): if the last fetch found nothing, let
+ * the waiter watch the marker; give the role up; wake the dispatcher thread when what is
+ * left is its business (timers it waits for, a broken connection, results refused for
+ * now, a rate limit, a fetch the waiter asked for, close). */
+static void role_release_locked(ferry_worker *w, int by_dispatcher) {
+    ferry__disp *d = &w->d;
+    int64_t now = ferry__mono_ms();
+    int ok = conn_ok(d);
+    int stopping = atomic_load(&w->stopping);
+    if (ok && !stopping && d->drained && d->free_slots > 0 && now >= d->limit_until &&
+        !w->wait_req && !w->waiter_busy) {
+        w->wait_req = 1;
+        w->wait_block_until = d->block_until;
+        pthread_cond_signal(&w->waiter_cv);
+    }
+    w->role = 0;
+    if (!by_dispatcher &&
+        (w->role_wanted || !ok || stopping || w->wake_fetch || w->nposted || w->nposted_dropped ||
+         (d->pending && now < d->retry_at) || d->limit_until > now))
+        pthread_cond_signal(&w->disp_cv);
+}
+
+void ferry__watch(ferry_worker *w) {
+    /* the dispatcher sets both flags under mu before its last look at `done` and rq_len,
+     * and sleeps holding mu until the wait: taking mu here orders this signal after it */
+    if (atomic_load(&w->disp_sleeping) && !atomic_load(&w->disp_watching)) {
+        pthread_mutex_lock(&w->mu);
+        pthread_mutex_unlock(&w->mu);
+        pthread_cond_signal(&w->disp_cv);
+    }
+}
+
+ferry_job *ferry__lead(ferry_worker *w, int keep_one) {
+    ferry__disp *d = &w->d;
+    ferry_job *mine = NULL;
+    int left = 0;
+    for (int round = 0; round < LEAD_ROUNDS_MAX; round++) {
+        pthread_mutex_lock(&w->mu);
+        if (w->role || atomic_load(&w->abandon)) {
+            /* the holder looks at `done` again after it lets go */
+            pthread_mutex_unlock(&w->mu);
+            return mine;
+        }
+        w->role = 1;
+        if (w->wake_fetch) {
+            w->wake_fetch = 0;
+            d->drained = 0;
+            d->block_until = 0;
+        }
+        int stopping = atomic_load(&w->stopping);
+        pthread_mutex_unlock(&w->mu);
+
+        collect_done(w);
+        int64_t now = ferry__mono_ms();
+        int ok = conn_ok(d), go = write_now(w, stopping);
+        int send = ok && d->pending && now >= d->retry_at && go;
+        int fetch =
+            ok && !stopping && d->free_slots > 0 && !d->drained && now >= d->limit_until && go;
+        if (send || fetch) run_batch(w, fetch, keep_one && !mine ? &mine : NULL);
+        left = d->pending != NULL;
+
+        pthread_mutex_lock(&w->mu);
+        role_release_locked(w, 0);
+        pthread_mutex_unlock(&w->mu);
+        /* results pushed meanwhile by threads that found the role taken are ours to write,
+         * unless fetched jobs wait (the next completion writes them) */
+        if (!atomic_load(&w->done) || atomic_load(&w->rq_len) > 0) break;
+    }
+    if (left || atomic_load(&w->done)) ferry__watch(w);
+    return mine;
+}
+
+/* ---- the dispatcher thread ----------------------------------------------------------- */
+
+typedef struct turn {
+    int send, fetch, renew, stalled, reconnect;
+    long long unblock_id;
+} turn;
+
 void *ferry__dispatcher_main(void *arg) {
     ferry__thread *t = arg;
     ferry_worker *w = t->w;
@@ -457,29 +628,41 @@ void *ferry__dispatcher_main(void *arg) {
     int64_t now = ferry__mono_ms();
     d->next_stalled = now; /* once at start */
     d->next_renew = now + renew_every;
+    int have_role = 0;
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        collect_done(w);
         if (w->nposted || w->nposted_dropped) {
             deliver_posted(w);
             continue;
         }
         if (atomic_load(&w->abandon)) break;
         int stopping = atomic_load(&w->stopping);
+        now = ferry__mono_ms();
+        if (w->role) {
+            /* a handler or the waiter is writing results or fetching. Only this thread
+             * writes next_renew / next_stalled, so they can be read without the role. */
+            int due = stopping || now >= d->next_renew || now >= d->next_stalled;
+            w->role_wanted = due;
+            ferry__cond_wait_until(&w->disp_cv, &w->mu, due ? 0 : now + WATCH_MS);
+            w->role_wanted = 0;
+            continue;
+        }
+        w->role = have_role = 1;
+        collect_done(w);
         if (w->wake_fetch) {
             w->wake_fetch = 0;
             d->drained = 0;
             d->block_until = 0;
         }
-        now = ferry__mono_ms();
         int ok = conn_ok(d);
-        int free_slots = d->free_slots;
         if (stopping && d->nowned == 0 && (!w->waiter_busy || !ok || !w->bclient_id)) break;
 
+        int go = write_now(w, stopping);
         turn tn = {0};
-        tn.send = ok && d->pending && now >= d->retry_at;
-        tn.fetch = ok && !stopping && free_slots > 0 && !d->drained && now >= d->limit_until;
+        tn.send = ok && d->pending && now >= d->retry_at && go;
+        tn.fetch =
+            ok && !stopping && d->free_slots > 0 && !d->drained && now >= d->limit_until && go;
         tn.renew = ok && d->nowned > 0 && now >= d->next_renew;
         tn.stalled = ok && !stopping && now >= d->next_stalled;
         tn.reconnect = !ok && now >= d->reconnect_at;
@@ -503,20 +686,19 @@ void *ferry__dispatcher_main(void *arg) {
                     d->next_renew = now + renew_every;
                     renew_locks(w);
                 }
-                if ((tn.send || tn.fetch) && conn_ok(d)) run_batch(w, tn.fetch);
+                if ((tn.send || tn.fetch) && conn_ok(d)) run_batch(w, tn.fetch, NULL);
             }
             pthread_mutex_lock(&w->mu);
+            role_release_locked(w, 1);
+            have_role = 0;
             continue;
         }
 
-        /* Nothing to do now. If the last fetch found nothing, let the waiter watch the
-         * marker while we wait for results and timers. */
-        if (ok && !stopping && d->drained && free_slots > 0 && now >= d->limit_until &&
-            !w->wait_req && !w->waiter_busy) {
-            w->wait_req = 1;
-            w->wait_block_until = d->block_until;
-            pthread_cond_signal(&w->waiter_cv);
-        }
+        /* Nothing to do now: sleep until a timer, a result that must go now, or - while
+         * results or queued jobs were left for imminent completions - WATCH_MS. */
+        ferry__ready_kick_stale(w);
+        int watch = (d->pending && now >= d->retry_at) || atomic_load(&w->rq_len) > 0 ||
+                    atomic_load(&w->done);
         int64_t dl = 0;
         if (d->pending) dl = min_deadline(dl, d->retry_at);
         if (!ok) dl = min_deadline(dl, d->reconnect_at);
@@ -524,10 +706,26 @@ void *ferry__dispatcher_main(void *arg) {
         if (!stopping) dl = min_deadline(dl, d->next_stalled);
         if (!stopping && !d->drained && d->limit_until > now) dl = min_deadline(dl, d->limit_until);
         if (stopping && w->waiter_busy) dl = min_deadline(dl, d->last_unblock + UNBLOCK_EVERY_MS);
+        if (watch) dl = min_deadline(dl, now + WATCH_MS);
+        role_release_locked(w, 1);
+        have_role = 0;
+        atomic_store(&w->disp_watching, watch);
         atomic_store(&w->disp_sleeping, 1);
-        if (!atomic_load(&w->done)) ferry__cond_wait_until(&w->disp_cv, &w->mu, dl);
+        /* last look (see ferry__watch): a result nobody could write (its thread found the
+         * role taken by us), or things left for later while we were not watching */
+        int run_now = atomic_load(&w->done) && atomic_load(&w->rq_len) == 0;
+        int need_watch = !watch && (atomic_load(&w->done) || atomic_load(&w->rq_len) > 0);
+        if (!run_now && !need_watch) ferry__cond_wait_until(&w->disp_cv, &w->mu, dl);
         atomic_store(&w->disp_sleeping, 0);
+        atomic_store(&w->disp_watching, 0);
     }
+    /* Leaving: hold the role for good, so nobody uses the connection closed below. */
+    while (!have_role && w->role) {
+        w->role_wanted = 1;
+        ferry__cond_wait_until(&w->disp_cv, &w->mu, ferry__mono_ms() + WATCH_MS);
+    }
+    w->role = 1;
+    w->role_wanted = 0;
     w->disp_exited_clean = d->nowned == 0;
     pthread_cond_broadcast(&w->waiter_cv);
     pthread_mutex_unlock(&w->mu);

@@ -54,19 +54,50 @@ ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const re
     }
 #undef COPY_INTO
     j->nfields = nf;
-    j->name = ferry_job_field(j, "name");
+    /* one pass for the fields the worker reads (first occurrence wins, as in
+     * ferry_job_field) */
+    const char *atm = NULL, *legacy_atm = NULL, *ats = NULL, *ts = NULL;
+#define TAKE(var, lit)                                                                             \
+    do {                                                                                           \
+        if (!(var) && !strcmp(n, lit)) (var) = v;                                                  \
+    } while (0)
+    for (size_t i = 0; i < nf; i++) {
+        const char *n = j->fname[i], *v = j->fval[i];
+        switch (n[0]) {
+        case 'n':
+            TAKE(j->name, "name");
+            break;
+        case 'd':
+            TAKE(j->data, "data");
+            TAKE(j->deid, "deid");
+            TAKE(j->defa, "defa");
+            break;
+        case 'o':
+            TAKE(j->opts, "opts");
+            break;
+        case 'a':
+            TAKE(atm, "atm");
+            TAKE(ats, "ats");
+            TAKE(legacy_atm, "attemptsMade");
+            break;
+        case 's':
+            TAKE(j->stacktrace_prev, "stacktrace");
+            break;
+        case 't':
+            TAKE(ts, "timestamp");
+            break;
+        default:
+            break;
+        }
+    }
+#undef TAKE
     if (!j->name) j->name = "";
-    j->data = ferry_job_field(j, "data");
     if (!j->data) j->data = "{}";
-    j->opts = ferry_job_field(j, "opts");
     if (!j->opts) j->opts = "{}";
-    const char *v = ferry_job_field(j, "atm");
-    if (!v) v = ferry_job_field(j, "attemptsMade"); /* legacy name */
-    j->attempts_made = v ? strtol(v, NULL, 10) : 0;
-    v = ferry_job_field(j, "ats");
-    j->attempts_started = v ? strtol(v, NULL, 10) : 0;
-    v = ferry_job_field(j, "timestamp");
-    j->timestamp = v ? strtoll(v, NULL, 10) : 0;
+    if (!atm) atm = legacy_atm;
+    j->attempts_made = atm ? strtol(atm, NULL, 10) : 0;
+    j->attempts_started = ats ? strtol(ats, NULL, 10) : 0;
+    j->timestamp = ts ? strtoll(ts, NULL, 10) : 0;
     j->own_idx = -1;
     return j;
 }
@@ -235,8 +266,7 @@ int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack) {
 /* ---- planning the finish ----------------------------------------------------------- */
 
 const char *ferry__job_unrunnable(const ferry_job *j) {
-    const char *defa = ferry_job_field(j, "defa");
-    if (defa) return defa;
+    if (j->defa) return j->defa;
     if (j->w->max_started_attempts > 0 && j->w->max_started_attempts < j->attempts_started)
         return "job started more than allowable limit";
     return NULL;
@@ -313,19 +343,43 @@ static void plan_oom(ferry_job *j) {
     j->keep = j->w->keep_fail;
 }
 
-void ferry__job_plan(ferry_job *j, ferry_outcome outcome) {
+void ferry__opts_cache_free(ferry__opts_cache *c) {
+    if (!c || !c->text) return;
+    free(c->text);
+    ferry__job_opts_free(&c->opts);
+    c->text = NULL;
+}
+
+/* The parsed opts of j: from the cache when its text is the same (jobs of one queue
+ * usually share their opts text, and parsing JSON per job is a good part of a fast
+ * job's cost), else parsed now and remembered. *local receives a parse the caller frees
+ * when the result is `local`. */
+static const ferry__job_opts *opts_of(const ferry_job *j, ferry__opts_cache *cache,
+                                      ferry__job_opts *local) {
+    if (cache && cache->text && !strcmp(cache->text, j->opts)) return &cache->opts;
+    ferry__job_opts_from_stored(j->opts, local);
+    if (!cache) return local;
+    char *text = strdup(j->opts);
+    if (!text) return local;
+    ferry__opts_cache_free(cache);
+    cache->text = text;
+    cache->opts = *local;
+    return &cache->opts;
+}
+
+void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache) {
     ferry_worker *w = j->w;
-    ferry__job_opts o;
-    ferry__job_opts_from_stored(j->opts, &o);
-    j->attempts = o.attempts;
-    j->lifo = o.lifo;
+    ferry__job_opts local;
+    const ferry__job_opts *o = opts_of(j, cache, &local);
+    j->attempts = o->attempts;
+    j->lifo = o->lifo;
     free(j->value);
     free(j->stacktrace);
     j->value = j->stacktrace = NULL;
 
     if (outcome == FERRY_COMPLETED) {
         j->kind = FERRY__FIN_COMPLETE;
-        j->keep = o.remove_on_complete.set ? o.remove_on_complete : w->keep_complete;
+        j->keep = o->remove_on_complete.set ? o->remove_on_complete : w->keep_complete;
         if (j->ret) {
             j->value = j->ret;
             j->ret = NULL;
@@ -333,18 +387,18 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome) {
             j->value = strdup("null");
         }
         if (!j->value) plan_oom(j);
-        ferry__job_opts_free(&o);
+        if (o == &local) ferry__job_opts_free(&local);
         return;
     }
 
     const char *reason = j->reason ? j->reason : "failed";
     char *reason_buf = NULL;
-    int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o.attempts &&
+    int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
                 !(w->max_started_attempts > 0 && w->max_started_attempts <= j->attempts_started);
     long long delay = 0;
     if (retry) {
         ferry_error e = {0};
-        int rc = ferry__backoff_delay(&o.backoff, j->attempts_made + 1, ferry__backoff_random(),
+        int rc = ferry__backoff_delay(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
                                       &delay, &e);
         if (rc != 0) {
             /* e.g. a custom strategy this worker does not know: fail now, and say why */
@@ -363,14 +417,14 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome) {
                                    j->w->queue, j->id);
         stack = default_stack ? default_stack : "Error";
     }
-    long long limit = o.stack_trace_limit >= 0 ? o.stack_trace_limit : STACKTRACE_LIMIT_DEFAULT;
-    j->stacktrace = build_stacktrace(ferry_job_field(j, "stacktrace"), stack, limit);
+    long long limit = o->stack_trace_limit >= 0 ? o->stack_trace_limit : STACKTRACE_LIMIT_DEFAULT;
+    j->stacktrace = build_stacktrace(j->stacktrace_prev, stack, limit);
     j->value = strdup(reason);
     free(default_stack);
     free(reason_buf);
     if (!j->value || !j->stacktrace) {
         plan_oom(j);
-        ferry__job_opts_free(&o);
+        if (o == &local) ferry__job_opts_free(&local);
         return;
     }
     if (retry) {
@@ -378,7 +432,7 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome) {
         j->delay_ms = delay;
     } else {
         j->kind = FERRY__FIN_FAIL;
-        j->keep = o.remove_on_fail.set ? o.remove_on_fail : w->keep_fail;
+        j->keep = o->remove_on_fail.set ? o->remove_on_fail : w->keep_fail;
     }
-    ferry__job_opts_free(&o);
+    if (o == &local) ferry__job_opts_free(&local);
 }

@@ -4,9 +4,12 @@
  * runs `BZPOPMIN <base>marker T` (what BullMQ workers do): T is drain_delay, or the time
  * until the next delayed job is due, capped at 10 s, at least the server's smallest useful
  * timeout; the connection's own deadline is T plus a guard, so a silent server cannot hold
- * it. A popped "0" (jobs available), a due delayed marker or a timeout tell the dispatcher
- * to fetch; a future delayed marker just moves the wake-up time. Close wakes it with
- * CLIENT UNBLOCK from the command connection (see dispatch.c). */
+ * it. A popped "0" (jobs available), a due delayed marker or a timeout mean: fetch. The
+ * waiter then fetches itself on the command connection when nobody holds the dispatcher
+ * role (ferry__lead: one thread switch fewer between a new job and its handler), else it
+ * leaves the fetch to the role's holder (`wake_fetch`). A future delayed marker just moves
+ * the wake-up time. Close wakes it with CLIENT UNBLOCK from the command connection (see
+ * dispatch.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,7 +173,15 @@ void *ferry__waiter_main(void *arg) {
         pthread_mutex_lock(&w->mu);
         w->waiter_busy = 0;
         w->wake_fetch = 1;
-        pthread_cond_signal(&w->disp_cv);
+        if (leaving(w)) {
+            pthread_cond_signal(&w->disp_cv);
+            continue;
+        }
+        pthread_mutex_unlock(&w->mu);
+        /* it asks us to block again (wait_req) when this fetch finds nothing */
+        ferry__lead(w, 0);
+        pthread_mutex_lock(&w->mu);
+        if (w->wake_fetch) pthread_cond_signal(&w->disp_cv); /* the role was taken */
     }
     w->waiter_busy = 0;
     pthread_cond_signal(&w->disp_cv);

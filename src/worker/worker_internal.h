@@ -6,14 +6,17 @@
  *   waiter.c    the waiter thread (owns the blocking connection): BZPOPMIN on the marker
  *   job.c       ferry_job: accessors, parsing a fetched job, planning its finish
  *
- * Locking: `mu` guards every field marked [mu]. Fields marked [disp] belong to the
- * dispatcher thread, [wait] to the waiter thread, [const] never change after create. */
+ * Locking: `mu` guards every field marked [mu]. Fields marked [disp] belong to whichever
+ * thread holds the dispatcher role (`role`, see dispatch.c: the dispatcher thread, a handler
+ * thread writing results it just produced, or the waiter fetching after a marker), [wait]
+ * to the waiter thread, [const] never change after create. */
 #ifndef FERRY_WORKER_INTERNAL_H
 #define FERRY_WORKER_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ferry/worker.h"
 #include "queue/job_opts.h"
@@ -42,9 +45,11 @@ struct ferry_job {
     size_t nfields;
     const char **fname, **fval;
     const char *name, *data, *opts;
+    const char *deid, *defa, *stacktrace_prev; /* those fields, or NULL */
     long attempts_made, attempts_started;
     long long timestamp;
-    int own_idx; /* [disp] index in the dispatcher's owned-jobs array */
+    int own_idx;      /* [disp] index in the dispatcher's owned-jobs array */
+    int64_t ready_us; /* when it entered the ready queue (ferry__now_us) */
 
     /* Written by the handler (ferry_job_set_*), then by ferry__job_plan. */
     char *ret;    /* JSON text, owned */
@@ -80,7 +85,8 @@ typedef struct ferry__disp {
     int nowned;
     ferry_job *pending, *pending_tail; /* results waiting to be written */
     size_t npending;
-    int free_slots; /* concurrency - jobs queued or running in handlers */
+    int64_t pending_since_us; /* when `pending` last became non-empty */
+    int free_slots;           /* concurrency - jobs queued or running in handlers */
     unsigned long long token_counter;
     int drained;           /* last fetch found nothing */
     long long block_until; /* next delayed due time (wall ms) or 0 */
@@ -121,21 +127,31 @@ struct ferry_worker {
     pthread_mutex_t mu;
     pthread_cond_t disp_cv, waiter_cv, exit_cv;
     int started, closed;
+    int role;            /* a thread acts as dispatcher (owns `d` and the command connection) */
+    int role_wanted;     /* the dispatcher thread waits for the role */
     atomic_int stopping; /* stop fetching (ferry_worker_stop / close) */
     atomic_int abandon;  /* close deadline passed: every thread leaves at once */
-    /* Ready queue: the dispatcher appends fetched jobs and signals one sleeping handler; a
-     * handler that takes a job wakes the next sleeper only if more jobs wait, so K slow
-     * handlers all start while fast ones drain several jobs per wake-up. */
+    /* Ready queue of fetched jobs waiting for a handler thread. Waking a thread costs more
+     * than a fast handler, so sleepers are woken only when the jobs need them (see
+     * worker.c: handler_wanted): always for slow handlers, for fast ones only when the
+     * queue is longer than the awake threads drain quickly or a job has waited a while. */
     pthread_mutex_t rq_mu;
     pthread_cond_t rq_cv;
     ferry_job *rq_head, *rq_tail; /* [rq_mu] */
     int rq_sleepers;              /* [rq_mu] */
     int rq_exit;                  /* [rq_mu] handlers leave once the queue is empty */
-    _Atomic(ferry_job *) done;    /* handled jobs (lock-free stack, newest first) */
-    atomic_int busy;              /* handlers running now */
-    atomic_int disp_sleeping;     /* dispatcher waits on disp_cv (set/cleared under mu) */
-    int disp_exited_clean;        /* every owned job was written or given up before leaving */
-    int wait_req;                 /* dispatcher asks the waiter to block */
+    atomic_int rq_len;            /* jobs in the ready queue (written under rq_mu) */
+    atomic_int ndone;             /* results pushed on `done` and not collected yet */
+    /* [const] write this many results without waiting for the rest of a batch (0 = never):
+     * at high concurrency the handlers then run one half while Redis works on the other */
+    int split_at;
+    atomic_int handler_ns;     /* moving average of handler run time, ns (<= 1 s) */
+    _Atomic(ferry_job *) done; /* handled jobs (lock-free stack, newest first) */
+    atomic_int busy;           /* handlers running now */
+    atomic_int disp_sleeping;  /* dispatcher waits on disp_cv (set/cleared under mu) */
+    atomic_int disp_watching;  /* ... with a deadline of at most WATCH_MS (dispatch.c) */
+    int disp_exited_clean;     /* every owned job was written or given up before leaving */
+    int wait_req;              /* dispatcher asks the waiter to block */
     long long wait_block_until;
     int waiter_busy;                       /* waiter is between a request and its answer */
     int wake_fetch;                        /* waiter says: try a fetch */
@@ -165,11 +181,19 @@ void ferry__job_free(ferry_job *j);
  * maxStartedAttempts exceeded), or NULL. Borrowed / static. */
 const char *ferry__job_unrunnable(const ferry_job *j);
 
+/* The last job opts text a thread parsed and its parse (one per handler thread). */
+typedef struct ferry__opts_cache {
+    char *text;           /* malloc'd; NULL = empty */
+    ferry__job_opts opts; /* owned */
+} ferry__opts_cache;
+void ferry__opts_cache_free(ferry__opts_cache *c); /* empties it; NULL accepted */
+
 /* Decide the finish of a handled job from its outcome: completed -> returnvalue; failed ->
  * failedReason + stacktrace, retry with backoff while attempts remain (FERRY_FAILED only).
  * Fills kind/value/stacktrace/delay/keep/attempts/lifo. Never fails: on ENOMEM it degrades
- * to a final failure with an empty reason. Runs on the handler thread. */
-void ferry__job_plan(ferry_job *j, ferry_outcome outcome);
+ * to a final failure with an empty reason. `cache` (the calling thread's own, or NULL)
+ * spares parsing the same opts text again. */
+void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache);
 
 /* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
  * malloc'd, NULL on ENOMEM. */
@@ -208,6 +232,31 @@ int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error 
 void *ferry__dispatcher_main(void *arg);
 void *ferry__waiter_main(void *arg);
 
+/* Monotonic clock in microseconds (vDSO; cheap enough to call per job). */
+static inline int64_t ferry__now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Called by a handler thread right after it pushed a result, and by the waiter after a
+ * marker: if nobody holds the dispatcher role, take it and write the pending results and
+ * fetch for the free slots in one round trip (what the dispatcher thread would do, without
+ * waking it). With keep_one, one fetched job is returned for the caller to run itself
+ * instead of going through the ready queue; NULL when none. Never blocks on the role. */
+ferry_job *ferry__lead(ferry_worker *w, int keep_one);
+
+/* Make sure the dispatcher thread looks again within WATCH_MS: called when a result or a
+ * queued job was left for later (more completions were imminent), so neither can be held
+ * longer than that if the handlers turn out slow. Cheap when it already watches. */
+void ferry__watch(ferry_worker *w);
+
+/* Wake one sleeping handler if the oldest queued job waited WATCH_MS or more. */
+void ferry__ready_kick_stale(ferry_worker *w);
+/* Wake one sleeping handler if jobs are queued: called before a thread that may be the
+ * only one draining the queue blocks on Redis. */
+void ferry__ready_help(ferry_worker *w);
+
 /* Queue an error report for callbacks.error from a thread other than the dispatcher
  * (callbacks run on the dispatcher thread only; it delivers queued reports on its next
  * turn). At most FERRY__POSTED_MAX are kept; later ones are counted and summarised. */
@@ -216,8 +265,10 @@ void ferry__worker_post_error(ferry_worker *w, const ferry_error *e);
 /* Tell the handler threads to leave once the ready queue is empty (or at once when the
  * worker is abandoned). */
 void ferry__handlers_release(ferry_worker *w);
-/* Append jobs (a NULL-terminated list linked by next) to the ready queue. */
-void ferry__ready_push(ferry_worker *w, ferry_job *head, ferry_job *tail, int n);
+/* Append jobs (a NULL-terminated list linked by next) to the ready queue. `pusher_runs`:
+ * the caller is a handler thread that takes jobs from the queue after its own (so for fast
+ * handlers no other thread needs waking); otherwise at least one sleeper is woken. */
+void ferry__ready_push(ferry_worker *w, ferry_job *head, ferry_job *tail, int n, int pusher_runs);
 
 /* Thread bookkeeping: mark *t exited, drop its reference, free the worker if last. */
 void ferry__thread_exit(ferry__thread *t);

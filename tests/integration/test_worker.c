@@ -1,8 +1,10 @@
 /* test_worker.c - the worker against real Redis: completion with JSON and non-JSON return
  * values, retries with fixed and exponential backoff, permanent failure, removeOnComplete
  * (true / count / age, job option and worker option), concurrency K, maxStartedAttempts,
- * graceful close. Effects are checked on the Redis side (job hash, sets, events) exactly as
- * BullMQ 6.7.0 leaves them. Recovery paths are in test_worker_recovery.c. */
+ * batched results with per-job checks, the marker after a fetch, thread hand-off when a
+ * fast workload meets a blocking job, graceful close. Effects are checked on the Redis
+ * side (job hash, sets, events) exactly as BullMQ 6.7.0 leaves them. Recovery paths are in
+ * test_worker_recovery.c. */
 #include <jansson.h>
 
 #include "test_worker_support.h"
@@ -147,7 +149,8 @@ static void test_retry_fixed_then_fail(void **state) {
     assert_true(json_is_array(arr));
     assert_int_equal(json_array_size(arr), 3);
     char want_stack[128];
-    snprintf(want_stack, sizeof want_stack, "Error: boom\n    at ferry handler (queue wq, job %s)", id);
+    snprintf(want_stack, sizeof want_stack, "Error: boom\n    at ferry handler (queue wq, job %s)",
+             id);
     assert_string_equal(json_string_value(json_array_get(arr, 2)), want_stack);
     json_decref(arr);
     free(st);
@@ -514,6 +517,153 @@ static void test_batch_fetch_order(void **state) {
     wt_fini(&t);
 }
 
+/* ---- batching and thread hand-off ------------------------------------------------------ */
+
+/* Fast jobs teach the worker that its handlers are quick, so it stops waking a thread per
+ * job; when a batch's first job then blocks, the other jobs of the batch must still start
+ * on other threads (the dispatcher wakes them once a queued job waited too long). */
+static void test_blocking_job_after_fast_ones(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    enum { K = 4, FAST = 200 };
+    for (int i = 0; i < FAST; i++)
+        free(wt_add(&t, "none", NULL, "{\"removeOnComplete\":true}"));
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = K;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_COUNT(&t, completed, FAST);
+    /* K gate jobs added together, fetched together */
+    ferry_job_spec specs[K];
+    for (int i = 0; i < K; i++)
+        specs[i] = (ferry_job_spec){"gate", NULL, NULL};
+    ferry_error e = {0};
+    if (ferry_queue_add_bulk(t.q, specs, K, NULL, &e) != 0) fail_msg("add_bulk: %s", e.message);
+    GATE_WAIT_ENTERED(&h.g, K);
+    assert_int_equal(h.g.max_inside, K);
+    gate_open(&h.g);
+    WT_WAIT_ZCARD(&t, "completed", K);
+    wt_stop(w);
+    wt_fini(&t);
+}
+
+/* The marker: a fetch that leaves jobs behind re-adds "0" as BullMQ does (other workers
+ * look for it); a fetch that empties wait and prioritized removes a stale "0" instead, so
+ * an idle worker blocks rather than waking for nothing; new jobs still wake it. */
+static void test_marker_after_fetch(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *a = wt_add(&t, "gate", NULL, NULL);
+    char *b = wt_add(&t, "none", NULL, NULL);
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = 1;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    GATE_WAIT_ENTERED(&h.g, 1); /* a runs, b still waits */
+    char *m = wt_zscore(&t, "marker", "0");
+    assert_non_null(m);
+    assert_string_equal(m, "0");
+    free(m);
+    gate_open(&h.g);
+    WT_WAIT_COUNT(&t, completed, 2);
+    assert_null(wt_zscore(&t, "marker", "0"));
+    char *c = wt_add(&t, "none", NULL, NULL);
+    WT_WAIT_COUNT(&t, completed, 3);
+    assert_null(wt_zscore(&t, "marker", "0"));
+    assert_int_equal(WT_ZCARD(&t, "completed"), 3);
+    wt_stop(w);
+    free(a), free(b), free(c);
+    wt_fini(&t);
+}
+
+/* Results written together keep their own checks: a job whose lock was taken over or
+ * whose hash vanished is refused alone; the others complete with exactly their own
+ * effects (kept ones in completed, removeOnComplete ones deleted, one event each). */
+static void test_batch_per_job_checks(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    enum { K = 8 };
+    char *ids[K];
+    for (int i = 0; i < K; i++)
+        ids[i] = wt_add(&t, "gate", NULL, i % 2 ? "{\"removeOnComplete\":true}" : NULL);
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.concurrency = K;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    GATE_WAIT_ENTERED(&h.g, K);
+    freeReplyObject(wt_cmd(&t, "SET %s%s:lock intruder:1 PX 60000", t.base, ids[2]));
+    freeReplyObject(wt_cmd(&t, "DEL %s%s", t.base, ids[3]));
+    /* other workers' jobs around ours in active: they stay, in their order */
+    freeReplyObject(wt_cmd(&t, "LPUSH %sactive foreignA", t.base));
+    freeReplyObject(wt_cmd(&t, "RPUSH %sactive foreignB", t.base));
+    gate_open(&h.g);
+    WT_WAIT_COUNT(&t, completed, K - 2);
+    WT_WAIT_COUNT(&t, errors, 2);
+    /* refused: nothing of theirs changed (fetched oldest first, so ids[3] is nearer the
+     * head of active than ids[2]) */
+    {
+        redisReply *r = wt_cmd(&t, "LRANGE %sactive 0 -1", t.base);
+        assert_int_equal(r->elements, 4);
+        assert_string_equal(r->element[0]->str, "foreignA");
+        assert_string_equal(r->element[1]->str, ids[3]);
+        assert_string_equal(r->element[2]->str, ids[2]);
+        assert_string_equal(r->element[3]->str, "foreignB");
+        freeReplyObject(r);
+    }
+    wt_expect_field(&t, ids[2], "finishedOn", NULL);
+    wt_expect_field(&t, ids[2], "atm", NULL);
+    assert_int_equal(WT_EXISTS(&t, ids[3]), 0);
+    char *lock = NULL;
+    {
+        redisReply *r = wt_cmd(&t, "GET %s%s:lock", t.base, ids[2]);
+        lock = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
+        freeReplyObject(r);
+    }
+    assert_non_null(lock);
+    assert_string_equal(lock, "intruder:1");
+    free(lock);
+    /* the rest */
+    assert_int_equal(WT_ZCARD(&t, "completed"), 3); /* 0, 4, 6 kept */
+    for (int i = 0; i < K; i++) {
+        if (i == 2 || i == 3) continue;
+        char *ev = wt_events(&t, ids[i], NULL);
+        assert_string_equal(strstr(ev, "active"), "active completed");
+        free(ev);
+        char key[160];
+        snprintf(key, sizeof key, "%s:lock", ids[i]);
+        assert_int_equal(WT_EXISTS(&t, key), 0);
+        if (i % 2) {
+            assert_int_equal(WT_EXISTS(&t, ids[i]), 0);
+        } else {
+            wt_expect_field(&t, ids[i], "returnvalue", "null");
+            wt_expect_field(&t, ids[i], "atm", "1");
+            char *sc = wt_zscore(&t, "completed", ids[i]);
+            assert_non_null(sc);
+            free(sc);
+        }
+    }
+    ferry_worker_stats s;
+    ferry_worker_get_stats(w, &s);
+    assert_int_equal(s.completed, K - 2);
+    assert_int_equal(s.lock_lost, 1);
+    wt_stop(w);
+    for (int i = 0; i < K; i++)
+        free(ids[i]);
+    wt_fini(&t);
+}
+
 static int runs_at_least_one(void *arg) {
     return runs_of(arg) >= 1;
 }
@@ -634,6 +784,9 @@ int main(void) {
         cmocka_unit_test(test_queue_limits),
         cmocka_unit_test(test_max_started_attempts),
         cmocka_unit_test(test_batch_fetch_order),
+        cmocka_unit_test(test_blocking_job_after_fast_ones),
+        cmocka_unit_test(test_marker_after_fetch),
+        cmocka_unit_test(test_batch_per_job_checks),
         cmocka_unit_test(test_pause_name_scheduler_job_and_script_flush),
         cmocka_unit_test(test_graceful_close_waits_for_handler),
     };

@@ -5,11 +5,26 @@
   failedReason (+ stacktrace); LREM active (-3 when absent); deduplication key release;
   atm + 1; keepJobs (count 0 -> delete the job, else ZADD target, HSET value + finishedOn,
   HDEL defa on failed, trim by age/count); event completed|failed; for failed with
-  atm >= attempts, event retries-exhausted. Batching changes no per-job effect, only how
-  many commands carry them: the events stream is XTRIMmed once per call (before any
-  event), the released jobs leave `stalled` in one SREM, `drained` is emitted once (when
-  some job finished, the fetch found nothing at all and wait, active and prioritized are
-  empty), and a deleted job's atm is not incremented first (nobody can read it).
+  atm >= attempts, event retries-exhausted.
+
+  Batching changes no per-job effect, only how many commands carry them (each redis.call
+  costs Redis about as much as the command itself, so the per-job ones are what matters):
+  - the events stream is trimmed once per call, by the first event (XADD MAXLEN ~, where
+    BullMQ runs XTRIM just before it);
+  - existence, children and lock checks of all jobs (of two or more) are read up front
+    with one EXISTS (each job key counted 3 times, so the sum tells "all exist, none has
+    children" apart from every other case, which falls back to the per-job checks) and
+    one MGET; these reads stay valid until a trim wipes other jobs, after which later
+    jobs read again;
+  - released locks and deleted jobs' keys go in one DEL, and released jobs leave `stalled`
+    in one SREM, both before the fetch (nothing in between reads those keys);
+  - when `active` is short (at most 2 * N + 64 ids) it is read once and written back
+    without the finished ids (same order, last occurrence removed as LREM -1 does) instead
+    of one LREM per job;
+  - `drained` is emitted once (when some job finished, the fetch found nothing at all and
+    wait, active and prioritized are empty), and a deleted job's atm is not incremented
+    first (nobody can read it).
+  A batch naming the same job twice runs every check and write per job, in order.
   Not handled (flows): parent dependency bookkeeping, keepLastIfActive re-enqueue.
 
   KEYS: 1 wait 2 active 3 prioritized 4 events 5 limiter 6 delayed 7 meta 8 pc 9 marker
@@ -17,7 +32,7 @@
   ARGV: 1 base  2 now (ms)  3 n to fetch (0 = none)  4 token prefix  5 first token counter
         6 lockDuration  7 worker name ("" none)  8 limiter max ("" none)
         9 limiter duration ("" none)  10 popMany ("1" = Redis >= 6.2)
-        11 N jobs to finish, then N groups of 11:
+        11 N jobs to finish (at most 1000), then N groups of 11:
         jobId, token, target (completed|failed), value (returnvalue JSON | failedReason),
         stacktrace JSON ("" = leave), keepCount (-1 keep all, 0 delete, n newest n),
         keepAge seconds ("" = none), keepLimit, attempts, trim ("1" = trim the target set
@@ -38,6 +53,19 @@ local nowStr = ARGV[2]
 local now = tonumber(nowStr)
 local nJobs = tonumber(ARGV[11])
 local STRIDE = 11
+local UNPACK_MAX = 7000 -- stay below Lua's C stack limit for unpack()
+
+if nJobs > 1000 then return redis.error_reply("ERR moveToFinished: more than 1000 jobs") end
+
+local function callChunked(cmd, key, list)
+  for from = 1, #list, UNPACK_MAX do
+    if key then
+      redis.call(cmd, key, unpack(list, from, math.min(from + UNPACK_MAX - 1, #list)))
+    else
+      redis.call(cmd, unpack(list, from, math.min(from + UNPACK_MAX - 1, #list)))
+    end
+  end
+end
 
 -- removeOnComplete / removeOnFail trimming of a whole finished set (BullMQ
 -- removeJobsByMaxAge + removeJobsByMaxCount).
@@ -50,9 +78,7 @@ local function trimSet(setKey, count, age, limit)
       if #ids < limit then
         redis.call("ZREMRANGEBYSCORE", setKey, "-inf", start)
       else
-        for from = 1, #ids, 7000 do
-          redis.call("ZREM", setKey, unpack(ids, from, math.min(from + 6999, #ids)))
-        end
+        callChunked("ZREM", setKey, ids)
       end
     end
   end
@@ -63,12 +89,73 @@ local function trimSet(setKey, count, age, limit)
   end
 end
 
-if nJobs > 0 then
-  redis.call("XTRIM", k.events, "MAXLEN", "~", ferryMaxEvents(k.meta))
+local trimEvents = true -- the next event trims the stream
+local function addEvent(...)
+  if trimEvents then
+    trimEvents = false
+    return redis.call("XADD", k.events, "MAXLEN", "~", ferryMaxEvents(k.meta), "*", ...)
+  end
+  return redis.call("XADD", k.events, "*", ...)
+end
+
+-- Up-front reads (see the header). `bulk` = no job named twice. For a single job the
+-- per-job reads are cheaper than building the combined ones.
+local bulk = true
+if nJobs > 1 then
+  local seen = {}
+  for i = 0, nJobs - 1 do
+    local id = ARGV[12 + i * STRIDE]
+    if seen[id] then bulk = false break end
+    seen[id] = true
+  end
+end
+local preread, locks = false, nil
+if bulk and nJobs > 1 then
+  local ek, lk = {}, {}
+  for i = 0, nJobs - 1 do
+    local a = 12 + i * STRIDE
+    local jobKey = base .. ARGV[a]
+    ek[#ek + 1] = jobKey
+    ek[#ek + 1] = jobKey
+    ek[#ek + 1] = jobKey
+    if ARGV[a + 2] ~= "failed" then
+      ek[#ek + 1] = jobKey .. ":dependencies"
+      ek[#ek + 1] = jobKey .. ":unsuccessful"
+    end
+    lk[i + 1] = jobKey .. ":lock"
+  end
+  if redis.call("EXISTS", unpack(ek)) == 3 * nJobs then
+    locks = redis.call("MGET", unpack(lk))
+    preread = true
+  end
+end
+
+-- `active` read once when short (positions of each id, ascending).
+local seg, segPos, segGone, segChanged = nil, nil, {}, false
+if bulk and nJobs >= 4 and redis.call("LLEN", k.active) <= 2 * nJobs + 64 then
+  seg = redis.call("LRANGE", k.active, 0, -1)
+  segPos = {}
+  for p, v in ipairs(seg) do
+    local t = segPos[v]
+    if t then t[#t + 1] = p else segPos[v] = {p} end
+  end
+end
+local function removeFromActive(id)
+  if seg then
+    local t = segPos[id]
+    if t and #t > 0 then
+      segGone[table.remove(t)] = true -- the last occurrence, as LREM -1
+      segChanged = true
+      return true
+    end
+    return false
+  end
+  return redis.call("LREM", k.active, -1, id) >= 1
 end
 
 local codes = {}
 local released = {}
+local dels = {} -- keys deleted in one DEL after the loop (bulk only)
 local finishedSome = false
 for i = 0, nJobs - 1 do
   local a = 12 + i * STRIDE
@@ -76,16 +163,20 @@ for i = 0, nJobs - 1 do
   local jobKey = base .. id
   local failed = target == "failed"
   local code = 0
-  if redis.call("EXISTS", jobKey) == 0 then
+  if preread then
+    -- exists, and (completed) has no children: known from the up-front EXISTS
+  elseif redis.call("EXISTS", jobKey) == 0 then
     code = -1
   elseif not failed and redis.call("EXISTS", jobKey .. ":dependencies", jobKey .. ":unsuccessful") > 0 then
     -- a set or zset key exists only while it has members
     if redis.call("SCARD", jobKey .. ":dependencies") ~= 0 then code = -4 else code = -9 end
-  elseif token ~= "0" then
+  end
+  if code == 0 and token ~= "0" then
     local lockKey = jobKey .. ":lock"
-    local cur = redis.call("GET", lockKey)
+    local cur
+    if preread then cur = locks[i + 1] else cur = redis.call("GET", lockKey) end
     if cur == token then
-      redis.call("DEL", lockKey)
+      if bulk then dels[#dels + 1] = lockKey else redis.call("DEL", lockKey) end
       released[#released + 1] = id
     elseif cur then
       code = -6
@@ -101,7 +192,7 @@ for i = 0, nJobs - 1 do
         redis.call("HSET", jobKey, "failedReason", value)
       end
     end
-    if redis.call("LREM", k.active, -1, id) < 1 then code = -3 end
+    if not removeFromActive(id) then code = -3 end
   end
   if code == 0 then
     local deid = ARGV[a + 10]
@@ -121,30 +212,42 @@ for i = 0, nJobs - 1 do
     if keepCount ~= 0 then
       local setKey = failed and k.failed or k.completed
       redis.call("ZADD", setKey, nowStr, id)
-      if failed then
-        redis.call("HSET", jobKey, field, value, "finishedOn", nowStr)
-        redis.call("HDEL", jobKey, "defa")
-      else
-        redis.call("HSET", jobKey, field, value, "finishedOn", nowStr)
-      end
+      redis.call("HSET", jobKey, field, value, "finishedOn", nowStr)
+      if failed then redis.call("HDEL", jobKey, "defa") end
       if ARGV[a + 9] == "1" then
         trimSet(setKey, keepCount, tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]) or 1000)
+        preread = false -- the trim may have wiped jobs of this batch: read again
       end
+    elseif bulk then
+      local n = #dels
+      dels[n + 1] = jobKey
+      dels[n + 2] = jobKey .. ":logs"
+      dels[n + 3] = jobKey .. ":dependencies"
+      dels[n + 4] = jobKey .. ":processed"
+      dels[n + 5] = jobKey .. ":failed"
+      dels[n + 6] = jobKey .. ":unsuccessful"
     else
       ferryWipeJob(jobKey)
     end
-    redis.call("XADD", k.events, "*", "event", target, "jobId", id, field, value, "prev", "active")
+    addEvent("event", target, "jobId", id, field, value, "prev", "active")
     if failed and atm >= (tonumber(ARGV[a + 8]) or 0) then
-      redis.call("XADD", k.events, "*", "event", "retries-exhausted", "jobId", id,
-        "attemptsMade", atm)
+      addEvent("event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
     end
     finishedSome = true
   end
   codes[i + 1] = code
 end
-for from = 1, #released, 7000 do
-  redis.call("SREM", k.stalled, unpack(released, from, math.min(from + 6999, #released)))
+local rest = nil
+if segChanged then
+  rest = {}
+  for p, v in ipairs(seg) do
+    if not segGone[p] then rest[#rest + 1] = v end
+  end
+  dels[#dels + 1] = k.active
 end
+callChunked("DEL", nil, dels)
+if rest then callChunked("RPUSH", k.active, rest) end
+callChunked("SREM", k.stalled, released)
 
 local jobs, ttl, nextDelayed, had = {}, 0, 0, false
 local nFetch = tonumber(ARGV[3])

@@ -6,6 +6,10 @@
 -- Jobs are taken in BullMQ's order (wait tail first, then prioritized by score) and moved
 -- to the head of active exactly as n single RPOPLPUSH/ZPOPMIN+LPUSH would; with popMany
 -- ("1", Redis >= 6.2) the pops use RPOP/ZPOPMIN with a count instead of one call per job.
+-- Marker: BullMQ re-adds "0" after every fetch that took a job. Here it is re-added only
+-- when wait or prioritized may still hold jobs; when this fetch emptied both, a "0" left
+-- in the marker is stale and is removed instead (what a worker popping it and finding
+-- nothing would do), so an idle worker blocks on BZPOPMIN instead of waking for nothing.
 local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDuration, workerName,
                               wMax, wDur, popMany)
   local now = tonumber(nowStr)
@@ -37,8 +41,10 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
 
   -- take up to n ids
   local ids = {}
+  local exhausted = false -- wait and prioritized are both empty now
   if popMany == "1" and n > 1 then
     local popped = redis.call("RPOP", k.wait, n)
+    local npopped = popped and #popped or 0
     if popped then
       for _, id in ipairs(popped) do
         -- pre-v5 markers left in wait are dropped, never processed
@@ -52,7 +58,10 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
       local fromPrio = {}
       for i = 1, #top, 2 do fromPrio[#fromPrio + 1] = top[i] end
       if #fromPrio > 0 then redis.call("LPUSH", k.active, unpack(fromPrio)) end
-      if #fromPrio < want then redis.call("DEL", k.pc) end
+      if #fromPrio < want then
+        redis.call("DEL", k.pc)
+        exhausted = npopped < n
+      end
       for _, id in ipairs(fromPrio) do ids[#ids + 1] = id end
     end
   else
@@ -69,6 +78,7 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
           redis.call("LPUSH", k.active, id)
         else
           redis.call("DEL", k.pc)
+          exhausted = true
         end
       end
       if not id then break end
@@ -119,10 +129,12 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
     end
   end
 
-  if #ids > 0 then
+  if exhausted then
+    redis.call("ZREM", k.marker, "0")
+  elseif #ids > 0 then
     redis.call("ZADD", k.marker, 0, "0")
-    return jobs, 0, 0, true
   end
+  if #ids > 0 then return jobs, 0, 0, true end
   local first = redis.call("ZRANGE", k.delayed, 0, 0, "WITHSCORES")
   if first[2] then return jobs, 0, tonumber(first[2]) / 4096, true end
   return jobs, 0, 0, false
