@@ -3,13 +3,16 @@
  * A worker fetches jobs from one queue (the same Lua transitions as BullMQ 6.7.0: lock
  * token per job, `ats`/`atm` counters, events, markers) and runs `handler` on up to
  * `concurrency` threads. Connections per worker: exactly two — one command connection
- * owned by the dispatcher thread (fetch, finish, lock renewal, stalled checks, all
- * batched) and one blocking connection for BZPOPMIN on the queue marker.
+ * (fetch, finish, lock renewal, stalled checks, all batched; used by one thread at a time:
+ * the dispatcher, or a handler thread that writes results for the others) and one blocking
+ * connection for BZPOPMIN on the queue marker.
  *
  * Thread-safety: ferry_worker_start/close/free must be called from one controlling
  * thread; ferry_worker_stop may be called from any thread (not from a signal handler:
- * use a self-pipe or sigwait thread, as the CLI does). Callbacks run on the dispatcher
- * thread and must not block for long. */
+ * use a self-pipe or sigwait thread, as the CLI does). Callbacks run one at a time on
+ * whichever worker thread writes the result (the dispatcher, a handler thread, or the
+ * waiter acting for it), never after ferry_worker_close returned; they must not block for
+ * long. */
 #ifndef FERRY_WORKER_H
 #define FERRY_WORKER_H
 
@@ -57,8 +60,8 @@ FERRY_API int ferry_job_set_failure(ferry_job *j, const char *reason, const char
 /* The handler: runs on a worker thread, may block (libpq, curl, ...). */
 typedef ferry_outcome (*ferry_handler_fn)(ferry_job *job, void *userdata);
 
-/* Callbacks (all optional), called on the dispatcher thread. `job` is valid only during
- * the call. */
+/* Callbacks (all optional), called one at a time on a worker thread (see the top of this
+ * file). `job` is valid only during the call. */
 typedef struct ferry_worker_callbacks {
     void (*completed)(const ferry_job *job, const char *returnvalue, void *userdata);
     /* final = 1 when the job moved to failed (no more retries). */

@@ -3,14 +3,12 @@
 // producing their iterations; Node's schedulers are what `ferry scheduler list --json` prints;
 // re-upserting the same scheduler from either side leaves one pending iteration at the same
 // millis; `ferry scheduler remove` removes Node's; bad CLI arguments exit 2 with one line.
-// The checks marked [ferry worker] need the ferry worker to produce next iterations (it calls
-// ferry__scheduler_on_fetch, see docs/schedulers.md); they are skipped until WORKER_WIRED is true
-// (or FERRY_TEST_SCHEDULER_WORKER=1 is set).
+// The checks marked [ferry worker] show the ferry worker producing next iterations (it calls
+// ferry__scheduler_on_fetch before the handler runs, see docs/schedulers.md).
 'use strict';
 const assert = require('node:assert');
 const h = require('./lib/harness');
 
-const WORKER_WIRED = process.env.FERRY_TEST_SCHEDULER_WORKER === '1' || false;
 
 const suite = new h.Suite('scheduler: ferry <-> Node job schedulers');
 const redis = h.newRedis();
@@ -177,12 +175,7 @@ suite.check('bad `ferry scheduler` arguments exit 2 with one line on stderr', as
 
 // ---- [ferry worker] ---------------------------------------------------------------------------
 
-function workerCheck(name, fn) {
-  if (WORKER_WIRED) suite.check(name, fn);
-  else console.log(`# skip - ${name} (set WORKER_WIRED once the ferry worker calls ferry__scheduler_on_fetch)`);
-}
-
-workerCheck('[ferry worker] a ferry worker continues a Node scheduler; Node sees the iteration count grow', async () => {
+suite.check('[ferry worker] a ferry worker continues a Node scheduler; Node sees the iteration count grow', async () => {
   const nq = await h.nodeQueue(suite, h.uniqueQueue('sch-fw'));
   await nq.queue.upsertJobScheduler('tick', { every: 1000 }, { name: 'tick', data: { t: 1 }, opts: { removeOnComplete: 50 } });
   await nq.queue.upsertJobScheduler('sec', { pattern: '* * * * * *', tz: 'America/New_York' }, { name: 'sec' });
@@ -200,7 +193,7 @@ workerCheck('[ferry worker] a ferry worker continues a Node scheduler; Node sees
   await fw.stop();
 });
 
-workerCheck('[ferry worker] ferry and Node workers sharing a ferry scheduler run each iteration once', async () => {
+suite.check('[ferry worker] ferry and Node workers sharing a ferry scheduler run each iteration once', async () => {
   const nq = await h.nodeQueue(suite, h.uniqueQueue('sch-mix'));
   await h.ferryOk(['scheduler', 'upsert', nq.name, 'mix', '--every', '300', '--name', 'mix']);
   const nodeSeen = [];
