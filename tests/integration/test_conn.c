@@ -550,7 +550,8 @@ typedef struct fake_peer {
     const char *reply; /* written after the first request bytes arrive */
 } fake_peer;
 
-/* Accept one client, answer its first bytes with `reply`, then drain until it closes. */
+/* Accept one client, answer its first bytes with `reply` (NULL: end the connection
+ * cleanly instead), then drain until it closes. */
 static void *fake_peer_main(void *arg) {
     fake_peer *p = arg;
     int fd = accept(p->lfd, NULL, NULL);
@@ -564,9 +565,12 @@ static void *fake_peer_main(void *arg) {
             return NULL;
         }
     }
-    if (p->reply)
-        while ((n = read(fd, buf, sizeof buf)) > 0) {
-        }
+    /* No reply: end our side with a FIN (shutdown) rather than close(), which would send
+     * an RST when more request bytes arrived after the first read. Then drain until the
+     * client closes. */
+    if (!p->reply) shutdown(fd, SHUT_WR);
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+    }
     close(fd);
     return NULL;
 }
