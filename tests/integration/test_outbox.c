@@ -27,7 +27,7 @@ static int teardown(void **state) {
     ob_drop_schemas(db);
     PQfinish(db);
     ferry__conn_close(rds);
-    ob_tmpdir_remove();
+    cli_tmpdir_remove();
     return 0;
 }
 
@@ -240,7 +240,7 @@ static char *job_field(const char *prefix, const char *queue, const char *id, co
 }
 
 static int log_contains(const ob_relay *rl, const char *needle) {
-    char *log = ob_slurp(rl->log);
+    char *log = cli_slurp(rl->log);
     int found = strstr(log, needle) != NULL;
     free(log);
     return found;
@@ -351,12 +351,12 @@ static void test_relay_end_to_end(void **state) {
     /* status: one unknown-topic row, one quarantined with an error */
     const char *bin = getenv("FERRY_BIN");
     char cmd[1024], out_path[300];
-    snprintf(out_path, sizeof out_path, "%s/status.json", ob_tmpdir());
+    snprintf(out_path, sizeof out_path, "%s/status.json", cli_tmpdir());
     snprintf(cmd, sizeof cmd,
              "'%s' outbox status --json --schema %s --routes '%s' --database '%s' > '%s'", bin,
              schema, routes, testenv_require("DATABASE_URL"), out_path);
     assert_int_equal(system(cmd), 0);
-    char *text = ob_slurp(out_path);
+    char *text = cli_slurp(out_path);
     json_t *st = json_loads(text, 0, NULL);
     if (!st) fail_msg("status output is not JSON: %s", text);
     assert_int_equal(json_integer_value(json_object_get(st, "unpublished")), 2);

@@ -85,6 +85,6 @@ int main(void) {
         cmocka_unit_test(test_two_relays_one_killed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    ob_tmpdir_remove();
+    cli_tmpdir_remove();
     return rc;
 }

@@ -26,7 +26,7 @@ static int teardown(void **state) {
     ob_drop_schemas(db);
     PQfinish(db);
     ferry__conn_close(rds);
-    ob_tmpdir_remove();
+    cli_tmpdir_remove();
     return 0;
 }
 
@@ -59,7 +59,7 @@ typedef struct alive_wait {
 
 static int exited_or_time_up(void *arg) {
     alive_wait *w = arg;
-    return ob_relay_exited(w->rl) || ob_mono_ms() >= w->until;
+    return ob_relay_exited(w->rl) || cli_mono_ms() >= w->until;
 }
 
 static long long count_in_tx(void) {
@@ -87,7 +87,7 @@ static void test_redis_down_10s(void **state) {
         OB_FAIL_LOG(&rl, "relay not publishing before the outage");
 
     redis_ctl("stop");
-    long long down_at = ob_mono_ms();
+    long long down_at = cli_mono_ms();
     ob_insert_many(db, schema, "order.placed", 300);
     PQclear(ob_sql(db,
                    "CREATE TEMP TABLE outage_rows AS SELECT id FROM %s.outbox_events "
@@ -186,7 +186,7 @@ static void pg_restart(void) {
     char cmd[2048];
     const char *ctl = testenv_get("PG_CTL");
     if (ctl) {
-        snprintf(cmd, sizeof cmd, "'%s' restart >'%s/pgctl.log' 2>&1", ctl, ob_tmpdir());
+        snprintf(cmd, sizeof cmd, "'%s' restart >'%s/pgctl.log' 2>&1", ctl, cli_tmpdir());
     } else {
         /* The fixture's cluster (scripts/lib.sh): pg_ctl restart reuses postmaster.opts;
          * as root it must run as the postgres user. */
@@ -200,12 +200,12 @@ static void pg_restart(void) {
         snprintf(cmd, sizeof cmd,
                  "%s'%s/pg_ctl' -D '%s' -m immediate -w -t 60 -l '%s/../postgres.log' "
                  "restart >'%s/pgctl.log' 2>&1",
-                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data, ob_tmpdir());
+                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data, cli_tmpdir());
     }
     if (system(cmd) != 0) {
         char path[300];
-        snprintf(path, sizeof path, "%s/pgctl.log", ob_tmpdir());
-        fail_msg("PostgreSQL restart failed: %s\n%s", cmd, ob_slurp(path));
+        snprintf(path, sizeof path, "%s/pgctl.log", cli_tmpdir());
+        fail_msg("PostgreSQL restart failed: %s\n%s", cmd, cli_slurp(path));
     }
 }
 
@@ -239,7 +239,7 @@ static void test_postgres_restart_mid_run(void **state) {
     if (!ob_wait_count(db, sql, 0, 1, 60000, &n))
         OB_FAIL_LOG(&rl, "%lld rows left after the restart", n);
     if (ob_relay_exited(&rl)) OB_FAIL_LOG(&rl, "relay exited");
-    char *log = ob_slurp(rl.log);
+    char *log = cli_slurp(rl.log);
     int reconnected = strstr(log, "database connection restored") != NULL;
     free(log);
     if (!reconnected) OB_FAIL_LOG(&rl, "no reconnect in the relay's log");

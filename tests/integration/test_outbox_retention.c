@@ -16,7 +16,7 @@ static int teardown(void **state) {
     (void)state;
     ob_drop_schemas(db);
     PQfinish(db);
-    ob_tmpdir_remove();
+    cli_tmpdir_remove();
     return 0;
 }
 
@@ -57,12 +57,12 @@ static void test_cleanup_bounded_batches(void **state) {
     /* the CLI */
     add_rows(schema, "a", 5, 30);
     char cmd[1024], out[300];
-    snprintf(out, sizeof out, "%s/cleanup.out", ob_tmpdir());
+    snprintf(out, sizeof out, "%s/cleanup.out", cli_tmpdir());
     snprintf(cmd, sizeof cmd,
              "'%s' outbox cleanup --older-than-days 7 --schema %s --database '%s' >'%s' 2>&1",
              getenv("FERRY_BIN"), schema, testenv_require("DATABASE_URL"), out);
     int rc = system(cmd);
-    char *text = ob_slurp(out);
+    char *text = cli_slurp(out);
     if (rc != 0 || !strstr(text, "deleted 5 published row(s)"))
         fail_msg("cleanup: %d %s", rc, text);
     free(text);
@@ -70,7 +70,7 @@ static void test_cleanup_bounded_batches(void **state) {
 }
 
 static int sum_deleted(const char *path) {
-    char *log = ob_slurp(path);
+    char *log = cli_slurp(path);
     int total = 0;
     for (const char *p = log; (p = strstr(p, "retention: deleted ")); p++)
         total += atoi(p + strlen("retention: deleted "));

@@ -20,65 +20,20 @@
 #include <unistd.h>
 
 #include "ferry/outbox.h"
+#include "cli_spawn.h" /* temp dir, clocks, file helpers shared with the CLI tests */
 #include "support/testenv.h"
-
-extern char **environ;
-
-static inline long long ob_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- files --------------------------------------------------------------------------- */
-
-static inline const char *ob_tmpdir(void) {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/ferry-outbox-XXXXXX");
-        if (!mkdtemp(dir)) fail_msg("mkdtemp failed");
-    }
-    return dir;
-}
-
-static inline void ob_tmpdir_remove(void) {
-    DIR *d = opendir(ob_tmpdir());
-    if (!d) return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", ob_tmpdir(), e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(ob_tmpdir());
-}
 
 /* Write text to <tmpdir>/name; returns the path (static storage per call slot). */
 static inline const char *ob_file(const char *name, const char *text) {
     static char paths[8][256];
     static int slot;
     char *p = paths[slot++ % 8];
-    snprintf(p, sizeof paths[0], "%s/%s", ob_tmpdir(), name);
+    snprintf(p, sizeof paths[0], "%s/%s", cli_tmpdir(), name);
     FILE *f = fopen(p, "wb");
     if (!f) fail_msg("cannot write %s", p);
     fputs(text, f);
     fclose(f);
     return p;
-}
-
-static inline char *ob_slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = 0;
-    fclose(f);
-    return s;
 }
 
 /* ---- PostgreSQL ---------------------------------------------------------------------- */
@@ -224,7 +179,7 @@ static inline void ob_relay_start(ob_relay *rl, const char *schema, const char *
     const char *bin = getenv("FERRY_BIN");
     if (!bin) fail_msg("FERRY_BIN is not set; run through ctest");
     memset(rl, 0, sizeof *rl);
-    snprintf(rl->log, sizeof rl->log, "%s/relay%d.log", ob_tmpdir(), seq++);
+    snprintf(rl->log, sizeof rl->log, "%s/relay%d.log", cli_tmpdir(), seq++);
     const char *argv[64];
     int n = 0;
     argv[n++] = bin;
@@ -282,7 +237,7 @@ static inline int ob_relay_exited_cb(void *arg) {
 
 /* Print a relay's log to stderr (cmocka shortens failure messages). */
 static inline void ob_relay_dump(const ob_relay *rl) {
-    char *log = ob_slurp(rl->log);
+    char *log = cli_slurp(rl->log);
     fprintf(stderr, "--- relay log %s ---\n%s--- end ---\n", rl->log, log);
     free(log);
 }
