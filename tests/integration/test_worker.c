@@ -9,18 +9,10 @@
 
 #include "test_worker_support.h"
 
-typedef struct hctx {
-    gate g;
-    pthread_mutex_t mu;
-    int runs;
-} hctx;
-
 /* Behaviour by job name. */
 static ferry_outcome handler(ferry_job *job, void *ud) {
     hctx *h = ud;
-    pthread_mutex_lock(&h->mu);
-    h->runs++;
-    pthread_mutex_unlock(&h->mu);
+    hctx_count_run(h);
     const char *n = ferry_job_name(job);
     if (!strcmp(n, "json")) {
         ferry_job_set_return(job, "{\"ok\":1,\"n\":[1,2]}");
@@ -43,19 +35,6 @@ static ferry_outcome handler(ferry_job *job, void *ud) {
         return FERRY_COMPLETED;
     }
     return FERRY_COMPLETED; /* "none": no return value -> null */
-}
-
-static void hctx_init(hctx *h) {
-    memset(h, 0, sizeof *h);
-    gate_init(&h->g);
-    pthread_mutex_init(&h->mu, NULL);
-}
-
-static int runs_of(hctx *h) {
-    pthread_mutex_lock(&h->mu);
-    int v = h->runs;
-    pthread_mutex_unlock(&h->mu);
-    return v;
 }
 
 /* ---- completion --------------------------------------------------------------------- */

@@ -10,33 +10,12 @@
 
 #include "test_worker_support.h"
 
-typedef struct hctx {
-    gate g;
-    pthread_mutex_t mu;
-    int runs;
-} hctx;
-
 static ferry_outcome handler(ferry_job *job, void *ud) {
     hctx *h = ud;
-    pthread_mutex_lock(&h->mu);
-    h->runs++;
-    pthread_mutex_unlock(&h->mu);
+    hctx_count_run(h);
     if (!strcmp(ferry_job_name(job), "gate")) gate_pass(&h->g);
     ferry_job_set_return(job, "\"done\"");
     return FERRY_COMPLETED;
-}
-
-static void hctx_init(hctx *h) {
-    memset(h, 0, sizeof *h);
-    gate_init(&h->g);
-    pthread_mutex_init(&h->mu, NULL);
-}
-
-static int runs_of(hctx *h) {
-    pthread_mutex_lock(&h->mu);
-    int v = h->runs;
-    pthread_mutex_unlock(&h->mu);
-    return v;
 }
 
 /* What a worker that then dies does: fetch one job with a short lock and never renew it. */

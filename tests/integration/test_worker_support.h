@@ -321,4 +321,33 @@ static int gate_entered_at_least(void *arg) {
             fail_msg("timed out waiting for %d handlers to start", n_);                            \
     } while (0)
 
+/* ---- handler context shared by the worker tests ------------------------------------- */
+
+/* What a test handler records: a gate to hold it in, and how often it ran. */
+typedef struct hctx {
+    gate g;
+    pthread_mutex_t mu;
+    int runs;
+} hctx;
+
+static inline void hctx_init(hctx *h) {
+    memset(h, 0, sizeof *h);
+    gate_init(&h->g);
+    pthread_mutex_init(&h->mu, NULL);
+}
+
+/* Called first by a handler: count this run. */
+static inline void hctx_count_run(hctx *h) {
+    pthread_mutex_lock(&h->mu);
+    h->runs++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static inline int runs_of(hctx *h) {
+    pthread_mutex_lock(&h->mu);
+    int v = h->runs;
+    pthread_mutex_unlock(&h->mu);
+    return v;
+}
+
 #endif
