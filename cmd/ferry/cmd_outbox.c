@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "ferry/outbox.h"
+#include "signals.h"
 
 #define CLI_EXIT_STARTUP 3 /* relay could not start: database/Redis unreachable, not migrated */
 #define DEFAULT_DB_TIMEOUT_MS 30000
@@ -289,47 +290,18 @@ static void relay_log(int level, const char *message, void *ud) {
             message);
 }
 
-typedef struct sig_state {
-    ferry_relay *relay;
-    pthread_mutex_t mu;
-    int exiting;
-} sig_state;
-
-static sigset_t stop_signals(void) {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGTERM);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGHUP);
-    sigaddset(&s, SIGUSR1); /* internal: wakes the thread at exit */
-    return s;
-}
-
-static void *signal_thread(void *arg) {
-    sig_state *st = arg;
-    sigset_t set = stop_signals();
-    int count = 0;
-    for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0) continue;
-        pthread_mutex_lock(&st->mu);
-        int exiting = st->exiting;
-        pthread_mutex_unlock(&st->mu);
-        if (exiting) break;
-        if (sig == SIGUSR1) continue;
-        if (++count == 1) {
-            fprintf(stderr, "ferry relay: %s received: finishing the current batch\n",
-                    sig == SIGTERM  ? "SIGTERM"
-                    : sig == SIGINT ? "SIGINT"
-                                    : "SIGHUP");
-            ferry_relay_stop(st->relay);
-        } else {
-            fprintf(stderr, "ferry relay: second signal: exiting now (unfinished rows are "
-                            "published again by the next relay)\n");
-            _exit(CLI_EXIT_RUNTIME);
-        }
+/* First signal: finish the current batch; second: leave at once. */
+static void on_signal(int sig, int count, void *userdata) {
+    ferry_relay *relay = userdata;
+    if (count == 1) {
+        fprintf(stderr, "ferry relay: %s received: finishing the current batch\n",
+                cli_signame(sig));
+        ferry_relay_stop(relay);
+    } else {
+        fprintf(stderr, "ferry relay: second signal: exiting now (unfinished rows are "
+                        "published again by the next relay)\n");
+        _exit(CLI_EXIT_RUNTIME);
     }
-    return NULL;
 }
 
 /* FERRY_FAULT=relay_after_publish[:N] -> N (1 when absent); 0 when unset; -1 when bad. */
@@ -393,13 +365,9 @@ static int relay_main(int argc, char **argv) {
     ferry_error e = {0};
     if (ferry_relay_create(&ro, &relay, &e)) return report(&relay_spec, NULL, &e);
 
-    sig_state st = {.relay = relay};
-    pthread_mutex_init(&st.mu, NULL);
-    sigset_t set = stop_signals();
-    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread exists: all inherit it */
-    signal(SIGPIPE, SIG_IGN);
-    pthread_t sigthr;
-    if (pthread_create(&sigthr, NULL, signal_thread, &st) != 0) {
+    cli_signals_block(); /* before any thread exists: all inherit the mask */
+    cli_signals sigs;
+    if (cli_signals_start(&sigs, on_signal, relay) != 0) {
         fprintf(stderr, "ferry relay: cannot start the signal thread\n");
         ferry_relay_free(relay);
         return CLI_EXIT_RUNTIME;
@@ -413,11 +381,7 @@ static int relay_main(int argc, char **argv) {
         fprintf(stderr, "ferry relay: could not start: %s\n", e.message);
         rc = CLI_EXIT_STARTUP;
     }
-    pthread_mutex_lock(&st.mu);
-    st.exiting = 1;
-    pthread_mutex_unlock(&st.mu);
-    pthread_kill(sigthr, SIGUSR1);
-    pthread_join(sigthr, NULL);
+    cli_signals_stop(&sigs);
     ferry_relay_stats stats;
     ferry_relay_get_stats(relay, &stats);
     if (!rc)

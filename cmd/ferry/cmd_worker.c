@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "exec_job.h"
+#include "signals.h"
 
 extern char **environ;
 
@@ -111,7 +112,6 @@ typedef struct exec_worker {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop_requested;
-    int exiting;
     unsigned long long finished;
     int running;
     long long last_activity;
@@ -417,49 +417,20 @@ static void on_error(const ferry_error *err, void *userdata) {
 
 /* ---- signals ------------------------------------------------------------------------------ */
 
-static sigset_t stop_signals(void) {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGTERM);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGHUP);
-    sigaddset(&s, SIGUSR1); /* internal: wakes the thread at exit */
-    return s;
-}
-
-static const char *signame(int sig) {
-    return sig == SIGTERM  ? "SIGTERM"
-           : sig == SIGINT ? "SIGINT"
-           : sig == SIGHUP ? "SIGHUP"
-                           : "signal";
-}
-
-static void *signal_thread(void *arg) {
-    exec_worker *xw = arg;
-    sigset_t set = stop_signals();
-    int count = 0;
-    for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0) continue;
-        pthread_mutex_lock(&xw->lock);
-        int exiting = xw->exiting;
-        pthread_mutex_unlock(&xw->lock);
-        if (exiting) break;
-        if (sig == SIGUSR1) continue;
-        count++;
-        if (count == 1) {
-            fprintf(stderr,
-                    "ferry worker: %s received: finishing running jobs (up to %lld ms; send "
-                    "again to stop them)\n",
-                    signame(sig), xw->o->shutdown_timeout);
-            request_stop(xw);
-        } else {
-            int n = exec_kill_all(count == 2 ? SIGTERM : SIGKILL);
-            fprintf(stderr, "ferry worker: %s received again: sent %s to %d running command%s\n",
-                    signame(sig), count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
-        }
+/* First signal: let running jobs finish; second: SIGTERM them; third: SIGKILL them. */
+static void on_signal(int sig, int count, void *userdata) {
+    exec_worker *xw = userdata;
+    if (count == 1) {
+        fprintf(stderr,
+                "ferry worker: %s received: finishing running jobs (up to %lld ms; send "
+                "again to stop them)\n",
+                cli_signame(sig), xw->o->shutdown_timeout);
+        request_stop(xw);
+    } else {
+        int n = exec_kill_all(count == 2 ? SIGTERM : SIGKILL);
+        fprintf(stderr, "ferry worker: %s received again: sent %s to %d running command%s\n",
+                cli_signame(sig), count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
     }
-    return NULL;
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
@@ -558,11 +529,10 @@ static int worker_main(int argc, char **argv) {
     pthread_cond_init(&xw.cond, NULL);
     xw.last_activity = mono_ms();
     ensure_std_fds();
-    signal(SIGPIPE, SIG_IGN); /* a command that exits without reading stdin */
-    sigset_t set = stop_signals();
     /* Blocked before any thread exists, so every thread inherits the mask and only the
-     * sigwait thread receives these signals. Children get an empty mask (exec_job.c). */
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+     * sigwait thread receives these signals; SIGPIPE ignored (a command that exits without
+     * reading stdin). Children get an empty mask (exec_job.c). */
+    cli_signals_block();
     if (build_base_env(&xw)) {
         fprintf(stderr, "ferry worker: out of memory\n");
         return CLI_EXIT_RUNTIME;
@@ -586,19 +556,17 @@ static int worker_main(int argc, char **argv) {
     wo.userdata = &xw;
     ferry_worker *w = NULL;
     ferry_error err = {0};
-    pthread_t sigthr;
-    int have_sigthr = 0;
+    cli_signals sigs = {0};
     if (ferry_worker_create(queue, &wo, handle_job, &xw, &w, &err) != 0) {
         w = NULL;
         rc = cli_report(&worker_spec, &conn, NULL, &err);
         goto out;
     }
-    if (pthread_create(&sigthr, NULL, signal_thread, &xw) != 0) {
+    if (cli_signals_start(&sigs, on_signal, &xw) != 0) {
         fprintf(stderr, "ferry worker: cannot start the signal thread\n");
         rc = CLI_EXIT_RUNTIME;
         goto out;
     }
-    have_sigthr = 1;
     if (ferry_worker_start(w, &err) != 0) {
         rc = cli_report(&worker_spec, &conn, NULL, &err);
         goto out;
@@ -622,13 +590,7 @@ static int worker_main(int argc, char **argv) {
     }
 out:
     ferry_worker_free(w);
-    if (have_sigthr) {
-        pthread_mutex_lock(&xw.lock);
-        xw.exiting = 1;
-        pthread_mutex_unlock(&xw.lock);
-        pthread_kill(sigthr, SIGUSR1);
-        pthread_join(sigthr, NULL);
-    }
+    cli_signals_stop(&sigs);
     for (outcome_note *n = xw.notes, *next; n; n = next) {
         next = n->next;
         free(n->id);
