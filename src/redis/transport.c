@@ -25,6 +25,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "redis/resolve.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -191,15 +192,11 @@ static int connect_one(int family, int proto, const struct sockaddr *sa, socklen
 
 static int connect_tcp(ferry_transport *t, const ferry_redis_url *u, int64_t deadline_ms,
                        ferry_error *err) {
-    char port[16];
-    snprintf(port, sizeof port, "%d", u->port);
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    char what[ENDPOINT_MAX + 8];
+    snprintf(what, sizeof what, "redis %s", t->endpoint);
     struct addrinfo *res = NULL;
-    int g = getaddrinfo(u->host, port, &hints, &res);
-    if (g != 0)
-        return ferry__err(err, FERRY_EIO, "redis %s: cannot resolve '%s': %s", t->endpoint, u->host,
-                          g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+    int rc = ferry__resolve(u->host, u->port, deadline_ms, what, &res, err);
+    if (rc != 0) return rc;
     int sys_err = 0, timed_out = 0;
     for (struct addrinfo *ai = res; ai && !timed_out; ai = ai->ai_next) {
         int fd = connect_one(ai->ai_family, ai->ai_protocol, ai->ai_addr, ai->ai_addrlen,
