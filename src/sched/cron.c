@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/civil.h"
 #include "util/error.h"
 
 enum { F_SECOND, F_MINUTE, F_HOUR, F_DOM, F_MONTH, F_DOW, F_COUNT };
@@ -390,7 +391,7 @@ const char *ferry__cron_text(const ferry__cron *c) {
  * decides which copy of a repeated time wins, and moves skipped times forward. */
 
 typedef struct wall {
-    long long year;
+    int64_t year;
     int month, day, hour, minute, second, ms;
 } wall;
 
@@ -412,7 +413,7 @@ static wall wall_of(const ferry__tz *z, long long ts) {
     long long local = ts + off_ms(z, ts), days = fdiv(local, 86400000),
               rem = local - days * 86400000;
     wall w;
-    ferry__tz_civil_from_days(days, &w.year, &w.month, &w.day);
+    ferry__civil_from_days(days, &w.year, &w.month, &w.day);
     w.hour = (int)(rem / 3600000);
     w.minute = (int)(rem / 60000 % 60);
     w.second = (int)(rem / 1000 % 60);
@@ -420,16 +421,11 @@ static wall wall_of(const ferry__tz *z, long long ts) {
     return w;
 }
 
-static int days_in_month(long long y, int m) {
-    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0) ? 29 : dm[m - 1];
-}
-
 /* Date.UTC(y, month0, day, ...) with its overflow normalisation. */
 static long long local_ms(long long y, long long month0, long long day, const wall *w) {
     y += fdiv(month0, 12);
     month0 -= fdiv(month0, 12) * 12;
-    long long days = ferry__tz_days_from_civil(y, (int)month0 + 1, 1) + day - 1;
+    long long days = ferry__days_from_civil(y, (int)month0 + 1, 1) + day - 1;
     return days * 86400000 + w->hour * 3600000LL + w->minute * 60000LL + w->second * 1000LL + w->ms;
 }
 
@@ -468,7 +464,7 @@ static void plus_calendar(const ferry__tz *z, cdate *d, bool month) {
     long long o = off_ms(z, d->ts);
     if (month) {
         int m2 = w.month == 12 ? 1 : w.month + 1;
-        int dim = days_in_month(w.month == 12 ? w.year + 1 : w.year, m2);
+        int dim = ferry__days_in_month(w.month == 12 ? w.year + 1 : w.year, m2);
         d->ts = fix_offset(z, local_ms(w.year, w.month, w.day < dim ? w.day : dim, &w), o);
     } else {
         d->ts = fix_offset(z, local_ms(w.year, w.month - 1, w.day + 1, &w), o);
@@ -527,9 +523,9 @@ static int next_above(uint64_t set, int v) {
 }
 
 static bool day_matches(const ferry__cron *c, const wall *w) {
-    int dim = days_in_month(w->year, w->month);
+    int dim = ferry__days_in_month(w->year, w->month);
     int wday =
-        (int)((ferry__tz_days_from_civil(w->year, w->month, w->day) % 7 + 11) % 7); /* 0 = Sunday */
+        (int)((ferry__days_from_civil(w->year, w->month, w->day) % 7 + 11) % 7); /* 0 = Sunday */
     bool dom = has(c->set[F_DOM], w->day) || (c->dom_has_l && w->day == dim);
     bool dow = (has(c->set[F_DOW], wday) && (c->nth == 0 || (w->day + 6) / 7 == c->nth)) ||
                (c->dow_has_l && w->day > dim - 7 && (c->dow_last >> wday & 1));

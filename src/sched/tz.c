@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/civil.h"
 #include "util/error.h"
 
 #define DEFAULT_TZDIR "/usr/share/zoneinfo"
@@ -96,60 +97,26 @@ static long long floor_div(long long a, long long b) {
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-static int is_leap(long long y) {
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-long long ferry__tz_days_from_civil(long long y, int m, int d) {
-    /* H. Hinnant's days_from_civil */
-    y -= m <= 2;
-    long long era = floor_div(y, 400);
-    long long yoe = y - era * 400;
-    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-void ferry__tz_civil_from_days(long long z, long long *y, int *m, int *d) {
-    z += 719468;
-    long long era = floor_div(z, 146097);
-    long long doe = z - era * 146097;
-    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    long long mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
 static long long year_of_days(long long z) {
-    long long y;
-    int m, d;
-    ferry__tz_civil_from_days(z, &y, &m, &d);
-    return y;
-}
-
-static int month_days(long long y, int m) {
-    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && is_leap(y) ? 29 : dm[m - 1];
+    return (long long)ferry__year_from_days(z);
 }
 
 /* ---- POSIX TZ rules ---- */
 
 /* Zero-based day of the year on which `d` falls in year y. */
 static long long rule_yday(const rule_date *d, long long y) {
-    if (d->kind == 'J') return d->n - 1 + (is_leap(y) && d->n >= 60);
+    if (d->kind == 'J') return d->n - 1 + (ferry__is_leap_year(y) && d->n >= 60);
     if (d->kind == 'N') return d->n;
-    long long first = ferry__tz_days_from_civil(y, d->month, 1);
+    long long first = ferry__days_from_civil(y, d->month, 1);
     int wday1 = (int)((first % 7 + 7 + 4) % 7); /* 1970-01-01 was a Thursday */
     int day = 1 + (d->wday - wday1 + 7) % 7 + (d->week - 1) * 7;
-    while (day > month_days(y, d->month))
+    while (day > ferry__days_in_month(y, d->month))
         day -= 7;
-    return ferry__tz_days_from_civil(y, d->month, day) - ferry__tz_days_from_civil(y, 1, 1);
+    return ferry__days_from_civil(y, d->month, day) - ferry__days_from_civil(y, 1, 1);
 }
 
 static long long rule_change_utc(const rule_date *d, long long y, long off_before) {
-    return (ferry__tz_days_from_civil(y, 1, 1) + rule_yday(d, y)) * 86400 + d->secs - off_before;
+    return (ferry__days_from_civil(y, 1, 1) + rule_yday(d, y)) * 86400 + d->secs - off_before;
 }
 
 static long posix_offset(const posix_rule *r, long long t) {

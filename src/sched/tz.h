@@ -64,9 +64,4 @@ ferry__tz *ferry__tz_utc(void);
  * (any value; beyond +-10^14 s the offset at the bound is returned). Pure, thread-safe. */
 long ferry__tz_offset(const ferry__tz *tz, long long utc_seconds);
 
-/* Proleptic Gregorian calendar helpers (any year; month 1-12): days since 1970-01-01 of a
- * date, and back. Pure, thread-safe. */
-long long ferry__tz_days_from_civil(long long year, int month, int day);
-void ferry__tz_civil_from_days(long long days, long long *year, int *month, int *day);
-
 #endif

@@ -8,31 +8,6 @@
 
 #define MS_PER_DAY 86400000LL
 
-int ferry__is_leap_year(int64_t y) {
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-/* The civil-calendar conversion counts years from March so the leap day is the last day of
- * the year; eras of 400 years (146097 days) keep every division on non-negative values. */
-int64_t ferry__days_from_civil(int64_t y, int m, int d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;                                   /* [0, 399] */
-    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* [0, 365] */
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           /* [0, 146096] */
-    return era * 146097 + doe - 719468;
-}
-
-int64_t ferry__year_from_days(int64_t days) {
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153; /* month counted from March, [0, 11] */
-    return yoe + era * 400 + (mp >= 10);
-}
-
 typedef struct cursor {
     const char *p, *end;
 } cursor;
@@ -130,9 +105,8 @@ static int64_t resolve_two_digit_year(int yy, int64_t now_ms) {
 }
 
 static int valid(const fields *f) {
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (f->month < 1 || f->month > 12 || f->day < 1) return 0;
-    int dim = mdays[f->month - 1] + (f->month == 2 && ferry__is_leap_year(f->year));
+    int dim = ferry__days_in_month(f->year, f->month);
     return f->day <= dim && f->hour <= 23 && f->minute <= 59 && f->second <= 60;
 }
 

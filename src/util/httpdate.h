@@ -9,20 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/civil.h"
+
 /* The latest instant an HTTP-date can name: 9999-12-31 23:59:60 GMT, in ms since the epoch.
  * Every parsed date lies in [0000-01-01 00:00:00, this] (four-digit years; an RFC 850 year
  * that would resolve past 9999 is rejected), so arithmetic on parsed dates cannot overflow. */
 #define FERRY_HTTPDATE_MAX_MS 253402300800000LL
-
-/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (m 1..12, d 1..31, any y that
- * fits in +-2^31). Does not validate d against the month. */
-int64_t ferry__days_from_civil(int64_t y, int m, int d);
-
-/* The proleptic Gregorian year containing day `days` since 1970-01-01. */
-int64_t ferry__year_from_days(int64_t days);
-
-/* 1 for a Gregorian leap year, else 0. */
-int ferry__is_leap_year(int64_t y);
 
 /* Parse exactly `len` bytes at `s` (no NUL needed, no whitespace allowed) as one of the three
  * HTTP-date formats:

@@ -14,11 +14,12 @@
 #include <unistd.h>
 
 #include "sched/tz.h"
+#include "util/civil.h"
 
 #define H 3600L
 
 static long long utc_s(int y, int mo, int d, int h, int mi, int s) {
-    return ferry__tz_days_from_civil(y, mo, d) * 86400 + h * 3600LL + mi * 60LL + s;
+    return ferry__days_from_civil(y, mo, d) * 86400 + h * 3600LL + mi * 60LL + s;
 }
 
 static long offset_of(const char *name, long long t) {
@@ -440,15 +441,15 @@ static void test_cache_threads(void **state) {
 
 static void test_calendar(void **state) {
     (void)state;
-    assert_int_equal(ferry__tz_days_from_civil(1970, 1, 1), 0);
-    assert_int_equal(ferry__tz_days_from_civil(2000, 3, 1), 11017);
-    assert_int_equal(ferry__tz_days_from_civil(1969, 12, 31), -1);
+    assert_int_equal(ferry__days_from_civil(1970, 1, 1), 0);
+    assert_int_equal(ferry__days_from_civil(2000, 3, 1), 11017);
+    assert_int_equal(ferry__days_from_civil(1969, 12, 31), -1);
     for (long long d = -800000; d < 3000000; d += 97) {
-        long long y;
+        int64_t y;
         int m, dd;
-        ferry__tz_civil_from_days(d, &y, &m, &dd);
+        ferry__civil_from_days(d, &y, &m, &dd);
         assert_true(m >= 1 && m <= 12 && dd >= 1 && dd <= 31);
-        assert_int_equal(ferry__tz_days_from_civil(y, m, dd), d);
+        assert_int_equal(ferry__days_from_civil(y, m, dd), d);
     }
 }
 
