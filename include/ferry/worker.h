@@ -17,6 +17,7 @@
 #define FERRY_WORKER_H
 
 #include "common.h"
+#include "http_classify.h"
 #include "redis.h"
 
 #ifdef __cplusplus
@@ -47,7 +48,26 @@ typedef enum ferry_outcome {
     FERRY_COMPLETED = 0,        /* success; return value set with ferry_job_set_return */
     FERRY_FAILED = 1,           /* transient: retried with the job's backoff while attempts remain */
     FERRY_FAILED_PERMANENT = 2, /* no retry (BullMQ UnrecoverableError) */
+    /* Back to `delayed` for the delay set with ferry_job_set_delay (0 when unset), without
+     * spending an attempt (BullMQ job.moveToDelayed + DelayedError: `atm` unchanged, `ats`
+     * counts the start, so max_started_attempts bounds endless postponing). The reason of
+     * ferry_job_set_failure, when given, is stored as failedReason; the stacktrace is
+     * left alone. */
+    FERRY_RETRY_LATER = 3,
+    /* The service behind the job is rate limiting us. With a worker limiter
+     * (limiter_max > 0): the whole queue stops handing out jobs for the delay (BullMQ
+     * queue.rateLimit(delay): the limiter key) and the job goes back to the front of
+     * `wait` without spending an attempt (RateLimitError + moveJobFromActiveToWait); this
+     * worker then fetches nothing until the limit expires. Without a limiter: exactly
+     * FERRY_RETRY_LATER. As in BullMQ, the limit only stops workers that have a limiter
+     * (theirs or the queue's meta max), Node or ferry. Delay from ferry_job_set_delay;
+     * 0/unset means FERRY_THROTTLE_DEFAULT_MS (ferry/http_classify.h, 10 s). */
+    FERRY_THROTTLED = 4,
 } ferry_outcome;
+
+/* Delay in ms for FERRY_RETRY_LATER / FERRY_THROTTLED; clamped to
+ * [0, FERRY_RETRY_AFTER_MAX_MS] (one day). Only from inside the handler. No allocation. */
+FERRY_API void ferry_job_set_delay(ferry_job *j, long long delay_ms);
 
 /* Set the completed job's return value (JSON text; non-JSON is stored as a JSON string).
  * Copied. Only from inside the handler, on the job it was given. 0 or FERRY_ENOMEM. */
@@ -57,8 +77,75 @@ FERRY_API int ferry_job_set_return(ferry_job *j, const char *json);
  * handler (queue Q, job ID)"). Copied. Only from inside the handler. */
 FERRY_API int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack);
 
+/* Map an HTTP verdict (ferry/http_classify.h) onto the outcome to return: OK ->
+ * FERRY_COMPLETED; TRANSIENT -> FERRY_FAILED; RETRY_LATER -> FERRY_RETRY_LATER and
+ * THROTTLED -> FERRY_THROTTLED, both with ferry_job_set_delay(v->delay_ms); PERMANENT ->
+ * FERRY_FAILED_PERMANENT. For every class but OK, `reason` (NULL = "HTTP <class>") is set
+ * as with ferry_job_set_failure. Only from inside the handler; on ENOMEM the reason is
+ * dropped, the outcome stays right. Typical use:
+ *     return ferry_job_http_outcome(job, &verdict, "payments: HTTP 503"); */
+FERRY_API ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
+                                               const char *reason);
+
 /* The handler: runs on a worker thread, may block (libpq, curl, ...). */
 typedef ferry_outcome (*ferry_handler_fn)(ferry_job *job, void *userdata);
+
+/* A custom backoff strategy, chosen by the job's `backoff.type` (BullMQ
+ * settings.backoffStrategy). attempts_made counts the attempt that just failed (1 at the
+ * first retry, BullMQ's attemptsMade + 1); `reason` is the failure reason; `job` is
+ * valid only during the call. Returns the delay in ms (0 = retry at once), or -1 for "do
+ * not retry" (the job fails now). Other negative values count as -1; delays over 2^40 ms
+ * are clamped. Called on the handler thread that ran the job, possibly on several
+ * threads at once: must be thread-safe and must not block. */
+typedef long long (*ferry_backoff_fn)(long attempts_made, const char *type, const char *reason,
+                                      const ferry_job *job, void *userdata);
+
+typedef struct ferry_backoff_strategy {
+    const char *name; /* the backoff.type it serves (1..63 bytes); not "fixed" or
+                         "exponential" */
+    ferry_backoff_fn fn;
+    void *userdata; /* passed to fn; not owned */
+} ferry_backoff_strategy;
+
+/* The seeds' `capped` strategy: exponential with a cap, jitter in the upper half:
+ *   ceiling = min(cap_ms, base_ms * 2^(attempts_made - 1));
+ *   delay   = round(ceiling / 2 + random * ceiling / 2).
+ * userdata: a `const ferry_backoff_capped_config *`, or NULL for base 2000 ms (or the
+ * job's backoff.delay when > 0) and cap 15 min. It is also built in: a job with
+ * backoff {type: "capped"} uses it with those defaults unless the worker registers its own
+ * "capped". Thread-safe (OpenSSL CSPRNG). */
+typedef struct ferry_backoff_capped_config {
+    long long base_ms, cap_ms; /* both > 0 */
+} ferry_backoff_capped_config;
+FERRY_API long long ferry_backoff_capped(long attempts_made, const char *type, const char *reason,
+                                         const ferry_job *job, void *userdata);
+
+/* One record per job outcome, for the worker's structured log (callbacks.job_log). Every
+ * string is borrowed for the duration of the call. Never contains job data. */
+typedef struct ferry_job_log {
+    const char *queue, *name, *id;
+    long attempt;         /* 1-based: attemptsMade + 1 of the run that ended */
+    const char *trace_id; /* the job data's "traceId" (outbox envelope) when it is a
+                             string, else "job-<queue>-<id>" as the seeds do */
+    /* What was written to Redis: "completed", "retry" (transient, backoff), "failed"
+     * (transient, attempts exhausted or the strategy returned -1), "permanent" (also jobs
+     * failed without running: defa, max_started_attempts), "retry-later", "throttled"
+     * (the queue was rate limited; FERRY_THROTTLED without a limiter is "retry-later"),
+     * "lock-lost" (the finish was refused: another worker owns the job now, or it is
+     * gone; also a finish given up after repeated script errors). */
+    const char *outcome;
+    const char *reason;    /* failure reason, NULL for completed */
+    long long duration_ms; /* handler run time (0 for jobs failed without running) */
+    long long age_ms;      /* now - the job's enqueue timestamp */
+    long long delay_ms;    /* retry / retry-later / throttle delay, else 0 */
+} ferry_job_log;
+
+/* Format a record as one line without a newline: text (`json` = 0), e.g.
+ *   queue=payments job=capture-payment id=42 attempt=2 trace=4bf9... outcome=retry-later
+ *   duration_ms=12 age_ms=3400 delay_ms=5000 reason="gateway: HTTP 503"
+ * or one JSON object (`json` = 1). Writes at most `cap` bytes including the NUL and
+ * returns the length it needed (as snprintf: >= cap means truncated). Thread-safe. */
+FERRY_API size_t ferry_job_log_format(const ferry_job_log *rec, int json, char *buf, size_t cap);
 
 /* Callbacks (all optional), called one at a time on a worker thread (see the top of this
  * file). `job` is valid only during the call. */
@@ -69,6 +156,9 @@ typedef struct ferry_worker_callbacks {
     void (*stalled)(const char *job_id, void *userdata);
     /* Connection loss, script errors, lost locks... The worker keeps going. */
     void (*error)(const ferry_error *err, void *userdata);
+    /* One call per job outcome once it is written to Redis (or refused): see
+     * ferry_job_log. The CLI prints ferry_job_log_format lines to stderr. */
+    void (*job_log)(const ferry_job_log *rec, void *userdata);
 } ferry_worker_callbacks;
 
 typedef struct ferry_worker_options {
@@ -86,6 +176,18 @@ typedef struct ferry_worker_options {
      * {"age":s,"count":n}) used when a job has none. NULL = keep. */
     const char *remove_on_complete;
     const char *remove_on_fail;
+    /* BullMQ worker limiter {max, duration}: at most limiter_max jobs are handed out per
+     * limiter_duration_ms window across every worker of the queue that has a limiter
+     * (Node workers included: they share the queue's `limiter` key). Both > 0, or both 0
+     * for none. A queue-level meta max (ferry_queue_set_global_rate_limit) overrides
+     * limiter_max, and limiter_duration_ms overrides the meta duration, as in BullMQ. */
+    int limiter_max;
+    int limiter_duration_ms;
+    /* Custom backoff strategies by name, copied at create (at most 64, names unique,
+     * 1..63 bytes - the longest backoff.type a stored job can carry -, not
+     * "fixed"/"exponential"; "capped" replaces the built-in one). NULL/0 = none. */
+    const ferry_backoff_strategy *backoff_strategies;
+    size_t nbackoff_strategies;
     ferry_worker_callbacks callbacks;
     void *userdata; /* passed to callbacks */
 } ferry_worker_options;
@@ -122,6 +224,9 @@ FERRY_API void ferry_worker_free(ferry_worker *w);
 /* Totals since start (thread-safe snapshot). */
 typedef struct ferry_worker_stats {
     unsigned long long completed, failed, retried, stalled, lock_lost;
+    /* moves to delayed without an attempt (FERRY_RETRY_LATER, and FERRY_THROTTLED without
+     * a limiter) / queue throttles (FERRY_THROTTLED with a limiter) */
+    unsigned long long retried_later, throttled;
     int busy; /* handlers running now */
 } ferry_worker_stats;
 FERRY_API void ferry_worker_get_stats(ferry_worker *w, ferry_worker_stats *out);

@@ -1,5 +1,6 @@
 /* batch.c - the worker's script calls on the command connection, built so one round trip
- * carries as much as possible: retries (moveToDelayed / retryJob, one EVALSHA each) and
+ * carries as much as possible: retries (moveToDelayed / retryJob / throttleJob, one EVALSHA
+ * each) and
  * all completions/final failures (moveToFinished, up to FINISH_CHUNK jobs per EVALSHA) are
  * pipelined, and the last moveToFinished also fetches the next jobs. Only the dispatcher
  * thread calls these (it owns the connection). */
@@ -144,8 +145,13 @@ static void add_fetch_args(args *a, const call_ctx *c, int n) {
     addll(a, (long long)c->tok_start);
     addll(a, w->lock_duration_ms);
     addz(a, w->name);
-    addz(a, ""); /* worker limiter max: none yet (meta.max is honoured by the script) */
-    addz(a, "");
+    if (w->limiter_max > 0) {
+        addll(a, w->limiter_max);
+        addll(a, w->limiter_duration_ms);
+    } else {
+        addz(a, ""); /* no worker limiter (a queue meta max is still honoured) */
+        addz(a, "");
+    }
     addz(a, w->pop_many ? "1" : "0");
 }
 
@@ -155,7 +161,7 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
     args_reset(a);
     if (it->kind == ITEM_RETRY) {
         ferry_job *j = c->jobs[it->first];
-        if (j->kind == FERRY__FIN_RETRY_DELAY) {
+        if (j->kind == FERRY__FIN_RETRY_DELAY || j->kind == FERRY__FIN_RETRY_LATER) {
             const char *k[] = {w->k_marker, w->k_active, w->k_delayed,
                                w->k_events, w->k_meta,   w->k_stalled};
             memcpy(keys, k, sizeof k);
@@ -165,14 +171,32 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
             addz(a, j->id);
             addz(a, j->token);
             addll(a, j->delay_ms);
-            addz(a, "0");
-            addz(a, "failedReason");
-            addz(a, j->value);
-            if (j->stacktrace) {
+            /* retry-later: BullMQ job.moveToDelayed + DelayedError, no attempt spent */
+            addz(a, j->kind == FERRY__FIN_RETRY_LATER ? "1" : "0");
+            if (j->kind == FERRY__FIN_RETRY_DELAY || j->value) {
+                addz(a, "failedReason");
+                addz(a, j->value);
+            }
+            if (j->kind == FERRY__FIN_RETRY_DELAY && j->stacktrace) {
                 addz(a, "stacktrace");
                 addz(a, j->stacktrace);
             }
             return w->s_delay;
+        }
+        if (j->kind == FERRY__FIN_THROTTLE) {
+            const char *k[] = {w->k_active,  w->k_wait,        w->k_stalled, w->k_meta,
+                               w->k_limiter, w->k_prioritized, w->k_marker,  w->k_events};
+            memcpy(keys, k, sizeof k);
+            *nkeys = 8;
+            add(a, w->keys.base, w->keys.base_len);
+            addz(a, j->id);
+            addz(a, j->token);
+            addll(a, j->delay_ms > 0 ? j->delay_ms : 1);
+            if (j->value) {
+                addz(a, "failedReason");
+                addz(a, j->value);
+            }
+            return w->s_throttle;
         }
         const char *k[] = {w->k_active,      w->k_wait, w->k_meta,   w->k_events, w->k_delayed,
                            w->k_prioritized, w->k_pc,   w->k_marker, w->k_stalled};
@@ -369,6 +393,12 @@ int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_
         if (it->kind == ITEM_RETRY) {
             if (r->type == REDIS_REPLY_INTEGER) {
                 codes[it->first] = (int)r->integer;
+            } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                       jobs[it->first]->kind == FERRY__FIN_THROTTLE) {
+                /* throttleJob: {code, limiter pttl}; the limit holds even when refused */
+                codes[it->first] = (int)int_of(r->element[0]);
+                long long ttl = int_of(r->element[1]);
+                if (ttl > res->throttle_ttl) res->throttle_ttl = ttl;
             } else {
                 codes[it->first] = FERRY__CODE_SCRIPT_ERROR;
                 note_script_error(&first, &have_err, "retry", r);

@@ -181,14 +181,37 @@ static const char *kind_text(ferry__fin_kind k) {
         return "completion";
     case FERRY__FIN_FAIL:
         return "failure";
+    case FERRY__FIN_RETRY_LATER:
+        return "retry-later";
+    case FERRY__FIN_THROTTLE:
+        return "throttle";
     default:
         return "retry";
     }
 }
 
+/* callbacks.job_log outcome name of a job whose finish was written. */
+static const char *log_outcome(const ferry_job *j) {
+    switch (j->kind) {
+    case FERRY__FIN_COMPLETE:
+        return "completed";
+    case FERRY__FIN_RETRY_DELAY:
+    case FERRY__FIN_RETRY_NOW:
+        return "retry";
+    case FERRY__FIN_RETRY_LATER:
+        return "retry-later";
+    case FERRY__FIN_THROTTLE:
+        return "throttled";
+    case FERRY__FIN_FAIL:
+    default:
+        /* a transient failure that ran out of attempts (or whose backoff said no) */
+        return j->ran && j->outcome == FERRY_FAILED ? "failed" : "permanent";
+    }
+}
+
 /* Stats deltas of one batch, applied under the lock once. */
 typedef struct deltas {
-    unsigned long long completed, failed, retried, lock_lost;
+    unsigned long long completed, failed, retried, lock_lost, retried_later, throttled;
 } deltas;
 
 /* One job's answer: callbacks, stats, and whether the job is done with (1) or must be
@@ -204,6 +227,13 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
                 ferry__cb_leave(w);
             }
             break;
+        case FERRY__FIN_RETRY_LATER:
+            /* BullMQ's DelayedError / RateLimitError: no failed event */
+            dl->retried_later++;
+            break;
+        case FERRY__FIN_THROTTLE:
+            dl->throttled++;
+            break;
         case FERRY__FIN_FAIL:
         default: {
             int final = j->kind == FERRY__FIN_FAIL;
@@ -218,12 +248,15 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
             break;
         }
         }
+        ferry__job_log_emit(w, j, log_outcome(j));
         return 1;
     }
     if (code == FERRY__CODE_SCRIPT_ERROR) {
         /* a failing script keeps what it wrote before the error: part of it may be done */
         j->resent = 1;
         if (++j->send_tries < SCRIPT_ERROR_RETRIES) return 0;
+        /* not written: its lock expires and it runs again elsewhere, as after a lost lock */
+        ferry__job_log_emit(w, j, "lock-lost");
         report(w, FERRY_EREDIS,
                "worker %s: job %s: %s given up after %d script errors (%s); its lock expires and "
                "it is recovered as stalled",
@@ -232,6 +265,7 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
         return 1;
     }
     if ((code == -2 || code == -6) && !j->lock_lost) dl->lock_lost++;
+    ferry__job_log_emit(w, j, "lock-lost");
     report(w, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
            "worker %s: job %s: %s refused (%d: %s)%s", w->queue, j->id, kind_text(j->kind), code,
            code_text(code),
@@ -258,6 +292,8 @@ static void take_jobs(ferry_worker *w, ferry_job *list, ferry_job **mine) {
             char stack[FERRY_ERROR_MESSAGE_MAX];
             snprintf(stack, sizeof stack, "UnrecoverableError: %s", why);
             ferry_job_set_failure(j, why, stack);
+            j->outcome = FERRY_FAILED_PERMANENT;
+            if (w->cb.job_log) j->trace_id = ferry__job_trace_id(j);
             ferry__job_plan(j, FERRY_FAILED_PERMANENT, NULL);
             if (!d->pending) d->pending_since_us = ferry__now_us();
             pending_append(d, j);
@@ -403,13 +439,27 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
         }
     }
     if (again) d->retry_at = ferry__mono_ms() + SCRIPT_ERROR_DELAY_MS;
-    if (dl.completed || dl.failed || dl.retried || dl.lock_lost) {
+    if (dl.completed || dl.failed || dl.retried || dl.lock_lost || dl.retried_later ||
+        dl.throttled) {
         pthread_mutex_lock(&w->mu);
         w->stats.completed += dl.completed;
         w->stats.failed += dl.failed;
         w->stats.retried += dl.retried;
         w->stats.lock_lost += dl.lock_lost;
+        w->stats.retried_later += dl.retried_later;
+        w->stats.throttled += dl.throttled;
         pthread_mutex_unlock(&w->mu);
+    }
+
+    /* Rate limited (our own throttle, or the fetch met an exhausted limiter): no fetch
+     * until the limit ends; the dispatcher thread sleeps until then (BullMQ clamps the
+     * wait to maximumRateLimitDelay and asks again). */
+    long long limit_ttl = res.throttle_ttl;
+    if (res.fetch_sent && res.rate_limit_ttl > limit_ttl) limit_ttl = res.rate_limit_ttl;
+    if (limit_ttl > 0) {
+        if (limit_ttl > MAX_RATE_LIMIT_DELAY_MS) limit_ttl = MAX_RATE_LIMIT_DELAY_MS;
+        d->limit_until = ferry__mono_ms() + limit_ttl;
+        d->drained = 0;
     }
 
     if (res.fetch_sent) {
@@ -417,16 +467,11 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
         for (ferry_job *j = res.fetched; j; j = j->next)
             got++;
         if (got > 0) {
-            /* a partial fetch means the queue ran dry: wait for the marker rather than
-             * asking again at once */
-            d->drained = got < fetch_n;
+            /* a partial fetch means the queue ran dry (unless the limiter capped it): wait
+             * for the marker rather than asking again at once */
+            d->drained = got < fetch_n && limit_ttl <= 0;
             d->block_until = 0;
-        } else if (res.rate_limit_ttl > 0) {
-            long long ttl = res.rate_limit_ttl < MAX_RATE_LIMIT_DELAY_MS ? res.rate_limit_ttl
-                                                                         : MAX_RATE_LIMIT_DELAY_MS;
-            d->limit_until = ferry__mono_ms() + ttl;
-            d->drained = 0;
-        } else {
+        } else if (limit_ttl <= 0) {
             d->drained = 1;
             d->block_until = res.next_delayed;
         }
@@ -597,8 +642,12 @@ ferry_job *ferry__lead(ferry_worker *w, int keep_one) {
         int64_t now = ferry__mono_ms();
         int ok = conn_ok(d), go = write_now(w, stopping);
         int send = ok && d->pending && now >= d->retry_at && go;
-        int fetch =
-            ok && !stopping && d->free_slots > 0 && !d->drained && now >= d->limit_until && go;
+        /* a finish always asks for the next jobs too, drained or not (as Node's
+         * moveToFinished fetchNext does): a queue that was maxed by its global concurrency
+         * gets no marker when a slot frees up, so a drained worker would otherwise wait
+         * for its drain delay with jobs waiting */
+        int fetch = ok && !stopping && d->free_slots > 0 && (!d->drained || send) &&
+                    now >= d->limit_until && go;
         if (send || fetch) run_batch(w, fetch, keep_one && !mine ? &mine : NULL);
         left = d->pending != NULL;
 
@@ -661,8 +710,8 @@ void *ferry__dispatcher_main(void *arg) {
         int go = write_now(w, stopping);
         turn tn = {0};
         tn.send = ok && d->pending && now >= d->retry_at && go;
-        tn.fetch =
-            ok && !stopping && d->free_slots > 0 && !d->drained && now >= d->limit_until && go;
+        tn.fetch = ok && !stopping && d->free_slots > 0 && (!d->drained || tn.send) &&
+                   now >= d->limit_until && go; /* see ferry__lead */
         tn.renew = ok && d->nowned > 0 && now >= d->next_renew;
         tn.stalled = ok && !stopping && now >= d->next_stalled;
         tn.reconnect = !ok && now >= d->reconnect_at;

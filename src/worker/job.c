@@ -1,6 +1,7 @@
 /* job.c - ferry_job: the fetched job a handler sees (accessors, parsing the fetch reply)
  * and the decision of how it finishes (BullMQ 6.7.0 Job.moveToFailed / shouldRetryJob:
- * returnvalue JSON, failedReason, stacktrace, retry with backoff, keepJobs). */
+ * returnvalue JSON, failedReason, stacktrace, retry with backoff, keepJobs; DelayedError
+ * for retry-later, RateLimitError for throttled). */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -109,6 +110,7 @@ void ferry__job_free(ferry_job *j) {
     free(j->stack);
     free(j->value);
     free(j->stacktrace);
+    free(j->trace_id);
     free(j);
 }
 
@@ -150,7 +152,7 @@ const char *ferry_job_field(const ferry_job *j, const char *field) {
 
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 if invalid (overlongs, surrogates
  * and code points past U+10FFFF are invalid, as in RFC 3629). */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
+size_t ferry__utf8_seq(const unsigned char *s, size_t n) {
     unsigned c = s[0];
     if (c < 0x80) return 1;
     size_t len;
@@ -212,7 +214,7 @@ char *ferry__json_quote(const char *s, size_t n) {
             }
             i++;
         } else {
-            size_t len = utf8_seq(u + i, n - i);
+            size_t len = ferry__utf8_seq(u + i, n - i);
             if (!len) {
                 memcpy(o, "\\ufffd", 6);
                 o += 6;
@@ -261,6 +263,48 @@ int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack) {
     j->reason = r;
     j->stack = s;
     return 0;
+}
+
+void ferry_job_set_delay(ferry_job *j, long long delay_ms) {
+    if (!j) return;
+    j->req_delay_ms = delay_ms < 0                          ? 0
+                      : delay_ms > FERRY_RETRY_AFTER_MAX_MS ? FERRY_RETRY_AFTER_MAX_MS
+                                                            : delay_ms;
+    j->req_delay_set = 1;
+}
+
+ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
+                                     const char *reason) {
+    ferry_outcome oc;
+    char dflt[64];
+    if (!v) {
+        if (j) ferry_job_set_failure(j, reason ? reason : "HTTP verdict missing", NULL);
+        return FERRY_FAILED;
+    }
+    switch (v->cls) {
+    case FERRY_HTTP_OK:
+        return FERRY_COMPLETED;
+    case FERRY_HTTP_TRANSIENT:
+        oc = FERRY_FAILED;
+        break;
+    case FERRY_HTTP_RETRY_LATER:
+        oc = FERRY_RETRY_LATER;
+        ferry_job_set_delay(j, v->delay_ms);
+        break;
+    case FERRY_HTTP_THROTTLED:
+        oc = FERRY_THROTTLED;
+        ferry_job_set_delay(j, v->delay_ms);
+        break;
+    default: /* FERRY_HTTP_PERMANENT, or a value outside the enum */
+        oc = FERRY_FAILED_PERMANENT;
+        break;
+    }
+    if (!reason) {
+        snprintf(dflt, sizeof dflt, "HTTP %s", ferry_http_class_name(v->cls));
+        reason = dflt;
+    }
+    if (j) ferry_job_set_failure(j, reason, NULL); /* ENOMEM: reason dropped, outcome kept */
+    return oc;
 }
 
 /* ---- planning the finish ----------------------------------------------------------- */
@@ -391,6 +435,19 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
         return;
     }
 
+    if (outcome == FERRY_THROTTLED || outcome == FERRY_RETRY_LATER) {
+        /* Not a failure: no attempt spent, no stacktrace entry; the reason, when given, is
+         * stored as failedReason (it tells why the job waits). */
+        long long delay = j->req_delay_set ? j->req_delay_ms : 0;
+        if (outcome == FERRY_THROTTLED && delay <= 0) delay = FERRY_THROTTLE_DEFAULT_MS;
+        j->kind = outcome == FERRY_THROTTLED && w->limiter_max > 0 ? FERRY__FIN_THROTTLE
+                                                                   : FERRY__FIN_RETRY_LATER;
+        j->delay_ms = delay;
+        if (j->reason) j->value = strdup(j->reason); /* ENOMEM: just not stored */
+        if (o == &local) ferry__job_opts_free(&local);
+        return;
+    }
+
     const char *reason = j->reason ? j->reason : "failed";
     char *reason_buf = NULL;
     int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
@@ -398,8 +455,10 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
     long long delay = 0;
     if (retry) {
         ferry_error e = {0};
-        int rc = ferry__backoff_delay(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
-                                      &delay, &e);
+        j->cur_backoff = &o->backoff;
+        int rc = ferry__backoff_resolve(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
+                                        reason, j, w->backoffs, w->nbackoffs, &delay, &e);
+        j->cur_backoff = NULL;
         if (rc != 0) {
             /* e.g. a custom strategy this worker does not know: fail now, and say why */
             retry = 0;
@@ -435,4 +494,13 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
         j->keep = o->remove_on_fail.set ? o->remove_on_fail : w->keep_fail;
     }
     if (o == &local) ferry__job_opts_free(&local);
+}
+
+long long ferry__job_backoff_delay(const ferry_job *j) {
+    if (j->cur_backoff) return j->cur_backoff->set ? j->cur_backoff->delay_ms : 0;
+    ferry__job_opts o;
+    ferry__job_opts_from_stored(j->opts, &o);
+    long long d = o.backoff.set ? o.backoff.delay_ms : 0;
+    ferry__job_opts_free(&o);
+    return d;
 }

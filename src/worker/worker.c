@@ -107,6 +107,7 @@ static void destroy(ferry_worker *w) {
         }
     free(w->d.owned);
     free(w->threads);
+    ferry__backoff_registry_free(w->backoffs, w->nbackoffs);
     free(w->queue);
     free(w->name);
     free(w->client_name);
@@ -202,6 +203,13 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     if (!rc) rc = check_range(err, "max_started_attempts", opts->max_started_attempts, 0, INT_MAX);
     if (!rc) rc = check_range(err, "drain_delay_ms", opts->drain_delay_ms, 0, INT_MAX);
     if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY__MAX_CONCURRENCY);
+    if (!rc) rc = check_range(err, "limiter_max", opts->limiter_max, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "limiter_duration_ms", opts->limiter_duration_ms, 0, INT_MAX);
+    if (!rc && (opts->limiter_max > 0) != (opts->limiter_duration_ms > 0))
+        rc = ferry__err(err, FERRY_EINVAL,
+                        "worker: limiter_max (%d) and limiter_duration_ms (%d) must both be > 0 "
+                        "for a limiter, or both 0 for none",
+                        opts->limiter_max, opts->limiter_duration_ms);
     if (!rc && opts->name) rc = validate_name(opts->name, err);
     if (!rc && opts->redis && opts->redis->url) rc = ferry_redis_url_check(opts->redis->url, err);
     if (rc) return rc;
@@ -259,6 +267,8 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     w->stalled_interval_ms = opts->stalled_interval_ms ? opts->stalled_interval_ms : 30000;
     w->max_stalled_count = opts->max_stalled_count ? opts->max_stalled_count : 1;
     w->max_started_attempts = opts->max_started_attempts;
+    w->limiter_max = opts->limiter_max;
+    w->limiter_duration_ms = opts->limiter_duration_ms;
     w->drain_delay_ms = opts->drain_delay_ms ? opts->drain_delay_ms : 5000;
     w->fetch_batch = opts->fetch_batch ? opts->fetch_batch : w->concurrency;
     w->split_at = w->concurrency >= SPLIT_MIN_CONCURRENCY ? w->concurrency / 2 : 0;
@@ -298,6 +308,13 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
         destroy(w);
         return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
     }
+    rc = ferry__backoff_registry_copy(opts->backoff_strategies, opts->nbackoff_strategies,
+                                      &w->backoffs, err);
+    if (rc) {
+        destroy(w);
+        return rc;
+    }
+    w->nbackoffs = opts->nbackoff_strategies;
     if (strlen(w->client_name) > 256) {
         destroy(w);
         return ferry__err(err, FERRY_EINVAL,
@@ -313,8 +330,9 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     w->s_retry = ferry__script_get("retryJob");
     w->s_extend = ferry__script_get("extendLocks");
     w->s_stalled = ferry__script_get("moveStalledJobsToWait");
+    w->s_throttle = ferry__script_get("throttleJob");
     if (!w->s_fetch || !w->s_finish || !w->s_delay || !w->s_retry || !w->s_extend ||
-        !w->s_stalled) {
+        !w->s_stalled || !w->s_throttle) {
         destroy(w);
         return ferry__err(err, FERRY_EINVAL, "worker: embedded scripts missing (build problem)");
     }
@@ -443,10 +461,16 @@ static void *handler_main(void *arg) {
         int64_t sample = took < 1000000 ? took * 1000 : 1000000000;
         atomic_store_explicit(&w->handler_ns, (int)(avg + (sample - avg) / 8),
                               memory_order_relaxed);
-        if (oc != FERRY_COMPLETED && oc != FERRY_FAILED && oc != FERRY_FAILED_PERMANENT) {
+        if (oc != FERRY_COMPLETED && oc != FERRY_FAILED && oc != FERRY_FAILED_PERMANENT &&
+            oc != FERRY_RETRY_LATER && oc != FERRY_THROTTLED) {
             if (!j->reason) ferry_job_set_failure(j, "handler returned an invalid outcome", NULL);
             oc = FERRY_FAILED_PERMANENT;
         }
+        j->outcome = oc;
+        j->ran = 1;
+        j->run_us = took;
+        /* parsed here, not on the thread that settles results for everybody */
+        if (w->cb.job_log) j->trace_id = ferry__job_trace_id(j);
         ferry__job_plan(j, oc, &cache);
         atomic_fetch_sub(&w->busy, 1);
         push_done(w, j);

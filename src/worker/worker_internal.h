@@ -5,6 +5,8 @@
  *   batch.c     building and sending the script calls, parsing their replies
  *   waiter.c    the waiter thread (owns the blocking connection): BZPOPMIN on the marker
  *   job.c       ferry_job: accessors, parsing a fetched job, planning its finish
+ *   joblog.c    callbacks.job_log records and ferry_job_log_format
+ *   backoff.c   retry delays (built-in and registered strategies)
  *
  * Locking: `mu` guards every field marked [mu]. Fields marked [disp] belong to whichever
  * thread holds the dispatcher role (`role`, see dispatch.c: the dispatcher thread, a handler
@@ -22,6 +24,7 @@
 #include "queue/job_opts.h"
 #include "queue/keys.h"
 #include "redis/conn.h"
+#include "worker/backoff.h"
 
 #define FERRY__MAX_CONCURRENCY 1024
 #define FERRY__NAME_MAX 256 /* worker name (pb, client name suffix) */
@@ -33,6 +36,8 @@ typedef enum ferry__fin_kind {
     FERRY__FIN_FAIL,        /* moveToFinished failed (final) */
     FERRY__FIN_RETRY_DELAY, /* moveToDelayed (backoff) */
     FERRY__FIN_RETRY_NOW,   /* retryJob */
+    FERRY__FIN_RETRY_LATER, /* moveToDelayed without spending an attempt (skipAttempt) */
+    FERRY__FIN_THROTTLE,    /* throttleJob: queue limiter + back to the front of wait */
 } ferry__fin_kind;
 
 struct ferry_job {
@@ -52,9 +57,20 @@ struct ferry_job {
     int64_t ready_us; /* when it entered the ready queue (ferry__now_us) */
 
     /* Written by the handler (ferry_job_set_*), then by ferry__job_plan. */
-    char *ret;    /* JSON text, owned */
-    char *reason; /* owned */
-    char *stack;  /* owned */
+    char *ret;              /* JSON text, owned */
+    char *reason;           /* owned */
+    char *stack;            /* owned */
+    long long req_delay_ms; /* ferry_job_set_delay, clamped */
+    int req_delay_set;
+
+    /* Written by the handler thread after the run (read when the result is settled). */
+    ferry_outcome outcome; /* as returned (an invalid value became FAILED_PERMANENT) */
+    int ran;               /* the handler ran (0: failed at fetch without running) */
+    int64_t run_us;        /* handler run time */
+    char *trace_id;        /* owned; only computed when callbacks.job_log is set */
+    /* The job's parsed backoff option while ferry__job_plan calls a strategy, else NULL
+     * (ferry_backoff_capped reads its delay). */
+    const ferry__backoff *cur_backoff;
 
     /* The finish plan. */
     ferry__fin_kind kind;
@@ -104,6 +120,9 @@ struct ferry_worker {
     char *name;                /* NULL = none */
     int concurrency, lock_duration_ms, stalled_interval_ms, max_stalled_count;
     int max_started_attempts, drain_delay_ms, fetch_batch;
+    int limiter_max, limiter_duration_ms; /* 0 = no worker limiter */
+    ferry__backoff_custom *backoffs;      /* registered strategies, owned */
+    size_t nbackoffs;
     ferry__keep_jobs keep_complete, keep_fail;
     ferry_worker_callbacks cb;
     void *cb_ud;
@@ -114,7 +133,7 @@ struct ferry_worker {
     /* key strings: "<prefix>:<queue>:<suffix>" */
     char *k_wait, *k_active, *k_prioritized, *k_events, *k_limiter, *k_delayed, *k_meta, *k_pc,
         *k_marker, *k_stalled, *k_completed, *k_failed, *k_stalled_check, *k_repeat;
-    const ferry_script *s_fetch, *s_finish, *s_delay, *s_retry, *s_extend, *s_stalled;
+    const ferry_script *s_fetch, *s_finish, *s_delay, *s_retry, *s_extend, *s_stalled, *s_throttle;
     double min_block_s; /* smallest BZPOPMIN timeout the server accepts usefully */
     int pop_many;       /* server has RPOP with a count (>= 6.2): fetch pops in one call */
     int whole_second_block;
@@ -195,6 +214,29 @@ void ferry__opts_cache_free(ferry__opts_cache *c); /* empties it; NULL accepted 
  * spares parsing the same opts text again. */
 void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache);
 
+/* The job's backoff.delay (ms, 0 when none): from the option being planned when called
+ * from a strategy, else parsed from the stored opts. */
+long long ferry__job_backoff_delay(const ferry_job *j);
+
+/* ---- joblog.c ------------------------------------------------------------------- */
+
+/* Longest data text searched for a "traceId" and longest trace id taken from it. */
+#define FERRY__TRACE_SCAN_MAX (1024 * 1024)
+#define FERRY__TRACE_ID_MAX 256
+
+/* The job data's top-level "traceId" when it is a string of 1..FERRY__TRACE_ID_MAX
+ * printable ASCII characters without spaces, else NULL. malloc'd. Only called when
+ * callbacks.job_log is set (it parses the data). Thread-safe. */
+char *ferry__job_trace_id(const ferry_job *j);
+
+/* Call callbacks.job_log (if set) for a settled job: `outcome` is one of the names in
+ * ferry_job_log. Runs the callback under ferry__cb_enter. */
+void ferry__job_log_emit(ferry_worker *w, const ferry_job *j, const char *outcome);
+
+/* Length of the valid UTF-8 sequence at s[0..n) (n >= 1), or 0 if invalid (overlongs,
+ * surrogates, past U+10FFFF). */
+size_t ferry__utf8_seq(const unsigned char *s, size_t n);
+
 /* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
  * malloc'd, NULL on ENOMEM. */
 char *ferry__json_quote(const char *s, size_t n);
@@ -203,7 +245,8 @@ char *ferry__json_quote(const char *s, size_t n);
 
 typedef struct ferry__batch_result {
     ferry_job *fetched, *fetched_tail; /* new jobs, in fetch order */
-    long long rate_limit_ttl;
+    long long rate_limit_ttl;          /* the fetch met an exhausted limiter (also with jobs) */
+    long long throttle_ttl;            /* limiter TTL answered by throttleJob calls (max) */
     long long next_delayed;
     int fetch_sent; /* a fetch was part of the call */
     int has_script_error;

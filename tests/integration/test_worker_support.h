@@ -234,12 +234,12 @@ typedef struct wt_cond {
     const int *counter;
 } wt_cond;
 
-static int wt_zcard_at_least(void *arg) {
+static inline int wt_zcard_at_least(void *arg) {
     wt_cond *c = arg;
     return WT_ZCARD(c->t, c->set) >= c->n;
 }
 
-static int wt_counter_at_least(void *arg) {
+static inline int wt_counter_at_least(void *arg) {
     wt_cond *c = arg;
     return wt_count(c->t, c->counter) >= c->n;
 }
@@ -304,7 +304,7 @@ static inline int gate_pass(gate *g) {
     return ok;
 }
 
-static int gate_entered_at_least(void *arg) {
+static inline int gate_entered_at_least(void *arg) {
     gate *g = ((void **)arg)[0];
     int n = *(int *)((void **)arg)[1];
     pthread_mutex_lock(&g->mu);

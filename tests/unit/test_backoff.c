@@ -1,5 +1,8 @@
 /* test_backoff.c - retry delays as BullMQ 6.7.0 computes them (src/worker/backoff.c):
- * fixed, exponential, jitter bounds with an injected random number, unknown strategies. */
+ * fixed, exponential, jitter bounds with an injected random number, unknown strategies;
+ * ferry's "capped" strategy (bounds, cap, determinism with a fixed random number); the
+ * lookup order built-ins -> registered -> capped, custom results normalised, and the
+ * validation of a worker's strategy registry. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <stdio.h>
 
 #include "worker/backoff.h"
 
@@ -120,6 +124,216 @@ static void test_unknown_strategy(void **state) {
     assert_int_equal(ferry__backoff_delay(&b, 1, 0.5, &d, &e), FERRY_ENOTFOUND);
 }
 
+/* ---- capped ------------------------------------------------------------------------- */
+
+static void test_capped_formula(void **state) {
+    (void)state;
+    /* ceiling = min(cap, base * 2^(attempt-1)); delay = round(ceiling/2 + rnd*ceiling/2) */
+    assert_int_equal(ferry__backoff_capped_calc(1, 2000, 900000, 0.0), 1000);
+    assert_int_equal(ferry__backoff_capped_calc(1, 2000, 900000, 0.5), 1500);
+    assert_int_equal(ferry__backoff_capped_calc(2, 2000, 900000, 0.0), 2000);
+    assert_int_equal(ferry__backoff_capped_calc(3, 2000, 900000, 0.25), 5000);
+    /* deterministic for a fixed random number */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ferry__backoff_capped_calc(4, 2000, 900000, 0.3), 8000 + 2400);
+    /* defaults for non-positive base / cap: 2000 and 15 min */
+    assert_int_equal(ferry__backoff_capped_calc(1, 0, 0, 0.0), 1000);
+    assert_int_equal(ferry__backoff_capped_calc(40, -5, 0, 0.0), FERRY__CAPPED_CAP_MS / 2);
+    /* Math.round of a half rounds up: ceiling 3 -> 1.5 -> 2 */
+    assert_int_equal(ferry__backoff_capped_calc(1, 3, 100, 0.0), 2);
+    /* attempt < 1 counts as 1; rnd outside [0, 1) counts as 0 */
+    assert_int_equal(ferry__backoff_capped_calc(0, 2000, 900000, 0.0), 1000);
+    assert_int_equal(ferry__backoff_capped_calc(-7, 2000, 900000, 0.0), 1000);
+    assert_int_equal(ferry__backoff_capped_calc(1, 2000, 900000, 1.0), 1000);
+    assert_int_equal(ferry__backoff_capped_calc(1, 2000, 900000, -0.1), 1000);
+}
+
+static void test_capped_bounds_and_cap(void **state) {
+    (void)state;
+    const long long base = 2000, cap = 15LL * 60 * 1000;
+    for (long attempt = 1; attempt <= 70; attempt++) {
+        double c = (double)base * (double)(1ULL << (attempt < 40 ? attempt - 1 : 39));
+        long long ceiling = c < (double)cap ? (long long)c : cap;
+        for (int i = 0; i < 200; i++) {
+            double r = i == 0 ? 0.0 : i == 1 ? 0.9999999999 : ferry__backoff_random();
+            long long d = ferry__backoff_capped_calc(attempt, base, cap, r);
+            assert_true(2 * d >= ceiling);
+            assert_true(d <= ceiling);
+            assert_true(d <= cap);
+        }
+    }
+    /* huge attempts and bases never overflow */
+    assert_int_equal(ferry__backoff_capped_calc(LONG_MAX, 2000, 900000, 0.0), 450000);
+    assert_int_equal(ferry__backoff_capped_calc(1, 1LL << 62, 1LL << 62, 0.0),
+                     FERRY_BACKOFF_MAX_MS);
+}
+
+static void test_capped_builtin_uses_job_delay(void **state) {
+    (void)state;
+    /* backoff {type: capped, delay: 500}: base 500; without delay: base 2000 */
+    ferry__backoff b = make("capped", 500, 0);
+    assert_int_equal(delay_of(&b, 1, 0.0), 250);
+    assert_int_equal(delay_of(&b, 3, 0.0), 1000);
+    b = make("capped", 0, 0);
+    assert_int_equal(delay_of(&b, 2, 0.0), 2000);
+    assert_null(ferry__backoff_builtin("capped")); /* a fallback, not a BullMQ built-in */
+    assert_non_null(ferry__backoff_fallback("capped"));
+    /* the public function with a config: jitter in the upper half of [base.., cap] */
+    ferry_backoff_capped_config cfg = {100, 1000};
+    for (long a = 1; a <= 10; a++) {
+        long long d = ferry_backoff_capped(a, "capped", "x", NULL, &cfg);
+        long long ceiling = 100LL << (a - 1) < 1000 ? 100LL << (a - 1) : 1000;
+        assert_true(2 * d >= ceiling && d <= ceiling);
+    }
+    /* NULL config and no job: base 2000 */
+    long long d = ferry_backoff_capped(1, "capped", NULL, NULL, NULL);
+    assert_true(d >= 1000 && d <= 2000);
+}
+
+/* ---- custom strategies ---------------------------------------------------------------- */
+
+typedef struct seen {
+    long attempts;
+    char type[64];
+    char reason[64];
+    int calls;
+} seen;
+
+static long long custom_linear(long attempts_made, const char *type, const char *reason,
+                               const ferry_job *job, void *ud) {
+    (void)job;
+    seen *s = ud;
+    s->attempts = attempts_made;
+    snprintf(s->type, sizeof s->type, "%s", type);
+    snprintf(s->reason, sizeof s->reason, "%s", reason);
+    s->calls++;
+    return 1000 * attempts_made;
+}
+
+static long long custom_value(long attempts_made, const char *type, const char *reason,
+                              const ferry_job *job, void *ud) {
+    (void)attempts_made, (void)type, (void)reason, (void)job;
+    return *(long long *)ud;
+}
+
+static long long resolve(const ferry__backoff *b, long attempt, const ferry__backoff_custom *reg,
+                         size_t n) {
+    long long d = -5;
+    ferry_error e = {0};
+    assert_int_equal(ferry__backoff_resolve(b, attempt, 0.0, "why", NULL, reg, n, &d, &e), 0);
+    return d;
+}
+
+static void test_lookup_order(void **state) {
+    (void)state;
+    seen s1 = {0}, s2 = {0};
+    ferry_backoff_strategy defs[] = {
+        {"linear", custom_linear, &s1},
+        {"capped", custom_linear, &s2}, /* replaces the built-in capped */
+    };
+    ferry__backoff_custom *reg = NULL;
+    ferry_error e = {0};
+    assert_int_equal(ferry__backoff_registry_copy(defs, 2, &reg, &e), 0);
+
+    ferry__backoff b = make("linear", 0, 0);
+    assert_int_equal(resolve(&b, 3, reg, 2), 3000);
+    assert_int_equal(s1.calls, 1);
+    assert_int_equal(s1.attempts, 3);
+    assert_string_equal(s1.type, "linear");
+    assert_string_equal(s1.reason, "why");
+
+    b = make("capped", 0, 0);
+    assert_int_equal(resolve(&b, 2, reg, 2), 2000);
+    assert_int_equal(s2.calls, 1);
+    /* without the registry the built-in capped answers */
+    assert_int_equal(resolve(&b, 2, NULL, 0), 2000); /* rnd 0: ceiling 4000 / 2 */
+
+    /* fixed / exponential are BullMQ's, never a registered strategy */
+    b = make("fixed", 70, 0);
+    assert_int_equal(resolve(&b, 5, reg, 2), 70);
+
+    /* unknown type: an error naming it */
+    b = make("quadratic", 1, 0);
+    long long d = 0;
+    assert_int_equal(ferry__backoff_resolve(&b, 1, 0.0, "r", NULL, reg, 2, &d, &e),
+                     FERRY_ENOTFOUND);
+    assert_non_null(strstr(e.message, "\"quadratic\""));
+    ferry__backoff_registry_free(reg, 2);
+}
+
+static void test_custom_results_normalised(void **state) {
+    (void)state;
+    long long v = 0;
+    ferry_backoff_strategy def = {"v", custom_value, &v};
+    ferry__backoff_custom *reg = NULL;
+    ferry_error e = {0};
+    assert_int_equal(ferry__backoff_registry_copy(&def, 1, &reg, &e), 0);
+    ferry__backoff b = make("v", 0, 0);
+    v = -1;
+    assert_int_equal(resolve(&b, 1, reg, 1), -1); /* do not retry */
+    v = -42;
+    assert_int_equal(resolve(&b, 1, reg, 1), -1);
+    v = 0;
+    assert_int_equal(resolve(&b, 1, reg, 1), 0); /* retry at once */
+    v = FERRY_BACKOFF_MAX_MS * 4;
+    assert_int_equal(resolve(&b, 1, reg, 1), FERRY_BACKOFF_MAX_MS);
+    v = 1234;
+    assert_int_equal(resolve(&b, 1, reg, 1), 1234);
+    ferry__backoff_registry_free(reg, 1);
+}
+
+static void expect_bad_registry(const ferry_backoff_strategy *s, size_t n, const char *needle) {
+    ferry__backoff_custom *reg = (ferry__backoff_custom *)1;
+    ferry_error e = {0};
+    assert_int_equal(ferry__backoff_registry_copy(s, n, &reg, &e), FERRY_EINVAL);
+    assert_null(reg);
+    if (!strstr(e.message, needle)) fail_msg("message '%s' lacks '%s'", e.message, needle);
+}
+
+static void test_registry_validation(void **state) {
+    (void)state;
+    long long v = 0;
+    ferry_backoff_strategy ok = {"a", custom_value, &v};
+    expect_bad_registry(NULL, 1, "NULL");
+    ferry_backoff_strategy many[FERRY__BACKOFF_STRATEGIES_MAX + 1];
+    char names[FERRY__BACKOFF_STRATEGIES_MAX + 1][8];
+    for (int i = 0; i <= FERRY__BACKOFF_STRATEGIES_MAX; i++) {
+        snprintf(names[i], sizeof names[i], "s%d", i);
+        many[i] = (ferry_backoff_strategy){names[i], custom_value, &v};
+    }
+    expect_bad_registry(many, FERRY__BACKOFF_STRATEGIES_MAX + 1, "at most 64");
+    ferry__backoff_custom *reg = NULL;
+    ferry_error e = {0};
+    assert_int_equal(ferry__backoff_registry_copy(many, FERRY__BACKOFF_STRATEGIES_MAX, &reg, &e),
+                     0);
+    ferry__backoff_registry_free(reg, FERRY__BACKOFF_STRATEGIES_MAX);
+
+    ferry_backoff_strategy bad[2] = {ok, ok};
+    expect_bad_registry(bad, 2, "registered twice");
+    bad[1] = (ferry_backoff_strategy){"", custom_value, NULL};
+    expect_bad_registry(bad, 2, "no name");
+    bad[1] = (ferry_backoff_strategy){NULL, custom_value, NULL};
+    expect_bad_registry(bad, 2, "no name");
+    bad[1] = (ferry_backoff_strategy){"fixed", custom_value, NULL};
+    expect_bad_registry(bad, 2, "built into BullMQ");
+    bad[1] = (ferry_backoff_strategy){"exponential", custom_value, NULL};
+    expect_bad_registry(bad, 2, "built into BullMQ");
+    bad[1] = (ferry_backoff_strategy){"nofn", NULL, NULL};
+    expect_bad_registry(bad, 2, "no function");
+    char longname[FERRY__BACKOFF_NAME_MAX + 2];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    bad[1] = (ferry_backoff_strategy){longname, custom_value, NULL};
+    expect_bad_registry(bad, 2, "at most 63");
+    longname[FERRY__BACKOFF_NAME_MAX] = 0; /* exactly 63: fine */
+    assert_int_equal(ferry__backoff_registry_copy(bad, 2, &reg, &e), 0);
+    ferry__backoff_registry_free(reg, 2);
+    /* none at all */
+    reg = (ferry__backoff_custom *)1;
+    assert_int_equal(ferry__backoff_registry_copy(NULL, 0, &reg, &e), 0);
+    assert_null(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_backoff_is_immediate),
@@ -130,6 +344,12 @@ int main(void) {
         cmocka_unit_test(test_huge_values_are_clamped),
         cmocka_unit_test(test_out_of_range_random_is_safe),
         cmocka_unit_test(test_unknown_strategy),
+        cmocka_unit_test(test_capped_formula),
+        cmocka_unit_test(test_capped_bounds_and_cap),
+        cmocka_unit_test(test_capped_builtin_uses_job_delay),
+        cmocka_unit_test(test_lookup_order),
+        cmocka_unit_test(test_custom_results_normalised),
+        cmocka_unit_test(test_registry_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

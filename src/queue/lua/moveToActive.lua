@@ -12,8 +12,10 @@
         8 worker limiter max ("" = none)  9 worker limiter duration ("" = none)
         10 popMany ("1" when the server has RPOP with a count, Redis >= 6.2)
   Returns {jobs, rateLimitTtl, nextDelayedMs} where jobs = {id1, HGETALL1, id2, ...};
-  with no job: rateLimitTtl > 0 when rate limited, else nextDelayedMs = due time of the
-  first delayed job (0 when none, or when paused/maxed). ]]
+  rateLimitTtl > 0 when rate limited: with no job, the limiter was already exhausted; with
+  jobs, this fetch used up the window (the caller waits instead of asking again).
+  With no job and no limit, nextDelayedMs = due time of the first delayed job (0 when none,
+  or when paused/maxed). ]]
 --@include common.lua
 
 --@include fetch.lua

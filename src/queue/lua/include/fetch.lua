@@ -3,6 +3,10 @@
 
 -- Returns jobs, ttl, nextDelayed, hadResult (false only when nothing at all was found:
 -- not rate limited, not paused/maxed, no job, no delayed job - BullMQ's "drained" case).
+-- ttl > 0 means rate limited for that long; unlike BullMQ it is also returned with jobs
+-- when this fetch used up the limiter's window, so the worker waits out the window at
+-- once instead of asking again just to be told (and the "0" marker it would pop stays for
+-- others).
 -- Jobs are taken in BullMQ's order (wait tail first, then prioritized by score) and moved
 -- to the head of active exactly as n single RPOPLPUSH/ZPOPMIN+LPUSH would; with popMany
 -- ("1", Redis >= 6.2) the pops use RPOP/ZPOPMIN with a count instead of one call per job.
@@ -87,6 +91,7 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
   end
 
   local counted = 0
+  local limitTtl = 0
   for i, id in ipairs(ids) do
     local jobKey = base .. id
     redis.call("SET", jobKey .. ":lock", tokPrefix .. string.format("%d", tokStart + i - 1),
@@ -124,8 +129,13 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
   end
   -- rate limiter: jobs with a deferred failure are not counted (v6)
   if maxJobs and counted > 0 then
-    if redis.call("INCRBY", k.limiter, counted) == counted and dur then
+    local used = redis.call("INCRBY", k.limiter, counted)
+    if used == counted and dur then
       redis.call("PEXPIRE", k.limiter, math.floor(math.abs(dur)))
+    end
+    if used >= maxJobs then
+      local pttl = redis.call("PTTL", k.limiter)
+      if pttl > 0 then limitTtl = pttl end
     end
   end
 
@@ -134,7 +144,7 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
   elseif #ids > 0 then
     redis.call("ZADD", k.marker, 0, "0")
   end
-  if #ids > 0 then return jobs, 0, 0, true end
+  if #ids > 0 then return jobs, limitTtl, 0, true end
   local first = redis.call("ZRANGE", k.delayed, 0, 0, "WITHSCORES")
   if first[2] then return jobs, 0, tonumber(first[2]) / 4096, true end
   return jobs, 0, 0, false
