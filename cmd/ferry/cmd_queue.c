@@ -1,4 +1,6 @@
-/* cmd_queue.c - `ferry queue add | counts | pause | resume`: producer-side commands. */
+/* cmd_queue.c - `ferry queue add | counts | pause | resume | rate-limit | concurrency |
+ * global-rate-limit`: producer-side and queue-administration commands. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,10 +259,281 @@ static int queue_resume(int argc, char **argv) {
     return pause_or_resume(&resume_spec, 0, argc, argv);
 }
 
+/* ---- queue rate-limit / concurrency / global-rate-limit -------------------------------- */
+
+/* A positional integer in [min, max]; prints the usage error and returns its code. */
+static int parse_pos_int(const cmd_spec *spec, const char *what, const char *text, long long min,
+                         long long max, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max)
+        return opts_usage_error(spec, "%s: expected an integer from %lld to %lld, got '%s'", what,
+                                min, max, text);
+    *out = v;
+    return 0;
+}
+
+typedef struct limit_opts {
+    int clear, show, remove, json;
+    long long max, duration;
+} limit_opts;
+
+static const opt_def rate_limit_defs[] = {
+    {"clear", OPT_FLAG, NULL, offsetof(limit_opts, clear), 0, 0,
+     "Delete the limiter key now (BullMQ removeRateLimitKey)."},
+    {"show", OPT_FLAG, NULL, offsetof(limit_opts, show), 0, 0,
+     "Print the remaining time (the default when neither MS nor --clear is given)."},
+    {"json", OPT_FLAG, NULL, offsetof(limit_opts, json), 0, 0,
+     "With --show: print {\"ttl\": MS} (BullMQ getRateLimitTtl(): -2 no key, -1 no expiry)."},
+};
+
+static const cmd_spec rate_limit_spec = {
+    "queue rate-limit",
+    "QUEUE [MS]",
+    "Rate-limit QUEUE for MS milliseconds (BullMQ queue.rateLimit), remove the limit "
+    "(--clear) or show what is left of it (--show). MS from 1 to 1099511627776.",
+    "BullMQ rule: the limit only stops workers that have a limiter, i.e. a worker\n"
+    "limiter (Node's `limiter` option, or ferry's worker limiter) or the queue's\n"
+    "global rate limit (ferry queue global-rate-limit). Workers without one, Node or\n"
+    "ferry, keep taking jobs. To stop every worker, pause the queue, or set a global\n"
+    "rate limit before rate-limiting.\n"
+    "\n"
+    "The limit sets the queue's limiter key to 9007199254740991 with an expiry of\n"
+    "MS; a job that a limited worker already runs is not interrupted. No output.\n"
+    "\n"
+    "--show prints what BullMQ's getRateLimitTtl() returns: with a global rate limit\n"
+    "set, the ms until workers may fetch again (0 = not limited now); without one,\n"
+    "the limiter key's remaining time (-2 = no key, -1 = no expiry).\n",
+    1,
+    2,
+    0};
+
+static int queue_rate_limit(int argc, char **argv) {
+    cli_conn conn = {0};
+    limit_opts lo = {0};
+    opt_group groups[] = {
+        {"Options", rate_limit_defs, sizeof rate_limit_defs / sizeof rate_limit_defs[0], &lo},
+        cli_conn_group(&conn, 0)};
+    opt_result r;
+    int rc = opts_parse(&rate_limit_spec, groups, 2, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    ferry_queue *q = NULL;
+    long long ms = 0;
+    if (r.npos > 1) {
+        if ((rc = parse_pos_int(&rate_limit_spec, "MS", r.pos[1], 1, FERRY_LIMIT_MS_MAX, &ms)))
+            goto out;
+        if (lo.clear || lo.show) {
+            rc = opts_usage_error(&rate_limit_spec, "MS cannot be combined with --%s",
+                                  lo.clear ? "clear" : "show");
+            goto out;
+        }
+    } else if (lo.clear && lo.show) {
+        rc = opts_usage_error(&rate_limit_spec, "--clear cannot be combined with --show");
+        goto out;
+    }
+    if (lo.json && (ms || lo.clear)) {
+        rc = opts_usage_error(&rate_limit_spec, "--json only applies to --show");
+        goto out;
+    }
+    if ((rc = cli_conn_resolve(&rate_limit_spec, &conn))) goto out;
+    if ((rc = cli_open_queue(&rate_limit_spec, &conn, r.pos[0], &q))) goto out;
+    ferry_error err = {0};
+    long long ttl = 0;
+    if (ms) {
+        if (ferry_queue_rate_limit(q, ms, &err) != 0)
+            rc = cli_report(&rate_limit_spec, &conn, NULL, &err);
+    } else if (lo.clear) {
+        if (ferry_queue_clear_rate_limit(q, NULL, &err) != 0)
+            rc = cli_report(&rate_limit_spec, &conn, NULL, &err);
+    } else if (ferry_queue_rate_limit_ttl(q, &ttl, &err) != 0) {
+        rc = cli_report(&rate_limit_spec, &conn, NULL, &err);
+    } else if (lo.json) {
+        jsonw w;
+        jsonw_begin(&w, stdout);
+        jsonw_int(&w, "ttl", ttl);
+        jsonw_end(&w);
+    } else if (ttl > 0) {
+        printf("queue %s: rate limited for %lld ms\n", r.pos[0], ttl);
+    } else if (ttl == -1) {
+        printf("queue %s: limiter key has no expiry\n", r.pos[0]);
+    } else {
+        printf("queue %s: not rate limited\n", r.pos[0]);
+    }
+out:
+    ferry_queue_close(q);
+    free(r.pos);
+    return rc;
+}
+
+static const opt_def concurrency_defs[] = {
+    {"remove", OPT_FLAG, NULL, offsetof(limit_opts, remove), 0, 0,
+     "Remove the global concurrency (BullMQ removeGlobalConcurrency)."},
+    {"json", OPT_FLAG, NULL, offsetof(limit_opts, json), 0, 0,
+     "When showing: print {\"concurrency\": N}, null when not set."},
+};
+
+static const cmd_spec concurrency_spec = {
+    "queue concurrency",
+    "QUEUE [N]",
+    "Set the global concurrency of QUEUE to N (BullMQ setGlobalConcurrency), remove it "
+    "(--remove), or show it (no N). N from 1 to 2147483647.",
+    "At most N jobs of the queue run at once across all its workers, Node BullMQ and\n"
+    "ferry alike: a worker takes no job while the queue's active list holds N jobs.\n"
+    "Each worker's own concurrency still applies. Idle workers notice a raised or\n"
+    "removed setting at their next fetch (within their drain delay, 5 s by default).\n"
+    "No output when setting or removing.\n",
+    1,
+    2,
+    0};
+
+static int queue_concurrency(int argc, char **argv) {
+    cli_conn conn = {0};
+    limit_opts lo = {0};
+    opt_group groups[] = {
+        {"Options", concurrency_defs, sizeof concurrency_defs / sizeof concurrency_defs[0], &lo},
+        cli_conn_group(&conn, 0)};
+    opt_result r;
+    int rc = opts_parse(&concurrency_spec, groups, 2, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    ferry_queue *q = NULL;
+    long long n = 0;
+    if (r.npos > 1 &&
+        (rc = parse_pos_int(&concurrency_spec, "N", r.pos[1], 1, FERRY_LIMIT_COUNT_MAX, &n)))
+        goto out;
+    if (n && lo.remove) {
+        rc = opts_usage_error(&concurrency_spec, "N cannot be combined with --remove");
+        goto out;
+    }
+    if (lo.json && (n || lo.remove)) {
+        rc = opts_usage_error(&concurrency_spec, "--json only applies when showing (no N)");
+        goto out;
+    }
+    if ((rc = cli_conn_resolve(&concurrency_spec, &conn))) goto out;
+    if ((rc = cli_open_queue(&concurrency_spec, &conn, r.pos[0], &q))) goto out;
+    ferry_error err = {0};
+    long cur = 0;
+    if (n) {
+        if (ferry_queue_set_global_concurrency(q, (long)n, &err) != 0)
+            rc = cli_report(&concurrency_spec, &conn, NULL, &err);
+    } else if (lo.remove) {
+        if (ferry_queue_remove_global_concurrency(q, &err) != 0)
+            rc = cli_report(&concurrency_spec, &conn, NULL, &err);
+    } else if (ferry_queue_get_global_concurrency(q, &cur, &err) != 0) {
+        rc = cli_report(&concurrency_spec, &conn, NULL, &err);
+    } else if (lo.json) {
+        jsonw w;
+        jsonw_begin(&w, stdout);
+        if (cur)
+            jsonw_int(&w, "concurrency", cur);
+        else
+            jsonw_null(&w, "concurrency");
+        jsonw_end(&w);
+    } else if (cur) {
+        printf("queue %s: global concurrency %ld\n", r.pos[0], cur);
+    } else {
+        printf("queue %s: no global concurrency\n", r.pos[0]);
+    }
+out:
+    ferry_queue_close(q);
+    free(r.pos);
+    return rc;
+}
+
+static const opt_def global_rate_defs[] = {
+    {"max", OPT_INT, "N", offsetof(limit_opts, max), 1, FERRY_LIMIT_COUNT_MAX,
+     "At most N jobs per window (1 to 2147483647); needs --duration."},
+    {"duration", OPT_INT, "MS", offsetof(limit_opts, duration), 1, FERRY_LIMIT_MS_MAX,
+     "Window length in ms (1 to 1099511627776); needs --max."},
+    {"remove", OPT_FLAG, NULL, offsetof(limit_opts, remove), 0, 0,
+     "Remove the global rate limit (BullMQ removeGlobalRateLimit)."},
+    {"json", OPT_FLAG, NULL, offsetof(limit_opts, json), 0, 0,
+     "When showing: print {\"max\": N, \"duration\": MS}, both null when not set."},
+};
+
+static const cmd_spec global_rate_spec = {
+    "queue global-rate-limit",
+    "QUEUE",
+    "Set the global rate limit of QUEUE (BullMQ setGlobalRateLimit) with --max and "
+    "--duration, remove it (--remove), or show it (no options).",
+    "Workers of the queue, Node BullMQ and ferry, take at most N jobs per window of\n"
+    "MS milliseconds between them, whether or not they have a limiter of their own.\n"
+    "The window is fixed: it starts with the first job taken after the previous one\n"
+    "ended. A worker's own limiter duration replaces MS for that worker (BullMQ\n"
+    "rule). With a global rate limit set, every worker also obeys\n"
+    "`ferry queue rate-limit`. No output when setting or removing.\n",
+    1,
+    1,
+    0};
+
+static int queue_global_rate_limit(int argc, char **argv) {
+    cli_conn conn = {0};
+    limit_opts lo = {0};
+    opt_group groups[] = {
+        {"Options", global_rate_defs, sizeof global_rate_defs / sizeof global_rate_defs[0], &lo},
+        cli_conn_group(&conn, 0)};
+    opt_result r;
+    int rc = opts_parse(&global_rate_spec, groups, 2, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    ferry_queue *q = NULL;
+    int set = lo.max || lo.duration;
+    if (set && (!lo.max || !lo.duration)) {
+        rc = opts_usage_error(&global_rate_spec, "--%s needs --%s", lo.max ? "max" : "duration",
+                              lo.max ? "duration" : "max");
+        goto out;
+    }
+    if (set && lo.remove) {
+        rc = opts_usage_error(&global_rate_spec,
+                              "--remove cannot be combined with --max/--duration");
+        goto out;
+    }
+    if (lo.json && (set || lo.remove)) {
+        rc = opts_usage_error(&global_rate_spec, "--json only applies when showing (no options)");
+        goto out;
+    }
+    if ((rc = cli_conn_resolve(&global_rate_spec, &conn))) goto out;
+    if ((rc = cli_open_queue(&global_rate_spec, &conn, r.pos[0], &q))) goto out;
+    ferry_error err = {0};
+    long max = 0;
+    long long duration = 0;
+    if (set) {
+        if (ferry_queue_set_global_rate_limit(q, (long)lo.max, lo.duration, &err) != 0)
+            rc = cli_report(&global_rate_spec, &conn, NULL, &err);
+    } else if (lo.remove) {
+        if (ferry_queue_remove_global_rate_limit(q, &err) != 0)
+            rc = cli_report(&global_rate_spec, &conn, NULL, &err);
+    } else if (ferry_queue_get_global_rate_limit(q, &max, &duration, &err) != 0) {
+        rc = cli_report(&global_rate_spec, &conn, NULL, &err);
+    } else if (lo.json) {
+        jsonw w;
+        jsonw_begin(&w, stdout);
+        if (max) {
+            jsonw_int(&w, "max", max);
+            jsonw_int(&w, "duration", duration);
+        } else {
+            jsonw_null(&w, "max");
+            jsonw_null(&w, "duration");
+        }
+        jsonw_end(&w);
+    } else if (max) {
+        printf("queue %s: global rate limit %ld jobs per %lld ms\n", r.pos[0], max, duration);
+    } else {
+        printf("queue %s: no global rate limit\n", r.pos[0]);
+    }
+out:
+    ferry_queue_close(q);
+    free(r.pos);
+    return rc;
+}
+
 const cli_command cmd_queue_table[] = {
     {"queue add", "Add a job and print its id.", queue_add},
     {"queue counts", "Show job counts by state.", queue_counts},
     {"queue pause", "Pause a queue for all workers.", queue_pause},
     {"queue resume", "Resume a paused queue.", queue_resume},
+    {"queue rate-limit", "Rate-limit a queue for some ms, clear or show it.", queue_rate_limit},
+    {"queue concurrency", "Set, remove or show a queue's global concurrency.", queue_concurrency},
+    {"queue global-rate-limit", "Set, remove or show a queue's global rate limit.",
+     queue_global_rate_limit},
     {NULL, NULL, NULL},
 };

@@ -101,6 +101,57 @@ FERRY_API void ferry_job_info_free(ferry_job_info *info);
  * locked by a worker (active). */
 FERRY_API int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err);
 
+/* ---- rate limits and global concurrency (BullMQ 6.7.0 queue-level settings) ----------
+ * All of these write the same keys as Node's Queue methods, so Node and ferry workers obey
+ * them alike. See docs/queue.md "Rate limits and concurrency". Each call is one round trip
+ * on the handle's connection (same deadline and threading rules as the calls above; all are
+ * idempotent and retried once on a fresh connection after a transport failure). Nothing is
+ * allocated for the caller. Changing a setting does not wake idle workers (BullMQ does not
+ * either): a worker blocked waiting for jobs sees it at its next fetch, at the latest after
+ * its drain delay (5 s by default). */
+
+#define FERRY_LIMIT_MS_MAX (1LL << 40)    /* longest rate limit / window, ms (~34 years) */
+#define FERRY_LIMIT_COUNT_MAX 2147483647L /* largest global concurrency / rate limit max */
+
+/* queue.rateLimit(ms): `SET <queue>:limiter 9007199254740991 PX ms`. Every worker whose
+ * fetch has a limiter max (its own limiter, or the queue's global rate limit) hands out no
+ * job until it expires; workers without any limiter are NOT stopped (BullMQ behaviour).
+ * ms in [1, FERRY_LIMIT_MS_MAX]; FERRY_EINVAL otherwise. */
+FERRY_API int ferry_queue_rate_limit(ferry_queue *q, long long ms, ferry_error *err);
+/* What BullMQ's queue.getRateLimitTtl() (no maxJobs) returns, read atomically:
+ * - when the queue has a global rate limit (meta.max): the ms until limited workers may
+ *   fetch again, i.e. the limiter's PTTL when its count has reached meta.max, else 0;
+ * - otherwise the limiter key's PTTL: -2 when there is none, -1 when it has no expiry
+ *   (a worker limiter's window counts here even when it is not full).
+ * Unlike BullMQ it never deletes the key (BullMQ deletes a key whose PTTL reads 0). */
+FERRY_API int ferry_queue_rate_limit_ttl(ferry_queue *q, long long *ttl_ms, ferry_error *err);
+/* Delete the limiter key (BullMQ removeRateLimitKey): limited workers resume at once
+ * (after their own wait for the old TTL ends). *removed = 1 when it existed (may be NULL). */
+FERRY_API int ferry_queue_clear_rate_limit(ferry_queue *q, int *removed, ferry_error *err);
+
+/* Global concurrency (meta.concurrency): workers fetch nothing while the queue's `active`
+ * list holds n or more jobs, so at most n run at once across all workers, Node or ferry.
+ * n in [1, FERRY_LIMIT_COUNT_MAX]; ferry_queue_remove_global_concurrency deletes the
+ * setting. get writes 0 when unset, and fails with FERRY_EPROTO (naming the stored text)
+ * when the stored value is not an integer in [1, FERRY_LIMIT_COUNT_MAX] (e.g. Node's
+ * setGlobalConcurrency(0), which stops every worker). */
+FERRY_API int ferry_queue_set_global_concurrency(ferry_queue *q, long n, ferry_error *err);
+FERRY_API int ferry_queue_remove_global_concurrency(ferry_queue *q, ferry_error *err);
+FERRY_API int ferry_queue_get_global_concurrency(ferry_queue *q, long *n, ferry_error *err);
+
+/* Global rate limit (meta.max / meta.duration, one HSET): at most max jobs per duration_ms
+ * window across all workers, including those without a limiter of their own. A worker's
+ * own limiter duration overrides duration_ms (BullMQ). max in [1, FERRY_LIMIT_COUNT_MAX],
+ * duration_ms in [1, FERRY_LIMIT_MS_MAX]. get writes 0/0 when neither field is set, and
+ * fails with FERRY_EPROTO when only one is set or a value is not an integer in those
+ * ranges (Node's getGlobalRateLimit() reports null for a half-set pair, but workers still
+ * obey meta.max). */
+FERRY_API int ferry_queue_set_global_rate_limit(ferry_queue *q, long max, long long duration_ms,
+                                                ferry_error *err);
+FERRY_API int ferry_queue_remove_global_rate_limit(ferry_queue *q, ferry_error *err);
+FERRY_API int ferry_queue_get_global_rate_limit(ferry_queue *q, long *max, long long *duration_ms,
+                                                ferry_error *err);
+
 /* The queue's name and prefix (borrowed, valid while the handle lives). */
 FERRY_API const char *ferry_queue_name(const ferry_queue *q);
 FERRY_API const char *ferry_queue_prefix(const ferry_queue *q);
