@@ -1,7 +1,9 @@
 /* cmd_worker.c - `ferry worker QUEUE -- CMD [ARGS...]`: the exec worker. Each job runs CMD
- * (exec_job.c) and its exit status becomes the job's outcome:
- *   0 completed (stdout = return value), 65 permanent failure, 75 or anything else
- *   (including a signal or the time limit) transient failure.
+ * (exec_job.c) and its exit status becomes the job's outcome (codes in exec_job.h):
+ *   0 completed (stdout = return value), 65 permanent failure, 118 retry later and 119
+ *   throttled (delay from the last stdout line), 75 or anything else (including a signal or
+ *   the time limit) transient failure.
+ * One log line per job outcome comes from the library's job_log record (text or JSON).
  * Signals are handled by a sigwait thread (the library is not async-signal-safe): the
  * first SIGTERM/SIGINT/SIGHUP starts a graceful close, a second one sends SIGTERM to the
  * running commands, a third SIGKILL. */
@@ -25,9 +27,13 @@ extern char **environ;
 
 typedef struct worker_opts {
     long long concurrency, lock_duration, job_timeout, kill_grace, max_stalled, stalled_interval,
-        shutdown_timeout, max_jobs, idle_exit, max_output;
-    const char *name, *remove_on_complete, *remove_on_fail;
+        shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
+        max_started, retry_later_default;
+    const char *name, *remove_on_complete, *remove_on_fail, *log_format;
 } worker_opts;
+
+enum { LOG_TEXT, LOG_JSON, LOG_NONE };
+#define RETRY_LATER_DEFAULT_MS 5000
 
 #define MAX_STALLED_UNSET (-2)
 #define DAY_MS (24LL * 3600 * 1000)
@@ -63,9 +69,24 @@ static const opt_def worker_defs[] = {
      "On SIGTERM/SIGINT, how long to wait for running jobs (default 30000). Jobs still "
      "running then are killed and later recovered as stalled; exit status 1."},
     {"max-jobs", OPT_INT, "N", offsetof(worker_opts, max_jobs), 1, 1LL << 40,
-     "Exit (gracefully, status 0) after N job attempts have finished."},
+     "Exit (gracefully, status 0) after N job outcomes have been stored (every run counts, "
+     "postponed ones too)."},
     {"idle-exit", OPT_INT, "MS", offsetof(worker_opts, idle_exit), 1, 30 * DAY_MS,
      "Exit (gracefully, status 0) once no job has run for MS."},
+    {"limiter-max", OPT_INT, "N", offsetof(worker_opts, limiter_max), 1, 1000000,
+     "Rate limit shared by every limited worker of the queue (Node's too): at most N jobs per "
+     "--limiter-duration. Both or neither. Needed for exit 119 to throttle the whole queue."},
+    {"limiter-duration", OPT_INT, "MS", offsetof(worker_opts, limiter_duration), 1, DAY_MS,
+     "Window of --limiter-max."},
+    {"max-started-attempts", OPT_INT, "N", offsetof(worker_opts, max_started), 1, 1000000,
+     "Fail a job once it has been started N times, counting runs that did not spend an "
+     "attempt (exit 118/119, stalls): the safety net against endless postponing. Default: "
+     "unlimited."},
+    {"retry-later-default", OPT_INT, "MS", offsetof(worker_opts, retry_later_default), 0,
+     FERRY_RETRY_AFTER_MAX_MS,
+     "Delay for exit 118 when the command gives no delay hint (default 5000)."},
+    {"log-format", OPT_STRING, "F", offsetof(worker_opts, log_format), 0, 0,
+     "Per-job outcome lines on stderr: text (default), json (one object per line) or none."},
 };
 
 static const cmd_spec worker_spec = {
@@ -74,16 +95,27 @@ static const cmd_spec worker_spec = {
     "Process jobs of QUEUE by running CMD (no shell) once per job, with the job data as JSON "
     "on standard input.",
     "Each job's command gets the environment variables FERRY_QUEUE, FERRY_JOB_ID,\n"
-    "FERRY_JOB_NAME and FERRY_ATTEMPT (1 on the first attempt). Its exit status decides:\n"
+    "FERRY_JOB_NAME, FERRY_ATTEMPT (attempts spent + 1: 1 on the first attempt, unchanged\n"
+    "after exit 118/119) and FERRY_ATTEMPTS_STARTED (runs so far, this one included).\n"
+    "Its exit status decides:\n"
     "  0          completed; stdout is the return value (stored as JSON when it parses,\n"
     "             else as a JSON string; empty = null)\n"
     "  65         failed permanently (no retry; BullMQ UnrecoverableError)\n"
     "  75         failed, retried while attempts remain (backoff from the job's opts)\n"
+    "  118        retry later: back to delayed without spending an attempt\n"
+    "  119        throttled: with --limiter-max the whole queue pauses for the delay and\n"
+    "             the job goes back to wait; without, as 118. No attempt spent.\n"
     "  other      failed like 75; so does death by a signal, the time limit, or stdout\n"
     "             over --max-output\n"
+    "For 118/119 the delay is the last stdout line: FERRY_RETRY_AFTER_MS=<ms> or\n"
+    "Retry-After: <seconds|HTTP-date> (at most a day); with neither, 118 waits\n"
+    "--retry-later-default and 119 10000 ms. A malformed FERRY_RETRY_AFTER_MS line fails\n"
+    "the job as 75 would. `ferry http-outcome STATUS [RETRY_AFTER]` prints the line and\n"
+    "exits with the code for an HTTP response.\n"
     "failedReason is the last non-empty line the command wrote to stderr, else\n"
     "\"exit N\" / \"signal N\". The command's stderr is passed through, each line prefixed\n"
-    "with [job ID]. One log line per finished job goes to stderr (no payloads).\n"
+    "with [job ID]. One log line per job outcome goes to stderr (--log-format; never job\n"
+    "data or return values).\n"
     "SIGTERM/SIGINT: stop fetching, let running jobs finish, exit 0. A second signal sends\n"
     "SIGTERM to the running commands, a third SIGKILL.\n",
     1,
@@ -92,11 +124,10 @@ static const cmd_spec worker_spec = {
 
 /* ---- shared state ------------------------------------------------------------------------- */
 
-/* What the handler learned about one attempt, kept until the completed/failed callback
- * prints its log line (the callback knows whether a failure is final). */
+/* How the command ended (exit:N, signal:N, timeout...), kept from the handler until the
+ * job_log callback prints the outcome line: the library's record does not know it. */
 typedef struct outcome_note {
     char *id;
-    long long attempt, duration_ms;
     char status[48];
     struct outcome_note *next;
 } outcome_note;
@@ -116,6 +147,7 @@ typedef struct exec_worker {
     int running;
     long long last_activity;
     outcome_note *notes;
+    int log_format; /* LOG_* */
 } exec_worker;
 
 static long long mono_ms(void) {
@@ -141,9 +173,11 @@ static void printable(char *dst, size_t cap, const char *src) {
 
 /* ---- per-job environment ------------------------------------------------------------------ */
 
+#define NJOB_VARS 5
+
 static int is_ferry_var(const char *kv) {
-    static const char *const names[] = {
-        "FERRY_QUEUE=", "FERRY_JOB_ID=", "FERRY_JOB_NAME=", "FERRY_ATTEMPT="};
+    static const char *const names[NJOB_VARS] = {"FERRY_QUEUE=", "FERRY_JOB_ID=", "FERRY_JOB_NAME=",
+                                                 "FERRY_ATTEMPT=", "FERRY_ATTEMPTS_STARTED="};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strncmp(kv, names[i], strlen(names[i]))) return 1;
     return 0;
@@ -156,21 +190,23 @@ static char *kv(const char *k, const char *v) {
     return s;
 }
 
-/* envp for one job: base environment + the four FERRY_* variables. Returns the array; the
- * four added strings are at [nbase..nbase+3]. NULL on allocation failure. */
+/* envp for one job: base environment + the NJOB_VARS FERRY_* variables. Returns the array;
+ * the added strings are at [nbase..nbase+NJOB_VARS). NULL on allocation failure. */
 static char **job_env(const exec_worker *xw, const ferry_job *job, long long attempt) {
-    char **env = calloc(xw->nbase + 5, sizeof *env);
+    char **env = calloc(xw->nbase + NJOB_VARS + 1, sizeof *env);
     if (!env) return NULL;
     memcpy(env, xw->base_env, xw->nbase * sizeof *env);
-    char num[32];
+    char num[32], started[32];
     snprintf(num, sizeof num, "%lld", attempt);
+    snprintf(started, sizeof started, "%ld", ferry_job_attempts_started(job));
     env[xw->nbase] = kv("FERRY_QUEUE", xw->queue);
     env[xw->nbase + 1] = kv("FERRY_JOB_ID", ferry_job_id(job));
     env[xw->nbase + 2] = kv("FERRY_JOB_NAME", ferry_job_name(job) ? ferry_job_name(job) : "");
     env[xw->nbase + 3] = kv("FERRY_ATTEMPT", num);
-    for (int i = 0; i < 4; i++)
+    env[xw->nbase + 4] = kv("FERRY_ATTEMPTS_STARTED", started);
+    for (int i = 0; i < NJOB_VARS; i++)
         if (!env[xw->nbase + i]) {
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < NJOB_VARS; k++)
                 free(env[xw->nbase + k]);
             free(env);
             return NULL;
@@ -180,7 +216,7 @@ static char **job_env(const exec_worker *xw, const ferry_job *job, long long att
 
 static void job_env_free(const exec_worker *xw, char **env) {
     if (!env) return;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NJOB_VARS; i++)
         free(env[xw->nbase + i]);
     free(env);
 }
@@ -257,6 +293,34 @@ static ferry_outcome fail(ferry_job *job, ferry_outcome how, const char *reason,
     return how;
 }
 
+/* Exit 118 / 119: back to delayed (or, throttled with a limiter, to wait with the queue
+ * limited) for the delay the command printed last on stdout, without spending an attempt. A
+ * malformed FERRY_RETRY_AFTER_MS line is the script's bug: the job then fails as transient,
+ * with a reason saying why, so it runs out of attempts visibly instead of looping. */
+static ferry_outcome postpone(const exec_worker *xw, ferry_job *job, const exec_result *res,
+                              const char *cmd, const char *status) {
+    int throttled = res->exit_code == EXEC_EXIT_THROTTLED;
+    char reason[EXEC_ERRLINE_MAX + 64], why[256];
+    long long delay = 0;
+    int hint = exec_delay_hint(res->output, res->output_len, &delay, why, sizeof why);
+    if (hint < 0) {
+        snprintf(reason, sizeof reason, "exit %d: %s", res->exit_code, why);
+        return fail(job, FERRY_FAILED, reason, cmd, status);
+    }
+    /* No hint: 118 waits the CLI's default; 119 leaves 0, the library's throttle default. */
+    if (!hint) delay = throttled ? 0 : xw->o->retry_later_default;
+    ferry_job_set_delay(job, delay);
+    if (res->last_err_line[0]) {
+        snprintf(reason, sizeof reason, "%s", res->last_err_line);
+        make_utf8(reason);
+    } else {
+        snprintf(reason, sizeof reason, "exit %d (%s)", res->exit_code,
+                 throttled ? "throttled" : "retry later");
+    }
+    ferry_job_set_failure(job, reason, NULL);
+    return throttled ? FERRY_THROTTLED : FERRY_RETRY_LATER;
+}
+
 static ferry_outcome outcome_of(const exec_worker *xw, ferry_job *job, exec_result *res,
                                 int spawn_rc, char *status, size_t scap) {
     const char *cmd = xw->cmd[0];
@@ -287,6 +351,9 @@ static ferry_outcome outcome_of(const exec_worker *xw, ferry_job *job, exec_resu
         snprintf(status, scap, "bad-output");
         return fail(job, FERRY_FAILED, why, cmd, status);
     }
+    if (res->exited &&
+        (res->exit_code == EXEC_EXIT_RETRY_LATER || res->exit_code == EXEC_EXIT_THROTTLED))
+        return postpone(xw, job, res, cmd, status);
     if (res->last_err_line[0]) {
         snprintf(reason, sizeof reason, "%s", res->last_err_line);
         make_utf8(reason);
@@ -309,15 +376,12 @@ static void activity(exec_worker *xw, int running_delta, int finished) {
     pthread_mutex_unlock(&xw->lock);
 }
 
-static void note_add(exec_worker *xw, const char *id, long long attempt, long long dur,
-                     const char *status) {
+static void note_add(exec_worker *xw, const char *id, const char *status) {
     outcome_note *n = calloc(1, sizeof *n);
     if (!n || !(n->id = strdup(id))) {
         free(n);
-        return; /* the log line then lacks duration; nothing else depends on it */
+        return; /* the log line then lacks status; nothing else depends on it */
     }
-    n->attempt = attempt;
-    n->duration_ms = dur;
     snprintf(n->status, sizeof n->status, "%s", status);
     pthread_mutex_lock(&xw->lock);
     n->next = xw->notes;
@@ -368,39 +432,47 @@ static ferry_outcome handle_job(ferry_job *job, void *userdata) {
     }
     char status[48];
     ferry_outcome how = outcome_of(xw, job, &res, spawn_rc, status, sizeof status);
-    note_add(xw, ferry_job_id(job), attempt, res.duration_ms, status);
+    note_add(xw, ferry_job_id(job), status);
     exec_result_free(&res);
     job_env_free(xw, env);
     activity(xw, -1, 0);
     return how;
 }
 
-static void log_outcome(exec_worker *xw, const ferry_job *job, const char *outcome) {
-    char id[128], name[128];
-    printable(id, sizeof id, ferry_job_id(job));
-    printable(name, sizeof name, ferry_job_name(job));
-    outcome_note *n = note_take(xw, ferry_job_id(job));
-    if (n)
-        fprintf(stderr,
-                "ferry worker: queue=%s name=%s id=%s attempt=%lld duration_ms=%lld "
-                "outcome=%s status=%s\n",
-                xw->queue, name, id, n->attempt, n->duration_ms, outcome, n->status);
+/* Print one outcome line: the library's record, plus how the command ended when this
+ * worker ran it. Text lines carry the "ferry worker: " prefix of the worker's other lines;
+ * JSON lines are bare objects so a log shipper can parse them. One fprintf per line
+ * (stderr is unbuffered: one write, not interleaved with other threads' lines). */
+static void print_job_log(const exec_worker *xw, const ferry_job_log *rec, const char *status) {
+    char buf[2048], *heap = NULL;
+    const char *line = buf;
+    int json = xw->log_format == LOG_JSON;
+    size_t need = ferry_job_log_format(rec, json, buf, sizeof buf);
+    if (need >= sizeof buf && (heap = malloc(need + 1)) != NULL) {
+        ferry_job_log_format(rec, json, heap, need + 1);
+        line = heap;
+    } /* else (no memory) print the truncated line: losing a log line is worse */
+    size_t n = strlen(line);
+    if (!status)
+        fprintf(stderr, "%s%s\n", json ? "" : "ferry worker: ", line);
+    else if (!json)
+        fprintf(stderr, "ferry worker: %s status=%s\n", line, status);
+    else if (n && line[n - 1] == '}') /* status is plain ASCII (exit:N, timeout, ...) */
+        fprintf(stderr, "%.*s,\"status\":\"%s\"}\n", (int)(n - 1), line, status);
     else
-        fprintf(stderr, "ferry worker: queue=%s name=%s id=%s attempt=%ld outcome=%s\n", xw->queue,
-                name, id, ferry_job_attempts_made(job) + 1, outcome);
+        fprintf(stderr, "%s\n", line);
+    free(heap);
+}
+
+/* Every outcome (completed, retry, failed, permanent, retry-later, throttled, lock-lost) ends
+ * here once written to Redis: the log line, and the count for --max-jobs. */
+static void on_job_log(const ferry_job_log *rec, void *userdata) {
+    exec_worker *xw = userdata;
+    outcome_note *n = rec->id ? note_take(xw, rec->id) : NULL;
+    if (xw->log_format != LOG_NONE) print_job_log(xw, rec, n ? n->status : NULL);
     if (n) free(n->id);
     free(n);
     activity(xw, 0, 1);
-}
-
-static void on_completed(const ferry_job *job, const char *returnvalue, void *userdata) {
-    (void)returnvalue;
-    log_outcome(userdata, job, "completed");
-}
-
-static void on_failed(const ferry_job *job, const char *reason, int final, void *userdata) {
-    (void)reason; /* the command's stderr already showed it; log lines carry no payloads */
-    log_outcome(userdata, job, final ? "failed" : "retry");
 }
 
 static void on_stalled(const char *job_id, void *userdata) {
@@ -481,7 +553,7 @@ static void wait_for_stop(exec_worker *xw) {
     while (!xw->stop_requested) {
         const worker_opts *o = xw->o;
         if (o->max_jobs && xw->finished >= (unsigned long long)o->max_jobs) {
-            fprintf(stderr, "ferry worker: %llu jobs finished (--max-jobs), stopping\n",
+            fprintf(stderr, "ferry worker: %llu job outcomes stored (--max-jobs), stopping\n",
                     xw->finished);
             break;
         }
@@ -508,7 +580,8 @@ static int worker_main(int argc, char **argv) {
                      .kill_grace = 5000,
                      .max_stalled = MAX_STALLED_UNSET,
                      .shutdown_timeout = 30000,
-                     .max_output = 1024 * 1024};
+                     .max_output = 1024 * 1024,
+                     .retry_later_default = RETRY_LATER_DEFAULT_MS};
     opt_group groups[] = {{"Options", worker_defs, sizeof worker_defs / sizeof worker_defs[0], &o},
                           cli_conn_group(&conn, 1)};
     opt_result r;
@@ -521,10 +594,21 @@ static int worker_main(int argc, char **argv) {
     if (o.max_stalled == 0)
         return opts_usage_error(&worker_spec, "--max-stalled-count: 0 is not supported; use a "
                                               "count of 1 or more, or -1 for never");
+    if (!o.limiter_max != !o.limiter_duration)
+        return opts_usage_error(&worker_spec, "--limiter-max and --limiter-duration go together: "
+                                              "give both or neither");
+    int log_format = LOG_TEXT;
+    if (o.log_format && !strcmp(o.log_format, "json"))
+        log_format = LOG_JSON;
+    else if (o.log_format && !strcmp(o.log_format, "none"))
+        log_format = LOG_NONE;
+    else if (o.log_format && strcmp(o.log_format, "text"))
+        return opts_usage_error(&worker_spec, "--log-format: expected text, json or none, got '%s'",
+                                o.log_format);
     if (!command_exists(cmd[0]))
         return opts_usage_error(&worker_spec, "%s: command not found or not executable", cmd[0]);
 
-    exec_worker xw = {.queue = queue, .cmd = cmd, .o = &o, .conn = &conn};
+    exec_worker xw = {.queue = queue, .cmd = cmd, .o = &o, .conn = &conn, .log_format = log_format};
     pthread_mutex_init(&xw.lock, NULL);
     pthread_cond_init(&xw.cond, NULL);
     xw.last_activity = mono_ms();
@@ -549,8 +633,10 @@ static int worker_main(int argc, char **argv) {
     wo.max_stalled_count = o.max_stalled == MAX_STALLED_UNSET ? 0 : (int)o.max_stalled;
     wo.remove_on_complete = o.remove_on_complete;
     wo.remove_on_fail = o.remove_on_fail;
-    wo.callbacks.completed = on_completed;
-    wo.callbacks.failed = on_failed;
+    wo.max_started_attempts = (int)o.max_started;
+    wo.limiter_max = (int)o.limiter_max;
+    wo.limiter_duration_ms = (int)o.limiter_duration;
+    wo.callbacks.job_log = on_job_log;
     wo.callbacks.stalled = on_stalled;
     wo.callbacks.error = on_error;
     wo.userdata = &xw;
@@ -571,9 +657,13 @@ static int worker_main(int argc, char **argv) {
         rc = cli_report(&worker_spec, &conn, NULL, &err);
         goto out;
     }
+    char limiter[64] = "";
+    if (o.limiter_max)
+        snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o.limiter_max,
+                 o.limiter_duration);
     fprintf(stderr,
-            "ferry worker: queue=%s redis=%s prefix=%s concurrency=%lld command=%s started\n",
-            queue, conn.host, conn.prefix, o.concurrency, cmd[0]);
+            "ferry worker: queue=%s redis=%s prefix=%s concurrency=%lld%s command=%s started\n",
+            queue, conn.host, conn.prefix, o.concurrency, limiter, cmd[0]);
     wait_for_stop(&xw);
     ferry_worker_stop(w);
     if (ferry_worker_close(w, (int)o.shutdown_timeout) == FERRY_ETIMEDOUT) {

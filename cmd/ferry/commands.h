@@ -14,6 +14,7 @@ typedef struct cli_command {
 extern const cli_command cmd_queue_table[];
 extern const cli_command cmd_job_table[];
 extern const cli_command cmd_worker_table[];
+extern const cli_command cmd_http_table[];
 extern const cli_command cmd_bench_table[];
 extern const cli_command cmd_scheduler_table[];
 extern const cli_command cmd_outbox_table[];

@@ -2,7 +2,10 @@
  * spawn without a shell, feed the job data on stdin, capture stdout up to a limit, pass
  * stderr through line by line with a prefix while remembering its last non-empty line,
  * and enforce a time limit (SIGTERM to the child's process group, SIGKILL after a grace
- * period). No ferry calls: the mapping to job outcomes lives in cmd_worker.c.
+ * period). The mapping of a finished command to a job outcome lives in cmd_worker.c; what is
+ * here besides the run is the exit-code contract shared by `ferry worker` and `ferry
+ * http-outcome`, and the pure parser of a command's delay hint (its only ferry call is the
+ * pure Retry-After parser).
  *
  * Children start in their own process group (so a terminal's Ctrl-C reaches only ferry,
  * which then lets running jobs finish), with an empty signal mask, default dispositions,
@@ -16,6 +19,33 @@
 #include <stddef.h>
 
 #define EXEC_ERRLINE_MAX 1024
+
+/* The exit-code contract of a job command (docs/cli.md "Exit-code contract"). 65 and 75 are
+ * sysexits' EX_DATAERR / EX_TEMPFAIL. The two ferry-specific codes sit outside every range a
+ * handler's tools commonly use (sysexits 64-78, curl 1-101, Rust panics 101, Python's failed
+ * shutdown 120, timeout/env 124-127, shell signal statuses 128+), because they do not spend an
+ * attempt: a stray code must never make a job wait forever or throttle a whole queue. (77, the
+ * obvious next number, is curl's "problem with the CA certificate": a `set -e` script would
+ * throttle its queue forever over a misconfigured host.) */
+#define EXEC_EXIT_COMPLETED 0
+#define EXEC_EXIT_PERMANENT 65    /* EX_DATAERR: failed, never retried */
+#define EXEC_EXIT_TRANSIENT 75    /* EX_TEMPFAIL: failed, retried with backoff */
+#define EXEC_EXIT_RETRY_LATER 118 /* back to delayed, no attempt spent */
+#define EXEC_EXIT_THROTTLED 119   /* rate limited: throttle the queue (limiter) or delay */
+
+/* The delay-hint line a command prints last on stdout with exit 118/119. */
+#define EXEC_HINT_MS_KEY "FERRY_RETRY_AFTER_MS="
+#define EXEC_HINT_HEADER "Retry-After:"
+
+/* Read the delay hint from the last non-empty line of a command's stdout (out[0..len), may
+ * hold NULs): `FERRY_RETRY_AFTER_MS=<ms>` (ASCII digits, surrounding blanks ignored, values
+ * over FERRY_RETRY_AFTER_MAX_MS clamp to it) or `Retry-After: <value>` (header name in any
+ * case; value as ferry_retry_after_parse_now reads it: delta-seconds or an HTTP-date, clamped
+ * to a day; an unusable value is "no hint", as for HTTP). Returns 1 with *delay_ms set, 0 when
+ * the last line is neither (no hint), or -1 for a FERRY_RETRY_AFTER_MS line whose value is not
+ * a plain non-negative integer, with a one-line explanation in why[0..whycap). Pure apart from
+ * reading the wall clock for HTTP-dates; thread-safe; no allocation. */
+int exec_delay_hint(const char *out, size_t len, long long *delay_ms, char *why, size_t whycap);
 
 typedef struct exec_spec {
     char *const *argv; /* command and arguments, NULL-terminated; argv[0] looked up in PATH */

@@ -7,8 +7,9 @@
 #include "ferry/ferry.h"
 #include "opts.h"
 
-static const cli_command *const groups[] = {cmd_queue_table, cmd_job_table, cmd_worker_table,
-                                            cmd_scheduler_table, cmd_outbox_table, cmd_bench_table};
+static const cli_command *const groups[] = {cmd_queue_table, cmd_job_table,       cmd_worker_table,
+                                            cmd_http_table,  cmd_scheduler_table, cmd_outbox_table,
+                                            cmd_bench_table};
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
 static void print_usage(FILE *f) {
@@ -16,9 +17,9 @@ static void print_usage(FILE *f) {
                "BullMQ-compatible background jobs on Redis.\n\nCommands:\n");
     for (size_t g = 0; g < NGROUPS; g++)
         for (const cli_command *c = groups[g]; c->name; c++)
-            fprintf(f, "  %-22s %s\n", c->name, c->summary);
-    fprintf(f, "  %-22s %s\n", "help [COMMAND]", "Show help for a command.");
-    fprintf(f, "  %-22s %s\n", "--version", "Print the version and exit.");
+            fprintf(f, "  %-24s %s\n", c->name, c->summary);
+    fprintf(f, "  %-24s %s\n", "help [COMMAND]", "Show help for a command.");
+    fprintf(f, "  %-24s %s\n", "--version", "Print the version and exit.");
     fprintf(f,
             "\nRun `ferry COMMAND --help` for the options of a command.\n"
             "Exit status: 0 success, 1 runtime failure (Redis unreachable, job not found, ...),\n"
