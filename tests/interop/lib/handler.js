@@ -5,7 +5,8 @@
 // name:
 //   (no entry)                 exit 0, stdout = JSON {id, name, queue, attempt, data}
 //   {exit: N, failAttempts: k} exit N on runs 1..k of this job (every run if k is absent),
-//                              printing `stderr` (if given) to stderr first
+//                              printing `stderr` (if given) to stderr and `failStdout`
+//                              (if given) to stdout first (e.g. "FERRY_RETRY_AFTER_MS=300")
 //   {stdout: "text"}           on success print this text verbatim instead of the echo
 //   {sleepMs: n}               sleep n ms after recording the start (for stalled tests)
 'use strict';
@@ -58,6 +59,7 @@ function main() {
   const failing = behave.exit !== undefined && (behave.failAttempts === undefined || run <= behave.failAttempts);
   if (failing) {
     if (behave.stderr !== undefined) process.stderr.write(behave.stderr);
+    if (behave.failStdout !== undefined) process.stdout.write(behave.failStdout);
     finish(behave.exit);
     return;
   }
