@@ -89,11 +89,15 @@ local function trimSet(setKey, count, age, limit)
   end
 end
 
+-- meta read once: the fetch's fields and the events stream length (nothing in this script
+-- changes them, except ferryMaxEvents writing the default when the length is missing)
+local meta = redis.call("HMGET", k.meta, "paused", "concurrency", "max", "duration",
+  "opts.maxLenEvents")
 local trimEvents = true -- the next event trims the stream
 local function addEvent(...)
   if trimEvents then
     trimEvents = false
-    return redis.call("XADD", k.events, "MAXLEN", "~", ferryMaxEvents(k.meta), "*", ...)
+    return redis.call("XADD", k.events, "MAXLEN", "~", meta[5] or ferryMaxEvents(k.meta), "*", ...)
   end
   return redis.call("XADD", k.events, "*", ...)
 end
@@ -150,7 +154,7 @@ local function removeFromActive(id)
     end
     return false
   end
-  return redis.call("LREM", k.active, -1, id) >= 1
+  return redis.call("LREM", k.active, "-1", id) >= 1
 end
 
 local codes = {}
@@ -165,11 +169,18 @@ for i = 0, nJobs - 1 do
   local code = 0
   if preread then
     -- exists, and (completed) has no children: known from the up-front EXISTS
-  elseif redis.call("EXISTS", jobKey) == 0 then
-    code = -1
-  elseif not failed and redis.call("EXISTS", jobKey .. ":dependencies", jobKey .. ":unsuccessful") > 0 then
-    -- a set or zset key exists only while it has members
-    if redis.call("SCARD", jobKey .. ":dependencies") ~= 0 then code = -4 else code = -9 end
+  elseif failed then
+    if redis.call("EXISTS", jobKey) == 0 then code = -1 end
+  else
+    -- one EXISTS, the job key counted 3 times: < 3 = missing, > 3 = has children (a set
+    -- or zset key exists only while it has members)
+    local e = redis.call("EXISTS", jobKey, jobKey, jobKey, jobKey .. ":dependencies",
+      jobKey .. ":unsuccessful")
+    if e < 3 then
+      code = -1
+    elseif e > 3 then
+      if redis.call("SCARD", jobKey .. ":dependencies") ~= 0 then code = -4 else code = -9 end
+    end
   end
   if code == 0 and token ~= "0" then
     local lockKey = jobKey .. ":lock"
@@ -222,10 +233,13 @@ for i = 0, nJobs - 1 do
       local n = #dels
       dels[n + 1] = jobKey
       dels[n + 2] = jobKey .. ":logs"
-      dels[n + 3] = jobKey .. ":dependencies"
-      dels[n + 4] = jobKey .. ":processed"
-      dels[n + 5] = jobKey .. ":failed"
-      dels[n + 6] = jobKey .. ":unsuccessful"
+      dels[n + 3] = jobKey .. ":processed"
+      dels[n + 4] = jobKey .. ":failed"
+      if failed then
+        dels[n + 5] = jobKey .. ":dependencies"
+        dels[n + 6] = jobKey .. ":unsuccessful"
+      end
+      -- (completed: the EXISTS above proved :dependencies and :unsuccessful absent)
     else
       ferryWipeJob(jobKey)
     end
@@ -253,7 +267,7 @@ local jobs, ttl, nextDelayed, had = {}, 0, 0, false
 local nFetch = tonumber(ARGV[3])
 if nFetch > 0 then
   jobs, ttl, nextDelayed, had = ferryFetchJobs(k, base, nowStr, nFetch, ARGV[4],
-    tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
+    tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], meta)
 end
 if finishedSome and not had and redis.call("LLEN", k.wait) == 0
     and redis.call("LLEN", k.active) == 0 and redis.call("ZCARD", k.prioritized) == 0 then

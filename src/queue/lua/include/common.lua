@@ -70,7 +70,9 @@ end
 -- base = "<prefix>:<queue>:". Returns the number promoted.
 local function ferryPromoteDelayed(base, now, blocked)
   local delayedKey = base .. "delayed"
-  local due = redis.call("ZRANGEBYSCORE", delayedKey, 0, (now + 1) * 4096 - 1, "LIMIT", 0, 1000)
+  -- bounds as strings: a Lua number argument costs Redis a "%.17g" snprintf
+  local due = redis.call("ZRANGEBYSCORE", delayedKey, "0", string.format("%d", (now + 1) * 4096 - 1),
+    "LIMIT", "0", "1000")
   if #due == 0 then return 0 end
   redis.call("ZREM", delayedKey, unpack(due))
   for _, id in ipairs(due) do
@@ -84,6 +86,6 @@ local function ferryPromoteDelayed(base, now, blocked)
     redis.call("XADD", base .. "events", "*", "event", "waiting", "jobId", id, "prev", "delayed")
     redis.call("HSET", jobKey, "delay", 0)
   end
-  if not blocked then redis.call("ZADD", base .. "marker", 0, "0") end
+  if not blocked then redis.call("ZADD", base .. "marker", "0", "0") end
   return #due
 end

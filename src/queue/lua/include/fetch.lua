@@ -14,10 +14,12 @@
 -- when wait or prioritized may still hold jobs; when this fetch emptied both, a "0" left
 -- in the marker is stale and is removed instead (what a worker popping it and finding
 -- nothing would do), so an idle worker blocks on BZPOPMIN instead of waking for nothing.
+-- meta: HMGET meta paused concurrency max duration, when the caller has read it already
+-- (moveToFinished reads meta once per call), else nil.
 local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDuration, workerName,
-                              wMax, wDur, popMany)
+                              wMax, wDur, popMany, meta)
   local now = tonumber(nowStr)
-  local meta = redis.call("HMGET", k.meta, "paused", "concurrency", "max", "duration")
+  if not meta then meta = redis.call("HMGET", k.meta, "paused", "concurrency", "max", "duration") end
   local conc = tonumber(meta[2])
   local blocked = false
   if meta[1] then
@@ -114,14 +116,15 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
         defa = true
       end
     end
-    ats = ats + 1
+    -- ats as text; "1" (a job's first start, the common case) needs no number formatting
+    if iAts then ats = tostring(ats + 1) else ats = "1" end
     if workerName ~= "" then
       redis.call("HSET", jobKey, "processedOn", nowStr, "ats", ats, "pb", workerName)
       if iPb then h[iPb] = workerName else h[#h + 1] = "pb"; h[#h + 1] = workerName end
     else
       redis.call("HSET", jobKey, "processedOn", nowStr, "ats", ats)
     end
-    if iAts then h[iAts] = tostring(ats) else h[#h + 1] = "ats"; h[#h + 1] = tostring(ats) end
+    if iAts then h[iAts] = ats else h[#h + 1] = "ats"; h[#h + 1] = ats end
     if iPo then h[iPo] = nowStr else h[#h + 1] = "processedOn"; h[#h + 1] = nowStr end
     jobs[#jobs + 1] = id
     jobs[#jobs + 1] = h
@@ -142,10 +145,10 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
   if exhausted then
     redis.call("ZREM", k.marker, "0")
   elseif #ids > 0 then
-    redis.call("ZADD", k.marker, 0, "0")
+    redis.call("ZADD", k.marker, "0", "0")
   end
   if #ids > 0 then return jobs, limitTtl, 0, true end
-  local first = redis.call("ZRANGE", k.delayed, 0, 0, "WITHSCORES")
+  local first = redis.call("ZRANGE", k.delayed, "0", "0", "WITHSCORES")
   if first[2] then return jobs, 0, tonumber(first[2]) / 4096, true end
   return jobs, 0, 0, false
 end
