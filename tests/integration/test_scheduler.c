@@ -29,8 +29,10 @@ static ferry_scheduler_spec cron_spec(const char *pattern, const char *tz) {
     return s;
 }
 
-static char *upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec *s,
-                    long long *delay) {
+/* noinline: gcc 12 -O3 inlines it and then reports the returned id as a dangling
+ * pointer to the local `job` (a false -Wdangling-pointer positive). */
+__attribute__((noinline)) static char *upsert(ferry_queue *q, const char *id,
+                                              const ferry_scheduler_spec *s, long long *delay) {
     char *job = NULL;
     ferry_error e = {0};
     if (ferry_scheduler_upsert(q, id, s, &job, delay, &e)) fail_msg("upsert %s: %s", id, e.message);

@@ -33,7 +33,8 @@ static long long hint(const char *v, long long now_ms) {
 
 static void no_hint(const char *v, long long now_ms) {
     long long d = -12345;
-    if (ferry_retry_after_parse(v, now_ms, &d) != 0) fail_msg("'%s' gave a hint (%lld)", v, d);
+    if (ferry_retry_after_parse(v, now_ms, &d) != 0)
+        fail_msg("'%s' gave a hint (%lld)", v ? v : "(null)", d);
     assert_int_equal(d, -12345); /* untouched */
 }
 
