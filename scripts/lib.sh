@@ -12,6 +12,10 @@ FERRY_PROG=${FERRY_PROG:-${0##*/}}
 FERRY_START_DEADLINE_S=${FERRY_START_DEADLINE_S:-20}
 # Budget for a server to exit after a polite stop before it gets SIGKILL (seconds).
 FERRY_STOP_DEADLINE_S=${FERRY_STOP_DEADLINE_S:-10}
+# Persistence of the plain private redis-server (ferry_redis_start_plain): "aof" = append-only
+# file (fsync every second) in its data directory, so a kill -9 or a stop/start keeps the
+# data, as a production server would; "none" = nothing is ever written (demo, benchmarks).
+FERRY_REDIS_PERSIST=${FERRY_REDIS_PERSIST:-none}
 # How many fresh ports to try when another process takes ours between choosing and binding.
 FERRY_PORT_TRIES=${FERRY_PORT_TRIES:-20}
 # Longest unix socket path the kernel accepts (sun_path is 108 bytes with the NUL).
@@ -163,7 +167,13 @@ ferry_redis_wait_ready() {
             return 1
         fi
         out=$(FERRY_CLI_TIMEOUT=1 ferry_redis_cli "$@" config get dir 2>/dev/null || true)
-        if [[ $out == *$'\n'"$dir" ]]; then return 0; fi
+        # Ours; with persistence it must also have finished loading its data (until then
+        # it answers data commands with -LOADING). The line must start with "loading:", as
+        # INFO also has "async_loading:0".
+        if [[ $out == *$'\n'"$dir" ]]; then
+            out=$(FERRY_CLI_TIMEOUT=1 ferry_redis_cli "$@" info persistence 2>/dev/null || true)
+            if [[ $out == *$'\n'loading:0[$'\r\n']* ]]; then return 0; fi
+        fi
         if (($(ferry_now_ms) >= end)); then
             ferry_msg "redis-server in $dir did not answer within ${deadline_s}s"
             return 1
@@ -195,8 +205,9 @@ ferry_redis_launch() {
     return "$rc"
 }
 
-# Stop the redis-server of PIDFILE: SIGTERM (a clean shutdown; nothing is saved because the
-# configs have no save points), wait, SIGKILL after the deadline. Fine when nothing runs.
+# Stop the redis-server of PIDFILE: SIGTERM (a clean shutdown: no RDB is saved because the
+# configs have no save points; an append-only file is flushed), wait, SIGKILL after the
+# deadline. Fine when nothing runs.
 ferry_redis_stop_pidfile() {
     local pidfile=$1 pid
     pid=$(ferry_pidfile_pid "$pidfile" redis-server)
@@ -216,11 +227,19 @@ ferry_redis_kill9_pidfile() {
     ferry_wait_exit "$pid" redis-server 5
 }
 
-# Write the config of the plain private server: loopback TCP on PORT, a unix socket, no
-# persistence, an ACL user with a password that needs percent-encoding in URLs.
-# Args: conf dir port unixsock
+# Write the config of the plain private server: loopback TCP on PORT, a unix socket, no RDB
+# snapshots, persistence per FERRY_REDIS_PERSIST, an ACL user with a password that needs
+# percent-encoding in URLs. Args: conf dir port unixsock
 ferry_redis_write_plain_conf() {
-    local conf=$1 dir=$2 port=$3 sock=$4
+    local conf=$1 dir=$2 port=$3 sock=$4 persist
+    case $FERRY_REDIS_PERSIST in
+        # The AOF lives in DIR (Redis 7: DIR/appendonlydir), so restarting with the same
+        # config (testenv.sh redis-ctl start) loads it back; a tail cut by a crash is
+        # loaded up to the last complete command (aof-load-truncated).
+        aof) persist=$'appendonly yes\nappendfsync everysec\naof-load-truncated yes' ;;
+        none) persist='appendonly no' ;;
+        *) ferry_die "FERRY_REDIS_PERSIST must be aof or none, not '$FERRY_REDIS_PERSIST'" ;;
+    esac
     cat >"$conf" <<EOF
 # Private redis-server written by scripts/lib.sh; restart with: redis-server $conf
 port $port
@@ -230,7 +249,7 @@ pidfile $dir/redis.pid
 logfile $dir/redis.log
 dir $dir
 save ""
-appendonly no
+$persist
 maxmemory-policy noeviction
 unixsocket $sock
 unixsocketperm 700

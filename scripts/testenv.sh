@@ -9,7 +9,8 @@
 #                                            act on the plain server (same port, same data dir);
 #                                            DIR/redis-ctl is a wrapper for this
 #
-# Servers: a plain redis-server (TCP + unix socket, ACL user `ferry` / `secret@pw`), a TLS-only
+# Servers: a plain redis-server (TCP + unix socket, ACL user `ferry` / `secret@pw`, append-only
+# file in its directory so its data survives redis-ctl kill9/stop + start), a TLS-only
 # redis-server with a throwaway CA, and with --with-postgres a PostgreSQL cluster. DIR/env lists
 # them as KEY=VALUE lines (tests/support/testenv.h reads it); see write_env below for the keys.
 # shellcheck source-path=SCRIPTDIR
@@ -19,6 +20,9 @@ FERRY_PROG=testenv.sh
 FERRY_SCRIPTS=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$FERRY_SCRIPTS/lib.sh"
+# The plain server persists like a production one (AOF, fsync every second; a test may CONFIG
+# SET appendfsync always), so crash and outage tests can check that no job is lost.
+FERRY_REDIS_PERSIST=aof
 
 usage() {
     sed -n '4,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2

@@ -50,7 +50,10 @@ void ferry__queue_drop_conn(ferry_queue *q) {
 }
 
 int ferry__queue_connect(ferry_queue *q, int64_t deadline, ferry_error *err) {
-    if (q->conn && !ferry__conn_broken(q->conn)) return 0;
+    /* A connection the server closed while it sat idle (Redis restarted) is replaced before
+     * anything is sent on it: otherwise the next call fails, and a non-idempotent one (add)
+     * cannot be retried, although Redis is up and nothing was written. */
+    if (q->conn && !ferry__conn_check_idle_peer(q->conn)) return 0;
     ferry__queue_drop_conn(q);
     int64_t left = deadline - ferry__mono_ms();
     if (left <= 0)

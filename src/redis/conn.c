@@ -227,6 +227,13 @@ int ferry__conn_broken(const ferry_conn *c) {
     return !c || c->broken;
 }
 
+int ferry__conn_check_idle_peer(ferry_conn *c) {
+    if (!c) return 1;
+    if (!c->broken && c->pending == 0 && c->olen == 0 && ferry__transport_peer_closed(c->t))
+        c->broken = 1;
+    return c->broken;
+}
+
 const ferry_redis_url *ferry__conn_url(const ferry_conn *c) {
     return &c->url;
 }

@@ -46,6 +46,11 @@ int ferry__conn_append_argv(ferry_conn *c, int argc, const char **argv, const si
 int ferry__conn_pipeline_read(ferry_conn *c, size_t n, redisReply **replies, ferry_error *err);
 
 int ferry__conn_broken(const ferry_conn *c);
+/* For a connection that sat idle: if no request is outstanding and the server has already
+ * closed it (restart, kill, idle timeout), mark it broken now, before anything is sent on
+ * it, so the caller can reconnect and send without risking a request of unknown outcome.
+ * Returns ferry__conn_broken() afterwards. Never blocks. */
+int ferry__conn_check_idle_peer(ferry_conn *c);
 /* The parsed endpoint (borrowed). */
 const ferry_redis_url *ferry__conn_url(const ferry_conn *c);
 

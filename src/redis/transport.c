@@ -505,3 +505,15 @@ int ferry__transport_read(ferry_transport *t, char *buf, size_t cap, size_t *got
         if (rc != 0) return wait_err(t, rc, "read", err);
     }
 }
+
+int ferry__transport_peer_closed(ferry_transport *t) {
+    if (!t || t->eof) return 1;
+    struct pollfd p = {.fd = t->fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLERR | POLLNVAL)) return 1;
+    char b;
+    ssize_t r = recv(t->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0) return 1; /* FIN: the server (or its host) closed the connection */
+    if (r < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    return 0;
+}
