@@ -68,6 +68,25 @@ suite.check('Node DelayedError (job.moveToDelayed) is picked up by a ferry worke
   assert.strictEqual(done.attemptsStarted, 2);
 });
 
+suite.check('maxStartedAttempts counts starts on both sides: a job Node postponed 3 times fails in ferry with max 3', async () => {
+  const nq = await h.nodeQueue(suite, h.uniqueQueue('oc-maxstarted'));
+  const job = await nq.queue.add('loop', {}, { attempts: 5 });
+  let runs = 0;
+  const nw = h.startNodeWorker(nq.name, async (j, token) => {
+    runs++;
+    // the third postponement is long enough for the Node worker to be closed before it is due
+    await j.moveToDelayed(Date.now() + (runs < 3 ? 50 : 1500), token);
+    throw new DelayedError();
+  });
+  await h.waitFor(async () => runs >= 3 && (await nq.queue.getJobState(job.id)) === 'delayed', { what: '3 postponed runs in Node' });
+  await nw.close();
+  const w = h.startFerryWorker(nq.name, { extraArgs: ['--max-started-attempts', '3'] });
+  const failed = await h.nodeJobInState(nq, job.id, 'failed');
+  assert.strictEqual(failed.failedReason, 'job started more than allowable limit');
+  assert.strictEqual(failed.attemptsStarted, 4, 'Node\'s three starts + the refused ferry fetch');
+  assert.strictEqual(w.starts(job.id).length, 0, 'ferry never ran it');
+});
+
 suite.check('ferry exit 119 with a limiter rate-limits the queue: a Node worker with a limiter waits, the job is not charged an attempt', async () => {
   const nq = await h.nodeQueue(suite, h.uniqueQueue('oc-throttle'));
   const t = await nq.queue.add('throttle', { n: 3 }, { attempts: 1 });
