@@ -30,6 +30,10 @@
 #define MAX_RATE_LIMIT_DELAY_MS 30000 /* BullMQ maximumRateLimitDelay */
 #define SCRIPT_ERROR_RETRIES 3        /* a result refused by a failing script is tried 3x */
 #define SCRIPT_ERROR_DELAY_MS 1000
+/* A command connection unused for this long is checked (one non-blocking poll) before the
+ * next call: a server restarted meanwhile has closed it, and finding that out before
+ * sending keeps results from being treated as "sent, outcome unknown". */
+#define IDLE_CHECK_MS 1000
 #define UNBLOCK_EVERY_MS 100
 /* The dispatcher thread looks this often while results or queued jobs wait for handlers
  * that may have turned slow (= worker.c STALE_READY_US). */
@@ -381,6 +385,12 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     if (fetch_n > room) fetch_n = room;
     if (fetch_n < 0) fetch_n = 0;
     if (n == 0 && fetch_n == 0) return;
+    if (now - d->last_io >= IDLE_CHECK_MS && ferry__conn_check_idle_peer(d->conn)) {
+        ferry_error ce = {0};
+        ferry__err(&ce, FERRY_EIO, "the server closed it while it was idle");
+        conn_lost(w, &ce);
+        return;
+    }
 
     ferry_job *stack_jobs[64];
     int stack_codes[64];
@@ -407,6 +417,7 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
      * wait for Redis */
     if (atomic_load(&w->rq_len) > 0) ferry__ready_help(w);
     int rc = ferry__batch_run(w, jobs, n, fetch_n, codes, &res, &e);
+    d->last_io = ferry__mono_ms();
     if (rc != 0) {
         /* Nothing is known about this call: keep every result and send it again. */
         for (i = 0; i < n; i++) {

@@ -108,6 +108,7 @@ typedef struct ferry__disp {
     long long block_until; /* next delayed due time (wall ms) or 0 */
     int64_t limit_until;   /* mono ms: no fetch before (rate limited) */
     int64_t next_renew, next_stalled, reconnect_at, retry_at, last_unblock;
+    int64_t last_io; /* mono ms of the last batch call (idle connections are checked) */
     int reconnect_failures;
     int reported_broken;
 } ferry__disp;
