@@ -303,10 +303,14 @@ static int next_result(ferry__pgc *c, int64_t deadline, const char *what, PGresu
     return 0;
 }
 
-int ferry__pgc_pipeline(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
-                        PGresult **out, ferry_error *err) {
-    for (size_t i = 0; out && i < n; i++)
-        out[i] = NULL;
+/* Whether a segment ends after statement i of n. */
+static int seg_end(ferry__pg_segs segs, size_t i, size_t n) {
+    return i + 1 == n || (i < 32 && (segs >> i) & 1u);
+}
+
+int ferry__pgc_send(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
+                    ferry__pg_segs segs, ferry_error *err) {
+    if (n == 0) return ferry__err(err, FERRY_EINVAL, "pipeline: no statement");
     if (!c->conn || c->broken)
         return ferry__err(err, FERRY_EIO, "%s: not connected to PostgreSQL", st[0].what);
     if (!PQenterPipelineMode(c->conn)) {
@@ -318,18 +322,14 @@ int ferry__pgc_pipeline(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *s
                                                          st[i].params, NULL, NULL, 0)
                                    : PQsendQueryParams(c->conn, st[i].sql, st[i].nparams, NULL,
                                                        st[i].params, NULL, NULL, 0);
-        if (!sent) {
+        if (!sent || (seg_end(segs, i, n) && !PQpipelineSync(c->conn))) {
             c->broken = 1;
             return lost(c->conn, st[i].what, err);
         }
     }
-    if (!PQpipelineSync(c->conn)) {
-        c->broken = 1;
-        return lost(c->conn, st[0].what, err);
-    }
-    for (;;) { /* everything out before waiting for answers */
+    for (;;) { /* everything out before anyone waits for answers */
         int f = PQflush(c->conn);
-        if (f == 0) break;
+        if (f == 0) return 0;
         int w = f < 0 ? -1 : wait_socket(c->conn, POLLOUT | POLLIN, deadline);
         if (w == 0) {
             c->broken = 1;
@@ -341,62 +341,90 @@ int ferry__pgc_pipeline(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *s
             return lost(c->conn, st[0].what, err);
         }
     }
+}
+
+int ferry__pgc_recv(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
+                    ferry__pg_segs segs, PGresult **out, size_t *failed, ferry_error *err) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    *failed = n;
+    if (!c->conn || c->broken) {
+        *failed = 0;
+        return ferry__err(err, FERRY_EIO, "%s: not connected to PostgreSQL", st[0].what);
+    }
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         PGresult *r = NULL, *end = NULL;
-        if ((rc = next_result(c, deadline, st[i].what, &r, err))) break; /* broken */
-        if (!r) {
+        ferry_error scratch = {0}; /* after the first failure, keep its text */
+        ferry_error *e = rc ? &scratch : err;
+        int trc = next_result(c, deadline, st[i].what, &r, e);
+        if (!trc && !r) {
             c->broken = 1;
-            rc = ferry__err(err, FERRY_EPROTO, "%s: no result", st[i].what);
-            break;
+            trc = ferry__err(e, FERRY_EPROTO, "%s: no result", st[i].what);
+        }
+        if (trc) { /* broken: nothing more can be read */
+            if (!rc) *failed = i;
+            return rc ? rc : trc;
         }
         ExecStatusType s = PQresultStatus(r);
-        if (s != PGRES_PIPELINE_ABORTED && !result_ok(r)) {
-            rc = ferry__pg_error(c->conn, r, st[i].what, err);
+        if (s == PGRES_PIPELINE_ABORTED) { /* skipped: an earlier statement of its segment failed */
             PQclear(r);
-            /* the statements after it come back PGRES_PIPELINE_ABORTED: read them all */
-            for (;;) {
-                if (PQstatus(c->conn) != CONNECTION_OK) {
-                    c->broken = 1;
-                    break;
-                }
-                PGresult *x = NULL;
-                ferry_error scratch = {0}; /* keep the first error's text */
-                if (next_result(c, deadline, st[i].what, &x, &scratch)) break; /* broken */
-                if (x && PQresultStatus(x) == PGRES_PIPELINE_SYNC) {
-                    PQclear(x);
-                    if (!PQexitPipelineMode(c->conn)) c->broken = 1;
-                    break;
-                }
-                PQclear(x);
+        } else if (!result_ok(r)) {
+            int erc = ferry__pg_error(c->conn, r, st[i].what, e);
+            PQclear(r);
+            if (!rc) {
+                rc = erc;
+                *failed = i;
             }
-            break;
-        }
-        if (out)
+        } else {
             out[i] = r;
-        else
-            PQclear(r);
-        if ((rc = next_result(c, deadline, st[i].what, &end, err))) break;
-        PQclear(end); /* the NULL that ends statement i */
-    }
-    if (rc == 0) {
-        PGresult *sync = NULL;
-        rc = next_result(c, deadline, st[0].what, &sync, err);
-        if (rc == 0 && (!sync || PQresultStatus(sync) != PGRES_PIPELINE_SYNC)) {
-            c->broken = 1;
-            rc = ferry__err(err, FERRY_EPROTO, "%s: pipeline out of step", st[0].what);
         }
-        PQclear(sync);
-        if (rc == 0 && !PQexitPipelineMode(c->conn)) {
+        /* the NULL that ends statement i's results, then its segment's sync */
+        trc = next_result(c, deadline, st[i].what, &end, e);
+        if (!trc && end) {
+            PQclear(end);
             c->broken = 1;
-            rc = lost(c->conn, st[0].what, err);
+            trc = ferry__err(e, FERRY_EPROTO, "%s: pipeline out of step", st[i].what);
+        }
+        if (!trc && seg_end(segs, i, n)) {
+            PGresult *sync = NULL;
+            trc = next_result(c, deadline, st[i].what, &sync, e);
+            if (!trc && (!sync || PQresultStatus(sync) != PGRES_PIPELINE_SYNC)) {
+                c->broken = 1;
+                trc = ferry__err(e, FERRY_EPROTO, "%s: pipeline out of step", st[i].what);
+            }
+            PQclear(sync);
+        }
+        if (trc) {
+            if (!rc) *failed = i;
+            return rc ? rc : trc;
         }
     }
-    if (rc && out)
+    if (!PQexitPipelineMode(c->conn)) {
+        c->broken = 1;
+        if (!rc) {
+            *failed = n - 1;
+            rc = lost(c->conn, st[n - 1].what, err);
+        }
+    }
+    return rc;
+}
+
+int ferry__pgc_pipeline(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
+                        PGresult **out, ferry_error *err) {
+    for (size_t i = 0; out && i < n; i++)
+        out[i] = NULL;
+    PGresult **res = out ? out : calloc(n ? n : 1, sizeof *res); /* results to discard */
+    if (!res) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    size_t failed = 0;
+    int rc = ferry__pgc_send(c, deadline, st, n, 0, err);
+    if (!rc) rc = ferry__pgc_recv(c, deadline, st, n, 0, res, &failed, err);
+    if (rc || !out)
         for (size_t i = 0; i < n; i++) {
-            PQclear(out[i]);
-            out[i] = NULL;
+            PQclear(res[i]);
+            res[i] = NULL;
         }
+    if (!out) free(res);
     return rc;
 }
 

@@ -75,13 +75,35 @@ typedef struct ferry__pg_stmt {
     const char *const *params;
 } ferry__pg_stmt;
 
-/* Send n statements in one round trip (libpq pipeline mode, one sync at the end) and wait
- * for all results until deadline. When out is non-NULL, out[i] receives statement i's
- * result (the caller PQclears each) on success; on failure nothing is left in out. The
- * first failure is returned; the server skips the statements after it, and inside an
- * explicit transaction leaves the transaction aborted (the caller rolls back). */
+/* Segments of a pipeline: bit i of a ferry__pg_segs set = a segment ends after statement i
+ * (i < 32; the last statement always ends one). An error skips the rest of its own segment
+ * only, so a COMMIT in one segment and the next BEGIN in another succeed or fail
+ * independently. */
+typedef uint32_t ferry__pg_segs;
+
+/* Send n statements in one round trip (libpq pipeline mode) and wait for all results until
+ * deadline. When out is non-NULL, out[i] receives statement i's result (the caller PQclears
+ * each) on success; on failure nothing is left in out. The first failure is returned;
+ * inside an explicit transaction the server leaves the transaction aborted (the caller
+ * rolls back). */
 int ferry__pgc_pipeline(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
                         PGresult **out, ferry_error *err);
+
+/* The two halves of ferry__pgc_pipeline, so the caller can work while the server runs the
+ * statements: ferry__pgc_send writes them all (waiting only while the socket is full);
+ * ferry__pgc_recv, with the same st, n and segs, reads their results. Until ferry__pgc_recv
+ * returns, nothing else may be sent on c. The parameters need to live only during
+ * ferry__pgc_send (recv reads only st[i].what).
+ *
+ * ferry__pgc_recv stores every successful result in out[i] (the caller PQclears each; NULL
+ * for a statement that failed or was skipped), returns 0 when all succeeded, else the first
+ * failure's code with *err filled and *failed = its index; statements in later segments
+ * still ran and their results are in out. After a transport failure or the deadline the
+ * connection is broken and the results not read are NULL. */
+int ferry__pgc_send(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
+                    ferry__pg_segs segs, ferry_error *err);
+int ferry__pgc_recv(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
+                    ferry__pg_segs segs, PGresult **out, size_t *failed, ferry_error *err);
 
 /* Prepare a named statement (deadline as above). */
 int ferry__pgc_prepare(ferry__pgc *c, int64_t deadline, const char *name, const char *sql,

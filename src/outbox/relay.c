@@ -1,8 +1,8 @@
 /* relay.c - the relay engine's life cycle and main loop: options, routes and queues at
  * create/start, then wait for a NOTIFY (or the poll interval), publish batches while they
- * come back full, back off (capped, jittered) after failures, reconnect to PostgreSQL, and
- * count and warn about topics no route knows. One batch at a time per relay; replicas
- * share the work through SKIP LOCKED. */
+ * come back full (relay_batch.c), back off (capped, jittered) after failures, reconnect to
+ * PostgreSQL, and count and warn about topics no route knows. One relay adds one batch's
+ * jobs at a time, oldest first; replicas share the work through SKIP LOCKED. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,6 +34,7 @@
 #define DAY_MS (24 * 3600 * 1000)
 #define CLIENT_SLACK_MS 2000 /* client deadline beyond the server's statement_timeout */
 #define UNKNOWN_TOPICS_SHOWN 100
+#define LANE2_RETRY_MS 30000 /* a second connection that failed is tried again this late */
 
 void ferry_relay_options_init(ferry_relay_options *o) {
     if (o) memset(o, 0, sizeof *o);
@@ -60,10 +61,11 @@ void ferry__relay_session(const ferry_relay *r, ferry__pg_session *s, const char
     s->application_name = app;
     s->connect_timeout_ms = r->connect_timeout_ms;
     s->statement_timeout_ms = r->statement_timeout_ms;
-    /* A batch holds its transaction open across the Redis adds: allow those their full
+    /* A batch holds its transaction open across the Redis adds, and a batch claimed ahead
+     * (relay_batch.c) across the adds of the batch before it too: allow two adds their full
      * budget (connect + command, twice for a reconnect) before the server gives up on us. */
     int rc_ms = r->redis.connect_timeout_ms + r->redis.command_timeout_ms;
-    s->idle_in_tx_timeout_ms = r->statement_timeout_ms + 2 * rc_ms + 5000;
+    s->idle_in_tx_timeout_ms = r->statement_timeout_ms + 4 * rc_ms + 5000;
 }
 
 /* ---- create / free ------------------------------------------------------------------- */
@@ -224,6 +226,7 @@ void ferry_relay_free(ferry_relay *r) {
     free(r->topics_array);
     ferry_routes_free(r->routes);
     ferry__pgc_close(&r->pg);
+    ferry__pgc_close(&r->pg2);
     for (int i = 0; i < 6; i++)
         free(r->redis_strings[i]);
     free(r->database_url);
@@ -328,9 +331,40 @@ static int db_connect(ferry_relay *r, ferry_error *err) {
     if (!rc)
         rc = ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "listen", NULL,
                              "LISTEN " FERRY__NOTIFY_CHANNEL, 0, NULL, NULL, err);
-    if (!rc) rc = ferry__relay_prepare(r, err);
+    /* "a relay runs on this schema", for the others' probes (relay_batch.c); released when
+     * the session ends */
+    const char *params[] = {r->schema};
+    if (!rc)
+        rc = ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "relay lock", NULL,
+                             "SELECT pg_advisory_lock_shared(" FERRY__LOCK_RELAYS_STR
+                             ", hashtext($1))",
+                             1, params, NULL, err);
+    if (!rc) rc = ferry__relay_prepare(r, &r->pg, err);
+    r->alone_at = 0;
     if (rc) ferry__pgc_close(&r->pg);
+    /* the second connection is made afresh with the first, at the next drain */
+    ferry__pgc_close(&r->pg2);
+    r->pg2_retry_at = 0;
     return rc;
+}
+
+int ferry__relay_lane2(ferry_relay *r) {
+    if (r->pg2.conn && !r->pg2.broken) return 1;
+    ferry__pgc_close(&r->pg2);
+    if (ferry__mono_ms() < r->pg2_retry_at) return 0;
+    ferry__pg_session s;
+    ferry__relay_session(r, &s, "ferry relay");
+    ferry_error e = {0};
+    int rc = ferry__pgc_connect(&r->pg2, &s, &e);
+    if (!rc) rc = ferry__relay_prepare(r, &r->pg2, &e);
+    if (!rc) return 1;
+    ferry__pgc_close(&r->pg2);
+    r->pg2_retry_at = ferry__mono_ms() + LANE2_RETRY_MS;
+    ferry__relay_log(r, FERRY_LOG_WARN,
+                     "relay: second database connection: %s (publishing on one connection, "
+                     "more slowly; retrying in %d s)",
+                     e.message, LANE2_RETRY_MS / 1000);
+    return 0;
 }
 
 /* Take the notifications libpq holds; 1 when one is for our schema. */
@@ -446,16 +480,16 @@ static void relay_loop(ferry_relay *r) {
             continue;
         }
         if (need_batch) {
-            int rows = 0;
+            int rows = 0, more = 0;
             ferry_error e = {0};
-            relay_batch_rc brc = ferry__relay_batch(r, &rows, &e);
+            relay_batch_rc brc = ferry__relay_drain(r, &rows, &more, &e);
             if (brc == RELAY_BATCH_OK) {
                 if (backoff) {
                     ferry__relay_log(r, FERRY_LOG_INFO, "relay: publishing again");
                     set_backing_off(r, 0);
                 }
                 backoff = 0;
-                need_batch = rows == r->batch_size || take_notifies(r);
+                need_batch = more || take_notifies(r);
                 next_poll = ferry__mono_ms() + r->poll_interval_ms;
                 continue;
             }
@@ -511,6 +545,7 @@ int ferry_relay_run(ferry_relay *r, ferry_error *err) {
             have_ret = rc == 0;
         }
         if (rc == 0) {
+            ferry__relay_pool_start(r);
             ferry__relay_log(
                 r, FERRY_LOG_INFO,
                 "relay: started (schema %s, %zu topic(s), %zu queue(s), batch %d, poll "
@@ -518,12 +553,14 @@ int ferry_relay_run(ferry_relay *r, ferry_error *err) {
                 r->schema, ferry_routes_topic_count(r->routes), r->nqueues, r->batch_size,
                 r->poll_interval_ms);
             relay_loop(r);
+            ferry__relay_pool_stop(r);
             ferry__relay_log(r, FERRY_LOG_INFO, "relay: stopped");
         }
         if (have_ret) pthread_join(ret, NULL);
     }
     close_queues(r);
     ferry__pgc_close(&r->pg);
+    ferry__pgc_close(&r->pg2);
     r->running = 0;
     return rc;
 }

@@ -1,12 +1,21 @@
-/* relay_batch.c - one publish batch, all of it inside one PostgreSQL transaction:
- *   BEGIN; SELECT ... FOR UPDATE SKIP LOCKED (routed topics, oldest first, LIMIT N);
- *   one add_bulk round trip per queue (jobId = event id, data = envelope);
- *   UPDATE published_at; COMMIT.
- * A crash anywhere before COMMIT leaves the rows unpublished, so they are published again
- * (the queue drops a job whose id exists). A Redis failure rolls back and records the
- * error on the rows in a transaction of its own. Rows that can never become job data are
- * set aside (quarantined_at) in the batch's transaction instead of blocking the head of
- * the outbox forever. */
+/* relay_batch.c - publishing batches. One batch is one PostgreSQL transaction:
+ *   BEGIN; SET LOCAL synchronous_commit = off;
+ *   claim: UPDATE ... SET published_at = now() of up to N unpublished rows of routed topics,
+ *          oldest first, picked FOR UPDATE SKIP LOCKED, RETURNING them;
+ *   add their jobs to Redis (jobId = event id, data = envelope), one add_bulk per queue;
+ *   COMMIT.
+ * Nothing is committed before Redis acknowledged the jobs: a crash anywhere before COMMIT
+ * rolls the claim back, the rows stay unpublished and are published again (the queue drops a
+ * job whose id exists). A Redis failure rolls back and records the error on the rows in a
+ * transaction of their own. Rows that can never become job data are set aside
+ * (quarantined_at) in the batch's transaction instead of blocking the head of the outbox.
+ *
+ * A batch's COMMIT travels with the next claim (one round trip). A relay that finds itself
+ * the only one on the schema also alternates two connections ("lanes") so PostgreSQL and
+ * Redis work at the same time: while batch k's jobs are added, the other lane commits batch
+ * k-1 and claims batch k+1. Jobs are still added one batch after the other, oldest first,
+ * so one relay keeps the outbox's order, and no batch commits before its own jobs are in
+ * Redis. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,39 +25,67 @@
 #include "outbox/relay_internal.h"
 #include "outbox/routes.h"
 #include "queue/json_text.h"
+#include "util/clock.h"
 #include "util/error.h"
 
-#define ST_SELECT "ferry_relay_select"
-#define ST_PUBLISH "ferry_relay_publish"
-#define ST_QUARANTINE "ferry_relay_quarantine"
+#define ST_CLAIM "ferry_relay_claim"
+#define ST_PUT_BACK "ferry_relay_put_back"
 #define ST_FAILED "ferry_relay_failed"
-#define JOB_DATA_MAX_DEPTH 512 /* what the queue accepts */
+#define ST_BEGIN "ferry_relay_begin"
+#define ST_ASYNC "ferry_relay_async"
+#define ST_COMMIT "ferry_relay_commit"
+#define ST_ALONE "ferry_relay_alone"
+#define JOB_DATA_MAX_DEPTH 512  /* what the queue accepts */
+#define DRAIN_SLICE_MS 1000     /* a drain returns to the main loop this often */
+#define ALONE_TRUST_MS 100      /* how long the answer "no other relay" is trusted */
+#define NOT_ALONE_TRUST_MS 1000 /* and the answer "other relays" */
+#define POOL_MAX 8              /* threads adding to queues besides the relay's own */
 
-int ferry__relay_prepare(ferry_relay *r, ferry_error *err) {
-    char sql[2 * FERRY__QSCHEMA_MAX + 400];
+int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
+    char sql[3 * FERRY__QSCHEMA_MAX + 600];
     const char *qs = r->qs;
+    /* Every batch runs these: prepared, the server parses them once per connection. */
+    int rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_BEGIN, "BEGIN", 0, err);
+    if (!rc)
+        rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_ASYNC,
+                                "SET LOCAL synchronous_commit = off", 0, err);
+    if (!rc) rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_COMMIT, "COMMIT", 0, err);
+    /* Are we the only relay? Every relay holds FERRY__LOCK_RELAYS_STR shared (relay.c); the
+     * exclusive lock is granted only when no other session holds it, and given back at
+     * once. (Our own shared lock does not conflict with our own request.) */
+    if (!rc)
+        rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_ALONE,
+                                "SELECT CASE WHEN pg_try_advisory_lock(" FERRY__LOCK_RELAYS_STR
+                                ", hashtext($1)) THEN pg_advisory_unlock(" FERRY__LOCK_RELAYS_STR
+                                ", hashtext($1)) ELSE false END",
+                                1, err);
+    if (rc) return rc;
+    /* The claim picks (oldest first, FOR UPDATE SKIP LOCKED) and marks in one statement:
+     * one index scan and one TID scan per batch, cheaper in server CPU than a SELECT and an
+     * UPDATE (a join on ctid instead would rescan the TID per row). The picked rows are
+     * locked, so their ctids cannot change under us. A row picked after a concurrent update
+     * of it has a version the statement's snapshot does not see: it is neither updated nor
+     * returned, and stays for the next batch. RETURNING has no order: sort by age again. */
     snprintf(sql, sizeof sql,
-             "SELECT id, topic, payload, trace_id, ctid FROM %s.outbox_events "
+             "WITH claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
+             "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM %s.outbox_events "
              "WHERE published_at IS NULL AND quarantined_at IS NULL AND topic = ANY($1::text[]) "
-             "ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED",
-             qs);
-    int rc = ferry__pgc_prepare(&r->pg, ferry__relay_deadline(r), ST_SELECT, sql, 2, err);
+             "ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)) AND o.published_at IS NULL "
+             "RETURNING o.id, o.topic, o.payload, o.trace_id, o.created_at) "
+             "SELECT id, topic, payload, trace_id FROM claimed ORDER BY created_at",
+             qs, qs);
+    rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_CLAIM, sql, 2, err);
     if (rc) return rc;
-    /* By ctid: the rows are locked by this transaction, so their ctids cannot change, and a
-     * TID scan is several times cheaper than 100 primary-key lookups. The id test makes a
-     * wrong ctid harmless (that row would just be published again). */
+    /* Claimed rows that do not become jobs: unpublished again, and set aside when they have
+     * a reason (a NULL reason only puts the row back). */
     snprintf(sql, sizeof sql,
-             "UPDATE %s.outbox_events SET published_at = now() "
-             "WHERE ctid = ANY($1::tid[]) AND id = ANY($2::uuid[])",
+             "UPDATE %s.outbox_events AS o SET published_at = NULL, "
+             "quarantined_at = CASE WHEN q.reason IS NULL THEN o.quarantined_at ELSE now() END, "
+             "attempts = o.attempts + CASE WHEN q.reason IS NULL THEN 0 ELSE 1 END, "
+             "last_error = coalesce(q.reason, o.last_error) "
+             "FROM unnest($1::uuid[], $2::text[]) AS q(id, reason) WHERE o.id = q.id",
              qs);
-    rc = ferry__pgc_prepare(&r->pg, ferry__relay_deadline(r), ST_PUBLISH, sql, 2, err);
-    if (rc) return rc;
-    snprintf(sql, sizeof sql,
-             "UPDATE %s.outbox_events AS o SET quarantined_at = now(), attempts = o.attempts + 1, "
-             "last_error = q.reason FROM unnest($1::uuid[], $2::text[]) AS q(id, reason) "
-             "WHERE o.id = q.id",
-             qs);
-    rc = ferry__pgc_prepare(&r->pg, ferry__relay_deadline(r), ST_QUARANTINE, sql, 2, err);
+    rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_PUT_BACK, sql, 2, err);
     if (rc) return rc;
     /* After the rollback another relay may hold (and publish) some of these rows: skip
      * them rather than wait, and never touch a row already published. */
@@ -57,13 +94,15 @@ int ferry__relay_prepare(ferry_relay *r, ferry_error *err) {
              "WHERE id IN (SELECT id FROM %s.outbox_events WHERE id = ANY($1::uuid[]) "
              "AND published_at IS NULL FOR UPDATE SKIP LOCKED)",
              qs, qs);
-    return ferry__pgc_prepare(&r->pg, ferry__relay_deadline(r), ST_FAILED, sql, 2, err);
+    return ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_FAILED, sql, 2, err);
 }
 
+/* ---- rows and jobs ------------------------------------------------------------------- */
+
 typedef struct batch_row {
-    const char *id, *ctid;
-    long topic;     /* routes index, -1 = not ours (left alone) */
-    char *envelope; /* job data; NULL when quarantined or skipped */
+    const char *id;
+    long topic;     /* routes index, -1 = not ours (put back) */
+    char *envelope; /* job data; NULL when set aside or put back */
     char reason[200];
     char opts[64]; /* {"jobId":"<id>"} */
 } batch_row;
@@ -72,7 +111,7 @@ typedef struct batch {
     PGresult *res;
     int n;
     batch_row *rows;
-    size_t published, quarantined, jobs;
+    size_t published, quarantined, put_back, jobs;
 } batch;
 
 static void batch_free(batch *b) {
@@ -80,6 +119,7 @@ static void batch_free(batch *b) {
         free(b->rows[i].envelope);
     free(b->rows);
     PQclear(b->res);
+    memset(b, 0, sizeof *b);
 }
 
 /* Envelopes and job options for every row; rows that cannot become job data get a reason. */
@@ -89,15 +129,18 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
     for (int i = 0; i < b->n; i++) {
         batch_row *row = &b->rows[i];
         row->id = PQgetvalue(b->res, i, 0);
-        row->ctid = PQgetvalue(b->res, i, 4);
         row->topic = ferry__routes_find(r->routes, PQgetvalue(b->res, i, 1));
-        if (row->topic < 0) continue; /* the SELECT filters topics; defensive only */
+        if (row->topic < 0) { /* the claim filters topics; defensive only */
+            b->put_back++;
+            continue;
+        }
         const char *payload = PQgetvalue(b->res, i, 2);
         size_t plen = (size_t)PQgetlength(b->res, i, 2);
         const char *trace = PQgetisnull(b->res, i, 3) ? NULL : PQgetvalue(b->res, i, 3);
         size_t tlen = trace ? (size_t)PQgetlength(b->res, i, 3) : 0, idlen = strlen(row->id);
         if (idlen != FERRY_UUID_STRLEN) { /* the column is uuid: cannot happen */
             snprintf(row->reason, sizeof row->reason, "id is not a canonical uuid");
+            b->quarantined++;
             continue;
         }
         size_t need = ferry__envelope_size(row->id, idlen, trace, tlen, plen);
@@ -105,6 +148,7 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
             snprintf(row->reason, sizeof row->reason,
                      "job data would be %zu bytes, over the relay's limit of %zu", need,
                      r->max_envelope);
+            b->quarantined++;
             continue;
         }
         if (!(row->envelope = malloc(need + 1)))
@@ -117,17 +161,19 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
                      je.offset, je.reason);
             free(row->envelope);
             row->envelope = NULL;
+            b->quarantined++;
             continue;
         }
         /* {"jobId":"<id>"}; the id is a 36-character uuid (the column type), so it fits */
         memcpy(row->opts, "{\"jobId\":\"", 10);
         memcpy(row->opts + 10, row->id, idlen);
         memcpy(row->opts + 10 + idlen, "\"}", 3);
+        b->published++;
     }
     return 0;
 }
 
-/* One queue's add_bulk, run on its own thread when the batch fans out to several queues. */
+/* One queue's add_bulk, run by the relay's thread or a pool thread. */
 typedef struct queue_add {
     ferry_queue *queue;
     const char *name;
@@ -135,49 +181,143 @@ typedef struct queue_add {
     size_t n;
     int rc;
     ferry_error err;
-    pthread_t thread;
-    int threaded;
 } queue_add;
 
-static void *queue_add_main(void *arg) {
-    queue_add *a = arg;
+static void queue_add_run(queue_add *a) {
     a->rc = ferry_queue_add_bulk(a->queue, a->specs, a->n, NULL, &a->err);
+}
+
+/* Threads that add to the other queues of a fan-out batch while the relay's thread adds to
+ * the first: each queue has its own connection, so the round trips overlap and a batch
+ * costs about one Redis round trip, not one per queue. Started once per run. */
+struct relay_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    pthread_t threads[POOL_MAX];
+    size_t nthreads;
+    queue_add *items; /* this batch's adds for the pool */
+    size_t nitems, next, finished;
+    int stop;
+};
+
+static void *pool_main(void *arg) {
+    struct relay_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->next >= p->nitems)
+            pthread_cond_wait(&p->work, &p->mu);
+        if (p->stop) break;
+        queue_add *a = &p->items[p->next++];
+        pthread_mutex_unlock(&p->mu);
+        queue_add_run(a);
+        pthread_mutex_lock(&p->mu);
+        if (++p->finished == p->nitems) pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-/* Every queue's jobs at once: the round trips overlap (each queue has its own connection),
- * so a fan-out batch costs about one Redis round trip, not one per queue. specs are grouped
- * by queue in queue order, count[q] each. */
+void ferry__relay_pool_start(ferry_relay *r) {
+    size_t want = r->nqueues > 1 ? r->nqueues - 1 : 0;
+    if (want > POOL_MAX) want = POOL_MAX;
+    if (!want) return;
+    struct relay_pool *p = calloc(1, sizeof *p);
+    if (!p) return; /* the adds then run one after the other */
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done, NULL);
+    while (p->nthreads < want && pthread_create(&p->threads[p->nthreads], NULL, pool_main, p) == 0)
+        p->nthreads++;
+    r->pool = p;
+}
+
+void ferry__relay_pool_stop(ferry_relay *r) {
+    struct relay_pool *p = r->pool;
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->done);
+    free(p);
+    r->pool = NULL;
+}
+
+/* Work for the relay's thread once Redis has work: called exactly once per add_jobs. */
+typedef struct add_hook {
+    void (*fn)(void *arg);
+    void *arg;
+} add_hook;
+
+static void hook_run(const add_hook *h) {
+    if (h && h->fn) h->fn(h->arg);
+}
+
+/* Run adds[0..n): the others on the pool, then the hook, then the first here (this thread
+ * then helps with what the pool has not started), and wait for all. */
+static void run_adds(ferry_relay *r, queue_add *adds, size_t n, const add_hook *hook) {
+    struct relay_pool *p = r->pool;
+    if (!p || !p->nthreads || n < 2) {
+        hook_run(hook);
+        for (size_t i = 0; i < n; i++)
+            queue_add_run(&adds[i]);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->items = adds + 1;
+    p->nitems = n - 1;
+    p->next = p->finished = 0;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    hook_run(hook); /* Redis is busy with the pool's scripts meanwhile */
+    queue_add_run(&adds[0]);
+    pthread_mutex_lock(&p->mu);
+    while (p->next < p->nitems) {
+        queue_add *a = &p->items[p->next++];
+        pthread_mutex_unlock(&p->mu);
+        queue_add_run(a);
+        pthread_mutex_lock(&p->mu);
+        p->finished++;
+    }
+    while (p->finished < p->nitems)
+        pthread_cond_wait(&p->done, &p->mu);
+    p->items = NULL;
+    p->nitems = p->next = p->finished = 0;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Every queue's jobs at once. specs are grouped by queue in queue order, count[q] each. */
 static int add_all_queues(ferry_relay *r, const ferry_job_spec *specs, const size_t *count,
-                          ferry_error *err) {
+                          const add_hook *hook, ferry_error *err) {
     queue_add *adds = calloc(r->nqueues, sizeof *adds);
-    if (!adds) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    if (!adds) {
+        hook_run(hook);
+        return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    }
     size_t start = 0, used = 0;
     for (size_t q = 0; q < r->nqueues; start += count[q], q++) {
         if (!count[q]) continue;
-        queue_add *a = &adds[used++];
-        *a = (queue_add){.queue = r->queues[q],
-                         .name = r->queue_names[q],
-                         .specs = specs + start,
-                         .n = count[q]};
+        adds[used++] = (queue_add){.queue = r->queues[q],
+                                   .name = r->queue_names[q],
+                                   .specs = specs + start,
+                                   .n = count[q]};
     }
-    /* the first runs here; the others on threads (inline if a thread cannot start) */
-    for (size_t i = 1; i < used; i++)
-        adds[i].threaded = pthread_create(&adds[i].thread, NULL, queue_add_main, &adds[i]) == 0;
-    for (size_t i = 0; i < used; i++)
-        if (i == 0 || !adds[i].threaded) queue_add_main(&adds[i]);
+    run_adds(r, adds, used, hook);
     int rc = 0;
-    for (size_t i = 0; i < used; i++) {
-        if (adds[i].threaded) pthread_join(adds[i].thread, NULL);
-        if (adds[i].rc && !rc)
+    for (size_t i = 0; i < used && !rc; i++)
+        if (adds[i].rc)
             rc = ferry__err(err, adds[i].rc, "queue %s: %s", adds[i].name, adds[i].err.message);
-    }
     free(adds);
     return rc;
 }
 
-/* Group the jobs by queue and add them: one add_bulk (one round trip) per queue. */
-static int add_jobs(ferry_relay *r, batch *b, ferry_error *err) {
+/* Group the jobs by queue and add them: one add_bulk (one round trip) per queue. The hook
+ * runs once, as soon as the first scripts are on their way. */
+static int add_jobs(ferry_relay *r, batch *b, const add_hook *hook, ferry_error *err) {
     size_t *count = calloc(r->nqueues, sizeof *count), *off = calloc(r->nqueues, sizeof *off);
     size_t total = 0;
     int rc = 0;
@@ -204,7 +344,10 @@ static int add_jobs(ferry_relay *r, batch *b, ferry_error *err) {
             s->opts_json = row->opts;
         }
     }
-    if (!rc) rc = add_all_queues(r, specs, count, err);
+    if (!rc && total)
+        rc = add_all_queues(r, specs, count, hook, err);
+    else
+        hook_run(hook);
     if (!rc) b->jobs = total;
     free(specs);
     free(count);
@@ -212,99 +355,90 @@ static int add_jobs(ferry_relay *r, batch *b, ferry_error *err) {
     return rc;
 }
 
-/* "{id,id,...}" of the rows to publish (those with job data) or, with quarantined = 1, of
- * the rows to set aside. */
-static char *id_array(const batch *b, int quarantined, size_t *count) {
+/* "{id,id,...}" of the rows with job data (the ones published). */
+static char *published_ids(const batch *b) {
     char *a = malloc((size_t)b->n * (FERRY_UUID_STRLEN + 1) + 3);
-    if (!a) return NULL;
-    size_t k = 0;
-    *count = 0;
-    a[k++] = '{';
-    for (int i = 0; i < b->n; i++) {
-        const batch_row *row = &b->rows[i];
-        int pick = quarantined ? row->reason[0] != 0 : row->envelope != NULL;
-        if (!pick) continue;
-        if (*count) a[k++] = ',';
-        size_t n = strlen(row->id);
-        memcpy(a + k, row->id, n);
-        k += n;
-        (*count)++;
-    }
-    a[k++] = '}';
-    a[k] = 0;
-    return a;
-}
-
-/* {"(block,offset)",...} of the rows to publish. */
-static char *tid_array(const batch *b) {
-    size_t cap = 3;
-    for (int i = 0; i < b->n; i++)
-        cap += strlen(b->rows[i].ctid) + 3;
-    char *a = malloc(cap);
     if (!a) return NULL;
     size_t k = 0, count = 0;
     a[k++] = '{';
     for (int i = 0; i < b->n; i++) {
-        if (!b->rows[i].envelope) continue;
-        size_t len = strlen(b->rows[i].ctid);
+        const batch_row *row = &b->rows[i];
+        if (!row->envelope) continue;
         if (count++) a[k++] = ',';
-        a[k++] = '"';
-        memcpy(a + k, b->rows[i].ctid, len);
-        k += len;
-        a[k++] = '"';
+        size_t n = strlen(row->id);
+        memcpy(a + k, row->id, n);
+        k += n;
     }
     a[k++] = '}';
     a[k] = 0;
     return a;
 }
 
-/* The quarantined rows as a uuid[] literal (returned) and their reasons as a text[] literal
- * (*reasons); *n = how many. Returns NULL with *n = 0 when there are none, NULL with *n > 0
- * when out of memory. */
-static char *quarantine_arrays(const batch *b, char **reasons, size_t *n) {
-    *reasons = NULL;
-    char *ids = id_array(b, 1, n);
-    if (!ids || *n == 0) {
-        free(ids);
-        return NULL;
+/* The rows to put back as a uuid[] literal (*ids) and their reasons as a text[] literal
+ * with NULL for "no reason" (*reasons). Both malloc'd; 0 or FERRY_ENOMEM. */
+static int put_back_arrays(const batch *b, char **ids, char **reasons) {
+    size_t idcap = 3, rcap = 3;
+    for (int i = 0; i < b->n; i++) {
+        const batch_row *row = &b->rows[i];
+        if (row->envelope) continue;
+        idcap += strlen(row->id) + 1;
+        rcap += 2 * strlen(row->reason) + 8; /* quotes, escapes, or NULL; and a comma */
     }
-    const char **list = malloc(*n * sizeof *list);
-    size_t k = 0;
-    for (int i = 0; list && i < b->n; i++)
-        if (b->rows[i].reason[0]) list[k++] = b->rows[i].reason;
-    *reasons = list ? ferry__pg_text_array(list, k) : NULL;
-    free(list);
-    if (!*reasons) {
-        free(ids);
-        return NULL;
+    *ids = malloc(idcap);
+    *reasons = malloc(rcap);
+    if (!*ids || !*reasons) {
+        free(*ids);
+        free(*reasons);
+        *ids = *reasons = NULL;
+        return FERRY_ENOMEM;
     }
-    return ids;
+    size_t k = 0, m = 0, count = 0;
+    (*ids)[k++] = '{';
+    (*reasons)[m++] = '{';
+    for (int i = 0; i < b->n; i++) {
+        const batch_row *row = &b->rows[i];
+        if (row->envelope) continue;
+        if (count++) {
+            (*ids)[k++] = ',';
+            (*reasons)[m++] = ',';
+        }
+        size_t n = strlen(row->id);
+        memcpy(*ids + k, row->id, n);
+        k += n;
+        if (!row->reason[0]) {
+            memcpy(*reasons + m, "NULL", 4);
+            m += 4;
+            continue;
+        }
+        (*reasons)[m++] = '"';
+        for (const char *p = row->reason; *p; p++) {
+            if (*p == '"' || *p == '\\') (*reasons)[m++] = '\\';
+            (*reasons)[m++] = *p;
+        }
+        (*reasons)[m++] = '"';
+    }
+    (*ids)[k++] = '}';
+    (*ids)[k] = 0;
+    (*reasons)[m++] = '}';
+    (*reasons)[m] = 0;
+    return 0;
 }
 
-static void rollback(ferry_relay *r) {
-    if (!r->pg.conn || r->pg.broken) return;
-    ferry_error e = {0};
-    if (ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "rollback", NULL, "ROLLBACK", 0, NULL,
-                        NULL, &e))
-        r->pg.broken = 1; /* unknown state: start over on a new connection */
-}
+/* ---- lanes --------------------------------------------------------------------------- */
 
-/* After a Redis failure: attempts + 1 and last_error on the batch's rows, own transaction. */
-static void record_failure(ferry_relay *r, const batch *b, const char *message) {
-    size_t n = 0;
-    char *ids = id_array(b, 0, &n);
-    if (!ids || n == 0) {
-        free(ids);
-        return;
-    }
-    const char *params[] = {ids, message};
-    ferry_error e = {0};
-    if (ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "record failure", ST_FAILED, NULL, 2,
-                        params, NULL, &e))
-        ferry__relay_log(r, FERRY_LOG_WARN, "relay: could not record the failure on the rows: %s",
-                         e.message);
-    free(ids);
-}
+#define LANE_STMTS 6
+
+typedef struct lane {
+    ferry__pgc *pg;
+    batch b;   /* the rows claimed by the open transaction */
+    int tx;    /* a transaction may be open (BEGIN sent, no COMMIT/ROLLBACK since) */
+    int added; /* b's jobs are in Redis: the transaction should commit */
+    /* statements sent and not read yet */
+    size_t nst;
+    ferry__pg_segs segs;
+    ferry__pg_stmt st[LANE_STMTS];
+    int commit_at, claim_at, alone_at; /* their index in st, -1 = not sent */
+} lane;
 
 static void count_failure(ferry_relay *r) {
     pthread_mutex_lock(&r->mu);
@@ -312,91 +446,241 @@ static void count_failure(ferry_relay *r) {
     pthread_mutex_unlock(&r->mu);
 }
 
-relay_batch_rc ferry__relay_batch(ferry_relay *r, int *rows, ferry_error *err) {
-    *rows = 0;
-    batch b = {0};
-    char limit[16];
-    snprintf(limit, sizeof limit, "%d", r->batch_size);
-    const char *sel[] = {r->topics_array, limit};
-    /* BEGIN and the locking SELECT in one round trip */
-    const ferry__pg_stmt open_st[] = {{"begin", NULL, "BEGIN", 0, NULL},
-                                      {"select batch", ST_SELECT, NULL, 2, sel}};
-    PGresult *res[2] = {NULL, NULL};
-    int rc = ferry__pgc_pipeline(&r->pg, ferry__relay_deadline(r), open_st, 2, res, err);
-    if (rc) goto db_failed;
-    PQclear(res[0]);
-    b.res = res[1];
-    b.n = PQntuples(b.res);
-    *rows = b.n;
-    if (b.n == 0) {
-        batch_free(&b);
-        rc = ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "commit", NULL, "COMMIT", 0, NULL,
-                             NULL, err);
-        if (rc) goto db_failed;
-        return RELAY_BATCH_OK;
-    }
-    if ((rc = build_rows(r, &b, err))) goto db_failed; /* out of memory: nothing sent yet */
-    if ((rc = add_jobs(r, &b, err))) {
-        rollback(r);
-        if (!r->pg.broken) record_failure(r, &b, err ? err->message : "redis error");
-        batch_free(&b);
-        count_failure(r);
-        return RELAY_BATCH_REDIS_FAILED;
-    }
-    if (r->fault) r->fault("relay_after_publish", r->fault_userdata);
-    /* mark published (+ set aside the rows that cannot become jobs) and commit: one round trip */
-    size_t n = 0;
-    char *ids = id_array(&b, 0, &n), *tids = tid_array(&b);
-    char *qids = NULL, *reasons = NULL;
-    size_t nq = 0;
-    if (ids && (qids = quarantine_arrays(&b, &reasons, &nq)) == NULL && nq)
-        rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
-    if (!ids || !tids) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
-    if (rc) {
-        free(ids);
-        free(tids);
-        goto db_failed;
-    }
-    const char *pub[] = {tids, ids}, *quar[] = {qids, reasons};
-    ferry__pg_stmt close_st[3];
-    PGresult *close_res[3] = {NULL, NULL, NULL};
-    size_t ns = 0;
-    if (n) close_st[ns++] = (ferry__pg_stmt){"mark published", ST_PUBLISH, NULL, 2, pub};
-    if (nq) close_st[ns++] = (ferry__pg_stmt){"quarantine rows", ST_QUARANTINE, NULL, 2, quar};
-    close_st[ns++] = (ferry__pg_stmt){"commit", NULL, "COMMIT", 0, NULL};
-    rc = ferry__pgc_pipeline(&r->pg, ferry__relay_deadline(r), close_st, ns, close_res, err);
-    free(ids);
-    free(tids);
-    free(qids);
-    free(reasons);
-    if (rc) goto db_failed;
-    b.published = n ? (size_t)atoll(PQcmdTuples(close_res[0])) : 0;
-    for (size_t i = 0; i < ns; i++)
-        PQclear(close_res[i]);
-    if (b.published != n) /* cannot happen while the rows are locked; harmless if it does */
-        ferry__relay_log(r, FERRY_LOG_WARN,
-                         "relay: marked %zu of %zu rows published; the others will be published "
-                         "again (the queues drop the duplicate jobs)",
-                         b.published, n);
-    b.quarantined = nq;
-    for (int i = 0; i < b.n; i++)
-        if (b.rows[i].reason[0])
+/* The lane's batch committed: count it, report the rows set aside, drop it. */
+static void committed(ferry_relay *r, lane *l) {
+    batch *b = &l->b;
+    if (b->n == 0) return; /* an empty claim */
+    for (int i = 0; i < b->n; i++)
+        if (b->rows && b->rows[i].reason[0])
             ferry__relay_log(r, FERRY_LOG_ERROR,
                              "relay: event %s set aside (quarantined_at), not published: %s",
-                             b.rows[i].id, b.rows[i].reason);
+                             b->rows[i].id, b->rows[i].reason);
     pthread_mutex_lock(&r->mu);
-    r->stats.published += b.published;
-    r->stats.jobs_added += b.jobs;
-    r->stats.quarantined += b.quarantined;
+    r->stats.published += b->published;
+    r->stats.jobs_added += b->jobs;
+    r->stats.quarantined += b->quarantined;
     r->stats.batches++;
     pthread_mutex_unlock(&r->mu);
-    batch_free(&b);
+}
+
+/* Send, without waiting: with commit, the lane's batch's put-backs and COMMIT (one
+ * segment); with claim, BEGIN + the claim of the next batch (another segment, so it runs
+ * whatever became of the COMMIT). */
+static int lane_send(ferry_relay *r, lane *l, int commit, int claim, ferry_error *err) {
+    char limit[16], *ids = NULL, *reasons = NULL;
+    snprintf(limit, sizeof limit, "%d", r->batch_size);
+    const char *claim_params[] = {r->topics_array, limit}, *put_params[2] = {NULL, NULL};
+    const char *alone_params[] = {r->schema};
+    size_t k = 0;
+    ferry__pg_segs segs = 0;
+    l->commit_at = l->claim_at = l->alone_at = -1;
+    if (commit) {
+        if (l->b.quarantined + l->b.put_back) {
+            if (put_back_arrays(&l->b, &ids, &reasons))
+                return ferry__err(err, FERRY_ENOMEM, "out of memory");
+            put_params[0] = ids;
+            put_params[1] = reasons;
+            l->st[k++] = (ferry__pg_stmt){"set rows aside", ST_PUT_BACK, NULL, 2, put_params};
+        }
+        /* only the publish bookkeeping commits asynchronously (see the claim below) */
+        if (l->b.quarantined)
+            l->st[k++] = (ferry__pg_stmt){"set rows aside", NULL,
+                                          "SET LOCAL synchronous_commit = on", 0, NULL};
+        l->commit_at = (int)k;
+        l->st[k++] = (ferry__pg_stmt){"commit", ST_COMMIT, NULL, 0, NULL};
+        segs |= 1u << (k - 1);
+    }
+    if (claim) {
+        l->st[k++] = (ferry__pg_stmt){"begin", ST_BEGIN, NULL, 0, NULL};
+        /* The transaction records only published_at. If PostgreSQL crashes and loses a
+         * commit that had not reached the disk yet, the rows read as unpublished again and
+         * are published again: the jobs exist already and the queue drops them by jobId
+         * (or, if they ran and were removed meanwhile, the consumers' inboxes absorb the
+         * second run) - exactly what a relay crash between the Redis adds and COMMIT does,
+         * the at-least-once contract of the relay. Nothing is lost: the jobs are in Redis
+         * before COMMIT is sent. So the commit need not wait for the WAL flush.
+         * (A later durable commit on the server flushes this one too: WAL is sequential.) */
+        l->st[k++] = (ferry__pg_stmt){"begin", ST_ASYNC, NULL, 0, NULL};
+        l->claim_at = (int)k;
+        l->st[k++] = (ferry__pg_stmt){"claim batch", ST_CLAIM, NULL, 2, claim_params};
+        /* on the connection that holds our shared lock, once in a while */
+        int64_t trust = r->alone ? ALONE_TRUST_MS : NOT_ALONE_TRUST_MS;
+        if (l->pg == &r->pg && (!r->alone_at || ferry__mono_ms() - r->alone_at >= trust)) {
+            l->alone_at = (int)k;
+            l->st[k++] = (ferry__pg_stmt){"relay probe", ST_ALONE, NULL, 1, alone_params};
+        }
+    }
+    int rc = ferry__pgc_send(l->pg, ferry__relay_deadline(r), l->st, k, segs, err);
+    free(ids);
+    free(reasons);
+    l->nst = rc ? 0 : k;
+    l->segs = segs;
+    if (claim) l->tx = 1;
+    return rc;
+}
+
+/* Read what lane_send sent: count the batch committed, or keep the claimed rows in l->b. */
+static int lane_recv(ferry_relay *r, lane *l, ferry_error *err) {
+    PGresult *out[LANE_STMTS] = {NULL};
+    size_t failed = 0, n = l->nst;
+    l->nst = 0;
+    if (!n) return 0;
+    int rc = ferry__pgc_recv(l->pg, ferry__relay_deadline(r), l->st, n, l->segs, out, &failed, err);
+    if (l->commit_at >= 0) {
+        PGresult *c = out[l->commit_at];
+        /* COMMIT of a transaction that failed reports ROLLBACK */
+        if (c && !strcmp(PQcmdStatus(c), "COMMIT")) {
+            committed(r, l);
+        } else if (!rc) {
+            rc = ferry__err(err, FERRY__EDB, "commit: the transaction was rolled back");
+        }
+        batch_free(&l->b);
+        l->added = 0;
+        l->tx = 0;
+    }
+    if (l->alone_at >= 0 && out[l->alone_at]) {
+        r->alone = !strcmp(PQgetvalue(out[l->alone_at], 0, 0), "t");
+        r->alone_at = ferry__mono_ms();
+    }
+    if (l->claim_at >= 0) {
+        PGresult *c = out[l->claim_at];
+        l->tx = 1; /* even if BEGIN failed: a ROLLBACK is harmless */
+        if (c) {
+            l->b.res = c;
+            l->b.n = PQntuples(c);
+            out[l->claim_at] = NULL;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        PQclear(out[i]);
+    return rc;
+}
+
+static void rollback(ferry_relay *r, lane *l) {
+    if (l->tx && l->pg->conn && !l->pg->broken) {
+        ferry_error e = {0};
+        if (ferry__pgc_exec(l->pg, ferry__relay_deadline(r), "rollback", NULL, "ROLLBACK", 0, NULL,
+                            NULL, &e))
+            l->pg->broken = 1; /* unknown state: start over on a new connection */
+    }
+    batch_free(&l->b);
+    l->tx = l->added = 0;
+}
+
+/* After a failure: read what is in flight, commit what is in Redis already (if its
+ * connection still works), roll back the rest. */
+static void settle(ferry_relay *r, lane *lanes, int nl) {
+    for (int i = 0; i < nl; i++) {
+        lane *l = &lanes[i];
+        ferry_error e = {0};
+        if (l->nst) (void)lane_recv(r, l, &e); /* what committed is counted */
+        if (l->added && l->pg->conn && !l->pg->broken && !lane_send(r, l, 1, 0, &e))
+            lane_recv(r, l, &e);
+        rollback(r, l);
+    }
+}
+
+/* After a Redis failure: attempts + 1 and last_error on the batch's rows, own transaction. */
+static void record_failure(ferry_relay *r, lane *l, const char *message) {
+    char *ids = published_ids(&l->b);
+    if (!ids || !l->b.published || !l->pg->conn || l->pg->broken) {
+        free(ids);
+        return;
+    }
+    const char *params[] = {ids, message};
+    ferry_error e = {0};
+    if (ferry__pgc_exec(l->pg, ferry__relay_deadline(r), "record failure", ST_FAILED, NULL, 2,
+                        params, NULL, &e))
+        ferry__relay_log(r, FERRY_LOG_WARN, "relay: could not record the failure on the rows: %s",
+                         e.message);
+    free(ids);
+}
+
+/* The other lane's statements, sent while this batch's jobs are added. */
+typedef struct other_send {
+    ferry_relay *r;
+    lane *o;
+    int send, claim;
+    int rc;
+    ferry_error err;
+} other_send;
+
+static void send_other(void *arg) {
+    other_send *s = arg;
+    if (s->send) s->rc = lane_send(s->r, s->o, s->o->added, s->claim, &s->err);
+}
+
+relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_error *err) {
+    *rows = 0;
+    *more = 0;
+    lane lanes[2] = {{.pg = &r->pg}, {.pg = &r->pg2}};
+    int nl = 1, cur = 0, rc;
+    int64_t until = ferry__mono_ms() + DRAIN_SLICE_MS;
+    if ((rc = lane_send(r, &lanes[0], 0, 1, err)) || (rc = lane_recv(r, &lanes[0], err)))
+        goto db_failed;
+    if (lanes[0].b.n == r->batch_size && r->alone && ferry__relay_lane2(r)) nl = 2;
+    for (;;) {
+        lane *c = &lanes[cur], *o = nl == 2 ? &lanes[1 - cur] : NULL;
+        batch *b = &c->b;
+        *rows = b->n;
+        if (b->n == 0) break;
+        if ((rc = build_rows(r, b, err))) goto db_failed; /* out of memory */
+        int full = b->n == r->batch_size;
+        int next = full && !atomic_load(&r->stopping) && ferry__mono_ms() < until;
+        /* Claim the next batch ahead, on the other lane while this one's jobs are added,
+         * only while no other relay publishes: replicas overlap each other's PostgreSQL
+         * and Redis work already, and more batches in flight would only cost CPU (locked
+         * rows to skip, wake-ups). The other lane commits the batch before meanwhile. */
+        int ahead = next && o && r->alone;
+        other_send os = {r, o, o && (o->added || ahead), ahead, 0, {0}};
+        add_hook hook = {send_other, &os};
+        if ((rc = add_jobs(r, b, &hook, err))) {
+            for (int i = 0; i < nl; i++) { /* the batch before may still commit */
+                ferry_error e = {0};
+                if (lanes[i].nst) lane_recv(r, &lanes[i], &e);
+            }
+            if (o) rollback(r, o);
+            ferry_error e = {0};
+            if (c->tx && c->pg->conn && !c->pg->broken &&
+                ferry__pgc_exec(c->pg, ferry__relay_deadline(r), "rollback", NULL, "ROLLBACK", 0,
+                                NULL, NULL, &e))
+                c->pg->broken = 1;
+            c->tx = 0;
+            record_failure(r, c, err ? err->message : "redis error");
+            batch_free(&c->b);
+            count_failure(r);
+            return RELAY_BATCH_REDIS_FAILED;
+        }
+        if (r->fault) r->fault("relay_after_publish", r->fault_userdata);
+        c->added = 1;
+        if (os.rc) {
+            if (err) *err = os.err;
+            rc = os.rc;
+            goto db_failed;
+        }
+        if (o && (rc = lane_recv(r, o, err))) goto db_failed;
+        if (ahead) {
+            cur = 1 - cur; /* this batch commits with the claim after the next */
+            continue;
+        }
+        /* this COMMIT and the next claim (if any) in one round trip */
+        if ((rc = lane_send(r, c, 1, next, err)) || (rc = lane_recv(r, c, err))) goto db_failed;
+        if (!next) {
+            *more = full;
+            return RELAY_BATCH_OK;
+        }
+    }
+    /* an empty claim: end its transaction, and commit the batch before it */
+    for (int i = 0; i < nl; i++)
+        if ((lanes[i].tx || lanes[i].added) && (rc = lane_send(r, &lanes[i], 1, 0, err)))
+            goto db_failed;
+    for (int i = 0; i < nl; i++)
+        if ((rc = lane_recv(r, &lanes[i], err))) goto db_failed;
     return RELAY_BATCH_OK;
 db_failed:
-    /* The jobs may already be in Redis: the rows stay unpublished and are published again,
-     * and the queues drop the duplicates by jobId. */
-    rollback(r);
-    batch_free(&b);
+    /* Jobs may already be in Redis for rows that stay unpublished: they are published
+     * again, and the queues drop the duplicates by jobId. */
+    settle(r, lanes, nl);
     count_failure(r);
     return RELAY_BATCH_DB_FAILED;
 }

@@ -1,5 +1,5 @@
 /* relay_internal.h - the ferry_relay object shared by relay.c (life cycle, the wait/wake
- * loop, backoff, reconnects, unknown-topic reports), relay_batch.c (one publish batch) and
+ * loop, backoff, reconnects, unknown-topic reports), relay_batch.c (publishing batches) and
  * relay_retention.c (the retention thread). */
 #ifndef FERRY_OUTBOX_RELAY_INTERNAL_H
 #define FERRY_OUTBOX_RELAY_INTERNAL_H
@@ -15,6 +15,11 @@
 /* Schema version the relay needs (it uses quarantined_at, the NOTIFY trigger, ferry_tasks). */
 #define FERRY__RELAY_SCHEMA_VERSION 5
 #define FERRY__NOTIFY_CHANNEL "ferry_outbox"
+/* Every relay holds this advisory lock (class, hashtext(schema)) in shared mode on its main
+ * connection while it runs; a relay that can take it exclusively for an instant knows it
+ * is the only one (next to FERRY__LOCK_CLASS_STR and FERRY__LOCK_RETENTION_STR of
+ * migrations.h). */
+#define FERRY__LOCK_RELAYS_STR "1717924475"
 
 typedef struct relay_target {
     size_t queue;         /* index into ferry_relay.queues */
@@ -48,7 +53,12 @@ struct ferry_relay {
     void *fault_userdata;
 
     /* run state (main thread) */
-    ferry__pgc pg;
+    ferry__pgc pg;           /* LISTEN, batches, unknown-topic reports */
+    ferry__pgc pg2;          /* batches only: claims the next batch while one is added */
+    int64_t pg2_retry_at;    /* mono ms; when pg2 may be connected again after a failure */
+    struct relay_pool *pool; /* threads adding to the other queues of a fan-out batch */
+    int alone;               /* the last probe found no other relay on the schema */
+    int64_t alone_at;        /* mono ms of that probe; 0 = none since (re)connecting */
     int running;
 
     /* shared between threads */
@@ -68,20 +78,33 @@ void ferry__relay_session(const ferry_relay *r, ferry__pg_session *s, const char
 /* Deadline for one database statement from now. */
 int64_t ferry__relay_deadline(const ferry_relay *r);
 
-/* Outcome of one batch. */
+/* Outcome of a drain. */
 typedef enum relay_batch_rc {
     RELAY_BATCH_OK = 0,
     RELAY_BATCH_REDIS_FAILED, /* rolled back; attempts/last_error recorded when possible */
     RELAY_BATCH_DB_FAILED,    /* the database failed; r->pg.broken says whether to reconnect */
 } relay_batch_rc;
 
-/* Prepare the batch statements on a fresh connection. */
-int ferry__relay_prepare(ferry_relay *r, ferry_error *err);
+/* Prepare the batch statements on a fresh connection of the relay. */
+int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err);
 
-/* Publish one batch: lock up to batch_size unpublished rows of routed topics (oldest
- * first, SKIP LOCKED), add their jobs (one add_bulk round trip per queue), mark them
- * published, commit. *rows receives the number of rows locked. */
-relay_batch_rc ferry__relay_batch(ferry_relay *r, int *rows, ferry_error *err);
+/* pg2, connected (and prepared) when missing and not failed in the last while; 1 when it
+ * can be used. A failure is logged; the relay then publishes on pg alone. */
+int ferry__relay_lane2(ferry_relay *r);
+
+/* Publish batches while they come back full: each locks and marks up to batch_size
+ * unpublished rows of routed topics (oldest first, SKIP LOCKED), adds their jobs (one
+ * add_bulk round trip per queue) and commits. Returns after a batch that was not full, a
+ * stop request, a failure, or about a second (*more = 1: the last batch was full, call
+ * again); every transaction is committed or rolled back by then. *rows = rows of the last
+ * batch (the failed one on failure). */
+relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_error *err);
+
+/* The add threads for fan-out batches: started by ferry_relay_run after the queues opened
+ * (none when there is one queue, fewer if threads cannot start: the adds then take turns),
+ * stopped before they close. */
+void ferry__relay_pool_start(ferry_relay *r);
+void ferry__relay_pool_stop(ferry_relay *r);
 
 /* Retention thread: start (when retention is on) and join. */
 int ferry__relay_retention_start(ferry_relay *r, pthread_t *thread, ferry_error *err);
