@@ -102,8 +102,13 @@ async function drain(db, redis, impl, relays) {
   await db.query(`VACUUM ANALYZE ${TABLE}`);
   const t0 = Date.now();
   const children = Array.from({ length: relays }, () => startRelay(impl));
+  // "Any row left?" through the relays' own partial index (oldest first, LIMIT 1): ~0.2 ms.
+  // A count(*) here is a sequential scan of the whole table, ~10 ms every 20 ms, i.e. a third
+  // of a core taken from the relays being measured.
+  const anyLeft = `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${TABLE} WHERE published_at IS NULL
+                   ORDER BY created_at LIMIT 1) x`;
   for (;;) {
-    const { rows } = await db.query(`SELECT count(*)::int AS n FROM ${TABLE} WHERE published_at IS NULL`);
+    const { rows } = await db.query(anyLeft);
     if (rows[0].n === 0) break;
     if (Date.now() - t0 > 600000) throw new Error('drain took more than 10 minutes');
     for (const c of children) if (c.exitCode !== null) throw new Error(`relay died:\n${c.log}`);
