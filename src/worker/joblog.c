@@ -124,9 +124,44 @@ static void put_hex(out *o, const char *pfx, unsigned c) {
     put(o, b, (size_t)n);
 }
 
+/* s[0..n) between double quotes with \" \\ \n \r \t escaped and valid UTF-8 kept as is.
+ * Other control bytes and invalid UTF-8: \xNN in text mode; in JSON \u00NN and U+FFFD
+ * (DEL needs no escape in JSON). */
+static void put_quoted(out *o, const char *s, size_t n, int json) {
+    put(o, "\"", 1);
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        size_t len = 1;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            put(o, e, 2);
+        } else if (c == '\n') {
+            put(o, "\\n", 2);
+        } else if (c == '\r') {
+            put(o, "\\r", 2);
+        } else if (c == '\t') {
+            put(o, "\\t", 2);
+        } else if (c < 0x20 || (c == 0x7f && !json)) {
+            put_hex(o, json ? "\\u00" : "\\x", c);
+        } else if (c < 0x80) {
+            put(o, (const char *)u + i, 1);
+        } else if ((len = ferry__utf8_seq(u + i, n - i)) != 0) {
+            put(o, (const char *)u + i, len);
+        } else {
+            len = 1;
+            if (json)
+                put(o, "\\ufffd", 6);
+            else
+                put_hex(o, "\\x", c);
+        }
+        i += len;
+    }
+    put(o, "\"", 1);
+}
+
 /* A text value: bare when it is non-empty printable ASCII without '"', '\\' or '=';
- * otherwise quoted, with \" \\ \n \r \t, \xNN for other control bytes and for invalid
- * UTF-8 (valid UTF-8 is kept as is). */
+ * otherwise quoted (put_quoted, text mode). */
 static void put_text_value(out *o, const char *s, int force_quotes) {
     if (!s) s = "";
     size_t n = strlen(s);
@@ -135,77 +170,18 @@ static void put_text_value(out *o, const char *s, int force_quotes) {
         unsigned char c = (unsigned char)s[i];
         if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '=') bare = 0;
     }
-    if (bare) {
+    if (bare)
         put(o, s, n);
-        return;
-    }
-    put(o, "\"", 1);
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = u[i];
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            put(o, e, 2);
-            i++;
-        } else if (c == '\n') {
-            put(o, "\\n", 2), i++;
-        } else if (c == '\r') {
-            put(o, "\\r", 2), i++;
-        } else if (c == '\t') {
-            put(o, "\\t", 2), i++;
-        } else if (c < 0x20 || c == 0x7f) {
-            put_hex(o, "\\x", c), i++;
-        } else if (c < 0x80) {
-            put(o, (const char *)u + i, 1), i++;
-        } else {
-            size_t len = ferry__utf8_seq(u + i, n - i);
-            if (len) {
-                put(o, (const char *)u + i, len);
-                i += len;
-            } else {
-                put_hex(o, "\\x", c), i++;
-            }
-        }
-    }
-    put(o, "\"", 1);
+    else
+        put_quoted(o, s, n, 0);
 }
 
-/* A JSON string literal (control characters escaped, invalid UTF-8 as U+FFFD). */
+/* A JSON string literal, or null for NULL. */
 static void put_json_string(out *o, const char *s) {
-    if (!s) {
+    if (!s)
         puts_(o, "null");
-        return;
-    }
-    size_t n = strlen(s);
-    put(o, "\"", 1);
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = u[i];
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            put(o, e, 2);
-            i++;
-        } else if (c == '\n') {
-            put(o, "\\n", 2), i++;
-        } else if (c == '\r') {
-            put(o, "\\r", 2), i++;
-        } else if (c == '\t') {
-            put(o, "\\t", 2), i++;
-        } else if (c < 0x20) {
-            put_hex(o, "\\u00", c), i++;
-        } else if (c < 0x80) {
-            put(o, (const char *)u + i, 1), i++;
-        } else {
-            size_t len = ferry__utf8_seq(u + i, n - i);
-            if (len) {
-                put(o, (const char *)u + i, len);
-                i += len;
-            } else {
-                put(o, "\\ufffd", 6), i++;
-            }
-        }
-    }
-    put(o, "\"", 1);
+    else
+        put_quoted(o, s, strlen(s), 1);
 }
 
 size_t ferry_job_log_format(const ferry_job_log *rec, int json, char *buf, size_t cap) {
