@@ -1,0 +1,183 @@
+/* test_outbox_lanes.c - one `ferry relay` alone on its schema claims the next batch on a
+ * second connection while the current batch's jobs are added (relay_batch.c):
+ *  - it still adds jobs batch after batch, oldest first: each queue's jobs are in the
+ *    outbox's created_at order across many batches;
+ *  - SIGKILLed mid-run (batches claimed ahead and not committed roll back), a new relay
+ *    publishes the rest and every queue holds exactly one job per row. */
+#include "test_outbox_support.h"
+
+#define ROWS 20000
+
+/* n rows with created_at one millisecond apart and payload {"n": i}, i = 1..n in order. */
+static void insert_ordered(PGconn *db, const char *schema, int n) {
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload, created_at) "
+                   "SELECT gen_random_uuid(), 'order.placed', gen_random_uuid(), "
+                   "jsonb_build_object('n', g), timestamptz '2030-01-01' + g * interval '1 ms' "
+                   "FROM generate_series(1, %d) g",
+                   schema, n));
+}
+
+/* The queue's waiting job ids in the order they were added (LPUSH: oldest last). */
+static char **added_order(ferry_conn *r, const char *prefix, const char *queue, size_t *n) {
+    redisReply *rep = testenv_cmd(r, "LRANGE %s:%s:wait 0 -1", prefix, queue);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    *n = rep->elements;
+    char **ids = calloc(*n ? *n : 1, sizeof *ids);
+    for (size_t i = 0; i < *n; i++)
+        ids[*n - 1 - i] = strdup(rep->element[i]->str);
+    freeReplyObject(rep);
+    return ids;
+}
+
+static void test_one_relay_keeps_order(void **state) {
+    (void)state;
+    PGconn *db = ob_pg();
+    ferry_conn *rds = testenv_conn();
+    const char *schema = ob_schema(db);
+    char prefix[64], sql[256];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    const char *routes = ob_file("order.routes", "order.placed qa:capture qb:notify\n");
+    insert_ordered(db, schema, ROWS / 4);
+    ob_relay rl;
+    ob_relay_start(&rl, schema, prefix, routes,
+                   (const char *const[]){"--batch", "100", "--retention-days", "0", NULL}, NULL);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL",
+             schema);
+    long long n = 0;
+    if (!ob_wait_count(db, sql, 0, 1, 60000, &n)) OB_FAIL_LOG(&rl, "%lld rows left", n);
+    ob_relay_stop(&rl);
+    PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY created_at", schema);
+    assert_int_equal(PQntuples(res), ROWS / 4);
+    const char *queues[] = {"qa", "qb"};
+    for (int q = 0; q < 2; q++) {
+        size_t count = 0;
+        char **ids = added_order(rds, prefix, queues[q], &count);
+        if (count != ROWS / 4) fail_msg("queue %s holds %zu jobs", queues[q], count);
+        for (size_t i = 0; i < count; i++) {
+            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
+                fail_msg("queue %s: job %zu is %s, the row %zu in created_at order is %s",
+                         queues[q], i, ids[i], i, PQgetvalue(res, (int)i, 0));
+            free(ids[i]);
+        }
+        free(ids);
+    }
+    PQclear(res);
+    PQfinish(db);
+    ferry__conn_close(rds);
+}
+
+/* A row that cannot become a job in the middle of full batches claimed ahead: set aside in
+ * its batch's transaction, everything else published in order. */
+static void test_quarantine_while_claiming_ahead(void **state) {
+    (void)state;
+    PGconn *db = ob_pg();
+    ferry_conn *rds = testenv_conn();
+    const char *schema = ob_schema(db);
+    char prefix[64], sql[256];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    const char *routes = ob_file("q.routes", "order.placed qa:capture qb:notify\n");
+    insert_ordered(db, schema, 1000);
+    PQclear(ob_sql(db,
+                   "UPDATE %s.outbox_events SET payload = jsonb_build_object('blob', "
+                   "repeat('x', 3000)) WHERE payload->>'n' IN ('150', '777')",
+                   schema));
+    ob_relay rl;
+    ob_relay_start(&rl, schema, prefix, routes,
+                   (const char *const[]){"--batch", "100", "--retention-days", "0",
+                                         "--max-envelope", "2048", NULL},
+                   NULL);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL "
+             "AND quarantined_at IS NULL",
+             schema);
+    long long n = 0;
+    if (!ob_wait_count(db, sql, 0, 1, 60000, &n)) OB_FAIL_LOG(&rl, "%lld rows left", n);
+    ob_relay_stop(&rl);
+    assert_int_equal(ob_ll(db,
+                           "SELECT count(*) FROM %s.outbox_events WHERE quarantined_at IS NOT NULL "
+                           "AND published_at IS NULL AND attempts = 1 AND last_error LIKE "
+                           "'%%over the relay''s limit of 2048%%'",
+                           schema),
+                     2);
+    PGresult *res = ob_sql(db,
+                           "SELECT id FROM %s.outbox_events WHERE published_at IS NOT NULL "
+                           "ORDER BY created_at",
+                           schema);
+    assert_int_equal(PQntuples(res), 998);
+    size_t count = 0;
+    char **ids = added_order(rds, prefix, "qa", &count);
+    assert_int_equal(count, 998);
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(ids[i], PQgetvalue(res, (int)i, 0))) fail_msg("job %zu out of order", i);
+        free(ids[i]);
+    }
+    free(ids);
+    PQclear(res);
+    PQfinish(db);
+    ferry__conn_close(rds);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_one_relay_killed(void **state) {
+    (void)state;
+    PGconn *db = ob_pg();
+    ferry_conn *rds = testenv_conn();
+    const char *schema = ob_schema(db);
+    char prefix[64], published[256], unpublished[256];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    const char *routes = ob_file("kill.routes", "order.placed qa:capture qb:notify\n");
+    insert_ordered(db, schema, ROWS);
+    snprintf(published, sizeof published,
+             "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NOT NULL", schema);
+    snprintf(unpublished, sizeof unpublished,
+             "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL", schema);
+    const char *const args[] = {"--batch", "100", "--retention-days", "0", NULL};
+    ob_relay a, b;
+    ob_relay_start(&a, schema, prefix, routes, args, NULL);
+    long long n = 0;
+    if (!ob_wait_count(db, published, ROWS / 4, 0, 60000, &n))
+        OB_FAIL_LOG(&a, "only %lld published", n);
+    ob_relay_kill(&a);
+    long long at_kill = ob_ll(db, "%s", published);
+    if (at_kill >= ROWS) fail_msg("the run finished before the kill; nothing was tested");
+    ob_relay_start(&b, schema, prefix, routes, args, NULL);
+    if (!ob_wait_count(db, unpublished, 0, 1, 60000, &n))
+        OB_FAIL_LOG(&b, "%lld rows left unpublished", n);
+    ob_relay_stop(&b);
+    PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY id::text", schema);
+    assert_int_equal(PQntuples(res), ROWS);
+    const char *queues[] = {"qa", "qb"};
+    for (int q = 0; q < 2; q++) {
+        size_t count = 0;
+        char **ids = added_order(rds, prefix, queues[q], &count);
+        if (count != ROWS) fail_msg("queue %s holds %zu jobs for %d rows", queues[q], count, ROWS);
+        qsort(ids, count, sizeof *ids, cmp_str);
+        for (size_t i = 0; i < count; i++) {
+            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
+                fail_msg("queue %s: job %s at %zu, row %s", queues[q], ids[i], i,
+                         PQgetvalue(res, (int)i, 0));
+            free(ids[i]);
+        }
+        free(ids);
+    }
+    PQclear(res);
+    fprintf(stderr, "# killed the relay with %lld of %d rows published\n", at_kill, ROWS);
+    ob_drop_schemas(db);
+    PQfinish(db);
+    ferry__conn_close(rds);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_relay_keeps_order),
+        cmocka_unit_test(test_quarantine_while_claiming_ahead),
+        cmocka_unit_test(test_one_relay_killed),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    cli_tmpdir_remove();
+    return rc;
+}
