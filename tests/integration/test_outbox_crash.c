@@ -7,23 +7,6 @@
 
 #define ROWS 20000
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The queue's waiting job ids, sorted (caller frees array and strings). */
-static char **queue_ids(ferry_conn *r, const char *prefix, const char *queue, size_t *n) {
-    redisReply *rep = testenv_cmd(r, "LRANGE %s:%s:wait 0 -1", prefix, queue);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    *n = rep->elements;
-    char **ids = calloc(*n ? *n : 1, sizeof *ids);
-    for (size_t i = 0; i < *n; i++)
-        ids[i] = strdup(rep->element[i]->str);
-    freeReplyObject(rep);
-    qsort(ids, *n, sizeof *ids, cmp_str);
-    return ids;
-}
-
 static void test_two_relays_one_killed(void **state) {
     (void)state;
     PGconn *db = ob_pg();
@@ -58,22 +41,8 @@ static void test_two_relays_one_killed(void **state) {
     ob_relay_stop(&b);
 
     /* every row published once in PostgreSQL, every queue has one job per row */
-    PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY id::text", schema);
-    assert_int_equal(PQntuples(res), ROWS);
-    const char *queues[] = {"qa", "qb"};
-    for (int q = 0; q < 2; q++) {
-        size_t count = 0;
-        char **ids = queue_ids(rds, prefix, queues[q], &count);
-        if (count != ROWS) fail_msg("queue %s holds %zu jobs for %d rows", queues[q], count, ROWS);
-        for (size_t i = 0; i < count; i++) {
-            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
-                fail_msg("queue %s: job %s at %zu, row %s", queues[q], ids[i], i,
-                         PQgetvalue(res, (int)i, 0));
-            free(ids[i]);
-        }
-        free(ids);
-    }
-    PQclear(res);
+    const char *const queues[] = {"qa", "qb"};
+    ob_expect_one_job_per_row(db, schema, rds, prefix, queues, 2, ROWS);
     fprintf(stderr, "# killed relay A with %lld of %d rows published\n", at_kill, ROWS);
     ob_drop_schemas(db);
     PQfinish(db);

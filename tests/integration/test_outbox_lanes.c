@@ -118,9 +118,6 @@ static void test_quarantine_while_claiming_ahead(void **state) {
     ferry__conn_close(rds);
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static void test_one_relay_killed(void **state) {
     (void)state;
@@ -148,23 +145,8 @@ static void test_one_relay_killed(void **state) {
     if (!ob_wait_count(db, unpublished, 0, 1, 60000, &n))
         OB_FAIL_LOG(&b, "%lld rows left unpublished", n);
     ob_relay_stop(&b);
-    PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY id::text", schema);
-    assert_int_equal(PQntuples(res), ROWS);
-    const char *queues[] = {"qa", "qb"};
-    for (int q = 0; q < 2; q++) {
-        size_t count = 0;
-        char **ids = added_order(rds, prefix, queues[q], &count);
-        if (count != ROWS) fail_msg("queue %s holds %zu jobs for %d rows", queues[q], count, ROWS);
-        qsort(ids, count, sizeof *ids, cmp_str);
-        for (size_t i = 0; i < count; i++) {
-            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
-                fail_msg("queue %s: job %s at %zu, row %s", queues[q], ids[i], i,
-                         PQgetvalue(res, (int)i, 0));
-            free(ids[i]);
-        }
-        free(ids);
-    }
-    PQclear(res);
+    const char *const queues[] = {"qa", "qb"};
+    ob_expect_one_job_per_row(db, schema, rds, prefix, queues, 2, ROWS);
     fprintf(stderr, "# killed the relay with %lld of %d rows published\n", at_kill, ROWS);
     ob_drop_schemas(db);
     PQfinish(db);

@@ -316,4 +316,37 @@ static inline int ob_wait_count(PGconn *c, const char *sql, long long want, int 
     "payment.captured shipping:create-shipment loyalty:award-points\n"                             \
     "order.cancelled  payments:void-authorization\n"
 
+
+static inline int ob_cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every queue in `queues` holds exactly one waiting job per row of schema's outbox, under
+ * the row's id: nothing lost, nothing doubled. */
+static inline void ob_expect_one_job_per_row(PGconn *db, const char *schema, ferry_conn *r,
+                                             const char *prefix, const char *const *queues,
+                                             int nqueues, int rows) {
+    PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY id::text", schema);
+    assert_int_equal(PQntuples(res), rows);
+    for (int q = 0; q < nqueues; q++) {
+        redisReply *rep = testenv_cmd(r, "LRANGE %s:%s:wait 0 -1", prefix, queues[q]);
+        assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+        size_t count = rep->elements;
+        if (count != (size_t)rows)
+            fail_msg("queue %s holds %zu jobs for %d rows", queues[q], count, rows);
+        char **ids = calloc(count ? count : 1, sizeof *ids);
+        assert_non_null(ids);
+        for (size_t i = 0; i < count; i++)
+            ids[i] = rep->element[i]->str;
+        qsort(ids, count, sizeof *ids, ob_cmp_str);
+        for (size_t i = 0; i < count; i++)
+            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
+                fail_msg("queue %s: job %s at %zu, row %s", queues[q], ids[i], i,
+                         PQgetvalue(res, (int)i, 0));
+        free(ids);
+        freeReplyObject(rep);
+    }
+    PQclear(res);
+}
+
 #endif
