@@ -12,9 +12,9 @@
   - the events stream is trimmed once per call, by the first event (XADD MAXLEN ~, where
     BullMQ runs XTRIM just before it);
   - existence, children and lock checks of all jobs (of two or more) are read up front
-    with one EXISTS (each job key counted 3 times, so the sum tells "all exist, none has
-    children" apart from every other case, which falls back to the per-job checks) and
-    one MGET; these reads stay valid until a trim wipes other jobs, after which later
+    with two EXISTS (all job keys: every one exists; the completed jobs' :dependencies and
+    :unsuccessful keys: none exists; any other answer falls back to the per-job checks)
+    and one MGET; these reads stay valid until a trim wipes other jobs, after which later
     jobs read again;
   - released locks and deleted jobs' keys go in one DEL, and released jobs leave `stalled`
     in one SREM, both before the fetch (nothing in between reads those keys);
@@ -115,20 +115,19 @@ if nJobs > 1 then
 end
 local preread, locks = false, nil
 if bulk and nJobs > 1 then
-  local ek, lk = {}, {}
+  local jk, ck, lk = {}, {}, {}
   for i = 0, nJobs - 1 do
     local a = 12 + i * STRIDE
     local jobKey = base .. ARGV[a]
-    ek[#ek + 1] = jobKey
-    ek[#ek + 1] = jobKey
-    ek[#ek + 1] = jobKey
+    jk[i + 1] = jobKey
     if ARGV[a + 2] ~= "failed" then
-      ek[#ek + 1] = jobKey .. ":dependencies"
-      ek[#ek + 1] = jobKey .. ":unsuccessful"
+      ck[#ck + 1] = jobKey .. ":dependencies"
+      ck[#ck + 1] = jobKey .. ":unsuccessful"
     end
     lk[i + 1] = jobKey .. ":lock"
   end
-  if redis.call("EXISTS", unpack(ek)) == 3 * nJobs then
+  if redis.call("EXISTS", unpack(jk)) == nJobs
+      and (#ck == 0 or redis.call("EXISTS", unpack(ck)) == 0) then
     locks = redis.call("MGET", unpack(lk))
     preread = true
   end
@@ -138,21 +137,32 @@ end
 local seg, segPos, segGone, segChanged = nil, nil, {}, false
 if bulk and nJobs >= 4 and redis.call("LLEN", k.active) <= 2 * nJobs + 64 then
   seg = redis.call("LRANGE", k.active, 0, -1)
+  -- id -> its position, or a list of positions when the id occurs more than once
   segPos = {}
   for p, v in ipairs(seg) do
     local t = segPos[v]
-    if t then t[#t + 1] = p else segPos[v] = {p} end
+    if not t then
+      segPos[v] = p
+    elseif type(t) == "number" then
+      segPos[v] = {t, p}
+    else
+      t[#t + 1] = p
+    end
   end
 end
 local function removeFromActive(id)
   if seg then
     local t = segPos[id]
-    if t and #t > 0 then
+    if not t then return false end
+    if type(t) == "number" then
+      segPos[id] = nil
+      segGone[t] = true
+    else
+      if #t == 0 then return false end
       segGone[table.remove(t)] = true -- the last occurrence, as LREM -1
-      segChanged = true
-      return true
     end
-    return false
+    segChanged = true
+    return true
   end
   return redis.call("LREM", k.active, "-1", id) >= 1
 end

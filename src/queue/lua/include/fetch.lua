@@ -96,8 +96,8 @@ local function ferryFetchJobs(k, base, nowStr, n, tokPrefix, tokStart, lockDurat
   local limitTtl = 0
   for i, id in ipairs(ids) do
     local jobKey = base .. id
-    redis.call("SET", jobKey .. ":lock", tokPrefix .. string.format("%d", tokStart + i - 1),
-      "PX", lockDuration)
+    -- (a whole number below 10^14 concatenates as its digits, without string.format)
+    redis.call("SET", jobKey .. ":lock", tokPrefix .. (tokStart + i - 1), "PX", lockDuration)
     redis.call("XADD", k.events, "*", "event", "active", "jobId", id, "prev", "waiting")
     -- HGETALL first, then one HSET for processedOn, ats (+1, as HINCRBY) and pb; the
     -- returned hash is patched to the values just written
