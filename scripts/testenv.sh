@@ -2,8 +2,10 @@
 # testenv.sh - the CTest `servers` fixture: private servers for the integration and interop
 # tests, all inside one directory, on free loopback ports, stopped at the end.
 #
-#   testenv.sh start DIR [--with-postgres]   wipe DIR, start servers, write DIR/env, exit 0 only
-#                                            when every server answered a real ping
+#   testenv.sh start DIR [--with-postgres] [--redis-persist aof|none]
+#                                            wipe DIR, start servers, write DIR/env, exit 0 only
+#                                            when every server answered a real ping (none: the
+#                                            plain server writes no AOF, as benchmarks want)
 #   testenv.sh stop DIR                      stop whatever DIR's servers still run (idempotent)
 #   testenv.sh redis-ctl DIR stop|start|kill9|restart|pid
 #                                            act on the plain server (same port, same data dir);
@@ -25,7 +27,7 @@ FERRY_SCRIPTS=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 FERRY_REDIS_PERSIST=aof
 
 usage() {
-    sed -n '4,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    sed -n '4,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
     exit 2
 }
 
@@ -235,6 +237,12 @@ cmd_start() {
     while (($#)); do
         case $1 in
             --with-postgres) with_pg=1 ;;
+            --redis-persist)
+                [[ ${2:-} == aof || ${2:-} == none ]] ||
+                    ferry_die "--redis-persist takes aof or none, not '${2:-}'"
+                FERRY_REDIS_PERSIST=$2
+                shift
+                ;;
             *) usage ;;
         esac
         shift

@@ -21,7 +21,8 @@ envdir=$(mktemp -d /tmp/ferry-bench-relay-XXXXXX)
 chmod 755 "$envdir" # the PostgreSQL server runs as user postgres when we are root
 cleanup() { "$root/scripts/testenv.sh" stop "$envdir" >/dev/null 2>&1 || true; rm -rf "$envdir"; }
 trap cleanup EXIT
-"$root/scripts/testenv.sh" start "$envdir" --with-postgres >&2
+# No AOF: make bench's server does not persist either, and the relays are compared, not fsync.
+"$root/scripts/testenv.sh" start "$envdir" --with-postgres --redis-persist "${BENCH_REDIS_PERSIST:-none}" >&2
 DATABASE_URL=$(sed -n 's/^DATABASE_URL=//p' "$envdir/env")
 REDIS_URL=$(sed -n 's/^REDIS_URL=//p' "$envdir/env")
 export DATABASE_URL REDIS_URL FERRY_BIN
