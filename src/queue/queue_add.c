@@ -16,7 +16,7 @@
 #define CHUNK_BYTES ((size_t)8 << 20)   /* argument bytes per addJobs call (soft) */
 #define WINDOW_BYTES ((size_t)64 << 20) /* bytes buffered before one round trip (soft) */
 #define BULK_MAX 1000000                /* jobs per ferry_queue_add_bulk call */
-#define FIELDS_PER_JOB 8
+#define FIELDS_PER_JOB 5
 #define HEAD_ARGS 3
 #define DUE_MS_MAX 2199023255551LL /* 2^41 - 1: due * 4096 must stay below 2^53 */
 
@@ -25,7 +25,10 @@ typedef struct prepared {
     const char *name, *data;
     size_t name_len, data_len;
     ferry__job_opts opts;
-    char ts[24], delay[24], priority[24];
+    /* "" when the job takes the call's clock as its timestamp, no delay, priority 0 and
+     * is not lifo (addJobs' common case), else "<timestamp> <delay> <priority> <lifo>" */
+    char extra[96];
+    size_t extra_len;
 } prepared;
 
 typedef struct chunk {
@@ -75,9 +78,12 @@ static int prepare_one(ferry_queue *q, const ferry_job_spec *spec, prepared *p, 
                           "opts.delay: due time %lld ms is past %lld ms (2039-09), "
                           "where delayed scores lose precision",
                           ts + p->opts.delay_ms, DUE_MS_MAX);
-    snprintf(p->ts, sizeof p->ts, "%lld", ts);
-    snprintf(p->delay, sizeof p->delay, "%lld", p->opts.delay_ms);
-    snprintf(p->priority, sizeof p->priority, "%lld", p->opts.priority);
+    if (ts == (long long)now && p->opts.delay_ms == 0 && p->opts.priority == 0 && !p->opts.lifo)
+        p->extra_len = 0;
+    else
+        p->extra_len = (size_t)snprintf(p->extra, sizeof p->extra, "%lld %lld %lld %d", ts,
+                                        p->opts.delay_ms, p->opts.priority, p->opts.lifo ? 1 : 0);
+    p->extra[p->extra_len] = 0;
     return 0;
 }
 
@@ -109,11 +115,8 @@ static int append_chunk(ferry_queue *q, const prepared *jobs, const chunk *c, in
         args[k] = p->name, lens[k] = p->name_len;
         args[k + 1] = p->data, lens[k + 1] = p->data_len;
         args[k + 2] = p->opts.stored_json, lens[k + 2] = strlen(p->opts.stored_json);
-        args[k + 3] = p->ts, lens[k + 3] = strlen(p->ts);
-        args[k + 4] = id, lens[k + 4] = strlen(id);
-        args[k + 5] = p->delay, lens[k + 5] = strlen(p->delay);
-        args[k + 6] = p->priority, lens[k + 6] = strlen(p->priority);
-        args[k + 7] = p->opts.lifo ? "1" : "0", lens[k + 7] = 1;
+        args[k + 3] = id, lens[k + 3] = strlen(id);
+        args[k + 4] = p->extra, lens[k + 4] = p->extra_len;
     }
     const char *keys[] = {q->key[QK_WAIT],    q->key[QK_META],        q->key[QK_ID],
                           q->key[QK_DELAYED], q->key[QK_PRIORITIZED], q->key[QK_PC],

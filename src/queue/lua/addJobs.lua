@@ -8,10 +8,12 @@
   Deduplication and flows are refused by the caller before this script runs.
 
   KEYS: 1 wait  2 meta  3 id  4 delayed  5 prioritized  6 pc  7 marker  8 events  9 active
-  ARGV: 1 queue base "<prefix>:<queue>:"   2 producer clock (ms; informational)
-        3 job count n, then 8 fields per job:
-          name, data (JSON), opts (stored JSON), timestamp (ms), custom id or "",
-          delay (ms), priority, lifo ("1"/"0")
+  ARGV: 1 queue base "<prefix>:<queue>:"   2 producer clock (ms): the jobs' timestamp
+        3 job count n, then 5 fields per job:
+          name, data (JSON), opts (stored JSON), custom id or "",
+          "" (the common case: timestamp = ARGV[2], no delay, priority 0, not lifo) or
+          "<timestamp ms> <delay ms> <priority> <lifo 1|0>"
+          (fewer arguments per job: each costs Redis a Lua string)
   Returns: the n job ids in order (a duplicate custom id returns that id; nothing is
   written for it except a `duplicated` event).
 ]]
@@ -20,7 +22,7 @@ local rcall = redis.call
 
 local waitKey, metaKey, delayedKey = KEYS[1], KEYS[2], KEYS[4]
 local prioKey, pcKey, markerKey, eventsKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local base = ARGV[1]
+local base, clock = ARGV[1], ARGV[2]
 local n = tonumber(ARGV[3])
 
 local first = rcall("INCRBY", KEYS[3], n) - n
@@ -31,23 +33,32 @@ local ids, heads, tails = {}, {}, {}
 local ready, delayed = false, false
 
 for i = 1, n do
-  local o = 3 + (i - 1) * 8
-  local name, customId = ARGV[o + 1], ARGV[o + 5]
+  local o = 3 + (i - 1) * 5
+  local name, customId, extra = ARGV[o + 1], ARGV[o + 4], ARGV[o + 5]
+  local ts, delay, priority, lifo = clock, "0", "0", "0"
+  if extra ~= "" then
+    ts, delay, priority, lifo = string.match(extra, "^(%d+) (%d+) (%d+) ([01])$")
+    if not ts then
+      return redis.error_reply("ERR addJobs: job " .. i .. ": bad fields '" .. extra .. "'")
+    end
+  end
   local jobId = customId
+  local jobKey
   local duplicate = false
   if customId == "" then
     jobId = tostring(first + i)
-  elseif rcall("EXISTS", base .. customId) == 1 then
-    duplicate = true
+    jobKey = base .. jobId
+  else
+    jobKey = base .. customId
+    duplicate = rcall("EXISTS", jobKey) == 1
   end
   if duplicate then
     rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", "duplicated", "jobId", jobId)
   else
-    local ts, delay, priority = ARGV[o + 4], ARGV[o + 6], ARGV[o + 7]
-    rcall("HSET", base .. jobId, "name", name, "data", ARGV[o + 2], "opts", ARGV[o + 3],
+    rcall("HSET", jobKey, "name", name, "data", ARGV[o + 2], "opts", ARGV[o + 3],
       "timestamp", ts, "delay", delay, "priority", priority)
     rcall("XADD", eventsKey, "*", "event", "added", "jobId", jobId, "name", name)
-    local d = tonumber(delay)
+    local d = delay ~= "0" and tonumber(delay) or 0
     if d > 0 then
       local due = tonumber(ts) + d
       rcall("ZADD", delayedKey, ferryDelayedScore(delayedKey, due), jobId)
@@ -55,10 +66,10 @@ for i = 1, n do
         "delay", due)
       delayed = true
     else
-      local p = tonumber(priority)
+      local p = priority ~= "0" and tonumber(priority) or 0
       if p > 0 then
         rcall("ZADD", prioKey, ferryPrioScore(p, pcKey), jobId)
-      elseif ARGV[o + 8] == "1" then
+      elseif lifo == "1" then
         tails[#tails + 1] = jobId
       else
         heads[#heads + 1] = jobId
