@@ -22,6 +22,9 @@ extern const size_t ferry__migrations_count;
  * 0x66657279 is "fery" in ASCII, picked to stay clear of applications' own keys. */
 #define FERRY__LOCK_CLASS_STR "1717924473"     /* migrations */
 #define FERRY__LOCK_RETENTION_STR "1717924474" /* outbox retention task */
+/* Every relay holds this one in shared mode on its main connection while it runs; a relay
+ * that can take it exclusively for an instant knows it is the only one (relay_batch.c). */
+#define FERRY__LOCK_RELAYS_STR "1717924475"
 
 /* The migration's SQL with @SCHEMA@ replaced by qschema (an already quoted identifier).
  * malloc'd (caller frees); NULL when out of memory. Pure. */

@@ -10,16 +10,12 @@
 
 #include "ferry/outbox.h"
 #include "ferry/queue.h"
+#include "outbox/migrations.h" /* FERRY__LOCK_RELAYS_STR */
 #include "outbox/pg.h"
 
 /* Schema version the relay needs (it uses quarantined_at, the NOTIFY trigger, ferry_tasks). */
 #define FERRY__RELAY_SCHEMA_VERSION 5
 #define FERRY__NOTIFY_CHANNEL "ferry_outbox"
-/* Every relay holds this advisory lock (class, hashtext(schema)) in shared mode on its main
- * connection while it runs; a relay that can take it exclusively for an instant knows it
- * is the only one (next to FERRY__LOCK_CLASS_STR and FERRY__LOCK_RETENTION_STR of
- * migrations.h). */
-#define FERRY__LOCK_RELAYS_STR "1717924475"
 
 typedef struct relay_target {
     size_t queue;         /* index into ferry_relay.queues */
