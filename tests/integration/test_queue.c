@@ -258,6 +258,24 @@ static void test_custom_id_and_duplicates(void **state) {
         free(ids[i]);
     assert_string_equal(hget(K(q, "k1"), "data"), "{}");
     assert_string_equal(get(K(q, "id")), "6");
+    /* an existing id next to new ones, one of them twice: each answered on its own */
+    freeReplyObject(cmd("XTRIM %s MAXLEN 0", K(q, "events")));
+    ferry_job_spec s2[4] = {{"x", "{\"again\":1}", "{\"jobId\":\"k1\"}"},
+                            {"z", "{\"n\":2}", "{\"jobId\":\"k2\"}"},
+                            {"z", "{\"n\":3}", "{\"jobId\":\"k2\"}"},
+                            {"z", "{\"n\":4}", "{\"jobId\":\"k3\"}"}};
+    char *ids2[4];
+    assert_int_equal(ferry_queue_add_bulk(q, s2, 4, ids2, &e), 0);
+    const char *want2[4] = {"k1", "k2", "k2", "k3"};
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(ids2[i], want2[i]);
+        free(ids2[i]);
+    }
+    assert_string_equal(hget(K(q, "k1"), "data"), "{}");
+    assert_string_equal(hget(K(q, "k2"), "data"), "{\"n\":2}");
+    assert_string_equal(hget(K(q, "k3"), "data"), "{\"n\":4}");
+    assert_string_equal(events(q), "duplicated:jobId=k1|added:jobId=k2:name=z|waiting:jobId=k2|"
+                                   "duplicated:jobId=k2|added:jobId=k3:name=z|waiting:jobId=k3");
     /* once the hash is gone the id can be used again */
     assert_int_equal(ferry_queue_remove_job(q, "order-42", &e), 0);
     add_expect(q, "order", "{\"v\":3}", "{\"jobId\":\"order-42\"}", "order-42");
