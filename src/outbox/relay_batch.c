@@ -25,6 +25,7 @@
 #include "outbox/relay_internal.h"
 #include "outbox/routes.h"
 #include "queue/json_text.h"
+#include "queue/queue_internal.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -35,7 +36,6 @@
 #define ST_ASYNC "ferry_relay_async"
 #define ST_COMMIT "ferry_relay_commit"
 #define ST_ALONE "ferry_relay_alone"
-#define JOB_DATA_MAX_DEPTH 512  /* what the queue accepts */
 #define DRAIN_SLICE_MS 1000     /* a drain returns to the main loop this often */
 #define ALONE_TRUST_MS 100      /* how long the answer "no other relay" is trusted */
 #define NOT_ALONE_TRUST_MS 1000 /* and the answer "other relays" */
@@ -104,7 +104,6 @@ typedef struct batch_row {
     long topic;     /* routes index, -1 = not ours (put back) */
     char *envelope; /* job data; NULL when set aside or put back */
     char reason[200];
-    char opts[64]; /* {"jobId":"<id>"} */
 } batch_row;
 
 typedef struct batch {
@@ -122,7 +121,7 @@ static void batch_free(batch *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* Envelopes and job options for every row; rows that cannot become job data get a reason. */
+/* Envelopes for every row; rows that cannot become job data get a reason. */
 static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
     b->rows = calloc((size_t)b->n, sizeof *b->rows);
     if (!b->rows) return ferry__err(err, FERRY_ENOMEM, "out of memory");
@@ -155,8 +154,10 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
             return ferry__err(err, FERRY_ENOMEM, "out of memory");
         size_t len = ferry__envelope_write(row->envelope, need + 1, row->id, idlen, trace, tlen,
                                            payload, plen);
+        /* The queue's own check, with its depth limit: the jobs are added with data_checked,
+         * so this is the only check the data gets. */
         ferry__json_check_error je;
-        if (ferry__json_check(row->envelope, len, JOB_DATA_MAX_DEPTH, &je)) {
+        if (ferry__json_check(row->envelope, len, FERRY__DATA_MAX_DEPTH, &je)) {
             snprintf(row->reason, sizeof row->reason, "job data is not valid JSON at byte %zu: %s",
                      je.offset, je.reason);
             free(row->envelope);
@@ -164,10 +165,6 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
             b->quarantined++;
             continue;
         }
-        /* {"jobId":"<id>"}; the id is a 36-character uuid (the column type), so it fits */
-        memcpy(row->opts, "{\"jobId\":\"", 10);
-        memcpy(row->opts + 10, row->id, idlen);
-        memcpy(row->opts + 10 + idlen, "\"}", 3);
         b->published++;
     }
     return 0;
@@ -178,13 +175,16 @@ typedef struct queue_add {
     ferry_queue *queue;
     const char *name;
     const ferry_job_spec *specs;
+    const char *const *job_ids; /* the event ids */
     size_t n;
     int rc;
     ferry_error err;
 } queue_add;
 
 static void queue_add_run(queue_add *a) {
-    a->rc = ferry_queue_add_bulk(a->queue, a->specs, a->n, NULL, &a->err);
+    /* jobId = event id without building and parsing {"jobId":...} per job; the data was
+     * checked in build_rows */
+    a->rc = ferry__queue_add_bulk_ids(a->queue, a->specs, a->job_ids, a->n, 1, NULL, &a->err);
 }
 
 /* Threads that add to the other queues of a fan-out batch while the relay's thread adds to
@@ -291,8 +291,8 @@ static void run_adds(ferry_relay *r, queue_add *adds, size_t n, const add_hook *
 }
 
 /* Every queue's jobs at once. specs are grouped by queue in queue order, count[q] each. */
-static int add_all_queues(ferry_relay *r, const ferry_job_spec *specs, const size_t *count,
-                          const add_hook *hook, ferry_error *err) {
+static int add_all_queues(ferry_relay *r, const ferry_job_spec *specs, const char **job_ids,
+                          const size_t *count, const add_hook *hook, ferry_error *err) {
     queue_add *adds = calloc(r->nqueues, sizeof *adds);
     if (!adds) {
         hook_run(hook);
@@ -304,6 +304,7 @@ static int add_all_queues(ferry_relay *r, const ferry_job_spec *specs, const siz
         adds[used++] = (queue_add){.queue = r->queues[q],
                                    .name = r->queue_names[q],
                                    .specs = specs + start,
+                                   .job_ids = job_ids + start,
                                    .n = count[q]};
     }
     run_adds(r, adds, used, hook);
@@ -330,7 +331,8 @@ static int add_jobs(ferry_relay *r, batch *b, const add_hook *hook, ferry_error 
             count[t->targets[j].queue]++;
     }
     ferry_job_spec *specs = rc ? NULL : malloc((total ? total : 1) * sizeof *specs);
-    if (!rc && !specs) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
+    const char **job_ids = rc ? NULL : malloc((total ? total : 1) * sizeof *job_ids);
+    if (!rc && (!specs || !job_ids)) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
     for (size_t q = 1; !rc && q < r->nqueues; q++)
         off[q] = off[q - 1] + count[q - 1];
     for (int i = 0; !rc && i < b->n; i++) {
@@ -338,18 +340,19 @@ static int add_jobs(ferry_relay *r, batch *b, const add_hook *hook, ferry_error 
         if (!row->envelope) continue;
         const relay_topic *t = &r->topics[row->topic];
         for (size_t j = 0; j < t->ntargets; j++) {
-            ferry_job_spec *s = &specs[off[t->targets[j].queue]++];
-            s->name = t->targets[j].job_name;
-            s->data_json = row->envelope;
-            s->opts_json = row->opts;
+            size_t k = off[t->targets[j].queue]++;
+            specs[k] = (ferry_job_spec){
+                .name = t->targets[j].job_name, .data_json = row->envelope, .opts_json = NULL};
+            job_ids[k] = row->id;
         }
     }
     if (!rc && total)
-        rc = add_all_queues(r, specs, count, hook, err);
+        rc = add_all_queues(r, specs, job_ids, count, hook, err);
     else
         hook_run(hook);
     if (!rc) b->jobs = total;
     free(specs);
+    free(job_ids);
     free(count);
     free(off);
     return rc;

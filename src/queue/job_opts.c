@@ -15,6 +15,8 @@
 #include "queue/json_text.h"
 #include "util/error.h"
 
+#define STORED_MAX (2 * FERRY__OPTS_MAX_BYTES + 256) /* stored opts JSON, bytes */
+
 enum opt_kind {
     K_JOBID,
     K_ATTEMPTS,
@@ -151,7 +153,7 @@ static int js_integer_string(const char *s) {
     return 1;
 }
 
-static int check_job_id(const char *id, ferry_error *err) {
+int ferry__job_id_check(const char *id, ferry_error *err) {
     size_t len = strlen(id);
     if (len > FERRY__JOB_ID_MAX)
         return ferry__err(err, FERRY_EINVAL, "opts.jobId: longer than %d bytes", FERRY__JOB_ID_MAX);
@@ -350,8 +352,10 @@ static int check_parent(const json_t *v, ferry_error *err) {
     return 0;
 }
 
-/* Parse a merged options object; fills *o and the extras. */
-static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, ferry_error *err) {
+/* Parse a merged options object; fills *o and the extras. With st_out, the stored form is
+ * handed over as an object (new reference) instead of being serialised into o. */
+static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, ferry_error *err,
+                     json_t **st_out) {
     json_t *st = json_object();
     if (!st) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     json_object_set_new(st, "attempts", json_integer(0)); /* Node: {attempts: 0, ...opts} */
@@ -378,7 +382,7 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
                 break;
             }
             if (json_string_length(v) == 0) break; /* "" = no custom id, as in Node */
-            if ((rc = check_job_id(json_string_value(v), err))) break;
+            if ((rc = ferry__job_id_check(json_string_value(v), err))) break;
             free(o->job_id);
             o->job_id = strdup(json_string_value(v));
             if (!o->job_id) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
@@ -505,8 +509,12 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
     if (!rc && nexcl > 1)
         rc = ferry__err(err, FERRY_EINVAL, "opts: %s and %s cannot be used together", excl[0],
                         excl[1]);
+    if (!rc && st_out) {
+        *st_out = st;
+        return 0;
+    }
     if (!rc) {
-        o->stored_json = ferry__json_serialize(st, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
+        o->stored_json = ferry__json_serialize(st, 1, STORED_MAX);
         if (!o->stored_json) rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
     }
     json_decref(st);
@@ -572,7 +580,7 @@ int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__
         json_decref(obj);
         obj = merged;
     }
-    int rc = parse_obj(obj, out, extra, err);
+    int rc = parse_obj(obj, out, extra, err, NULL);
     json_decref(obj);
     if (rc) {
         ferry__job_opts_free(out);
@@ -580,6 +588,86 @@ int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__
         memset(extra, 0, sizeof *extra);
     }
     return rc;
+}
+
+/* Where the id goes: serialise the stored form with two one-byte placeholder ids; they
+ * differ at exactly one byte, the id's place, whatever else the options hold. */
+static int find_id_slot(json_t *st, ferry__opts_id_slot *slot, ferry_error *err) {
+    char *a = NULL, *b = NULL;
+    int rc = 0;
+    if (json_object_set_new(st, "jobId", json_string("a")) ||
+        !(a = ferry__json_serialize(st, 1, STORED_MAX)) ||
+        json_object_set_new(st, "jobId", json_string("b")) ||
+        !(b = ferry__json_serialize(st, 1, STORED_MAX)))
+        rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
+    size_t n = a ? strlen(a) : 0, at = 0;
+    while (!rc && at < n && a[at] == b[at])
+        at++;
+    if (!rc && (strlen(b) != n || at == n || memcmp(a + at + 1, b + at + 1, n - at) != 0))
+        rc = ferry__err(err, FERRY_EPROTO, "opts: cannot place the job id in the stored options");
+    if (!rc) {
+        memmove(a + at, a + at + 1, n - at); /* drop the placeholder, keep the NUL */
+        slot->text = a;
+        slot->at = at;
+        slot->len = n - 1;
+        a = NULL;
+    }
+    free(a);
+    free(b);
+    return rc;
+}
+
+int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, ferry__job_opts *out,
+                                 ferry__job_opts_extra *extra, ferry__opts_id_slot *slot,
+                                 ferry_error *err) {
+    ferry__job_opts_extra ignored;
+    ferry_error local;
+    if (!extra) extra = &ignored;
+    if (!err) err = &local;
+    memset(extra, 0, sizeof *extra);
+    memset(slot, 0, sizeof *slot);
+    opts_defaults(out);
+    json_t *obj = ferry__opts_load_object(json, "opts", err), *merged = NULL, *st = NULL;
+    if (!obj) return err->code;
+    int rc = 0;
+    if (json_object_get(obj, "jobId"))
+        rc = ferry__err(err, FERRY_EINVAL,
+                        "opts.jobId: the job id is given separately, opts cannot set it too");
+    /* The key order of {"jobId": <id>, ...json} merged over the defaults: the defaults' keys,
+     * then jobId, then the job's keys the defaults lack. A valid placeholder id holds the
+     * place through the parse. */
+    if (!rc &&
+        (!(merged = defaults ? json_copy((json_t *)defaults) : json_object()) ||
+         json_object_set_new(merged, "jobId", json_string("a")) || json_object_update(merged, obj)))
+        rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
+    if (!rc) rc = parse_obj(merged, out, extra, err, &st);
+    if (!rc) {
+        free(out->job_id); /* the placeholder */
+        out->job_id = NULL;
+        rc = find_id_slot(st, slot, err);
+    }
+    if (!rc) {
+        /* an empty id means no custom id, as opts.jobId "" does: no jobId key stored */
+        json_object_del(st, "jobId");
+        out->stored_json = ferry__json_serialize(st, 1, STORED_MAX);
+        if (!out->stored_json) rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
+    }
+    json_decref(st);
+    json_decref(merged);
+    json_decref(obj);
+    if (rc) {
+        ferry__job_opts_free(out);
+        opts_defaults(out);
+        memset(extra, 0, sizeof *extra);
+        ferry__opts_id_slot_free(slot);
+    }
+    return rc;
+}
+
+void ferry__opts_id_slot_free(ferry__opts_id_slot *slot) {
+    if (!slot) return;
+    free(slot->text);
+    memset(slot, 0, sizeof *slot);
 }
 
 int ferry__job_opts_parse(const char *json, ferry__job_opts *out, ferry_error *err) {

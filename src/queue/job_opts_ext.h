@@ -27,6 +27,35 @@ typedef struct ferry__job_opts_extra {
 int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__job_opts *out,
                                ferry__job_opts_extra *extra, ferry_error *err);
 
+/* Check a custom job id by the rules opts.jobId follows (Node's Queue.addJob and
+ * Job.validateOptions): at most FERRY__JOB_ID_MAX bytes, not "0" or "0:...", not what
+ * JavaScript reads as an integer, ':' only in the 3-part legacy form a:b:c. Errors name
+ * opts.jobId, as the option's own do. Does not check UTF-8 and does not treat "" (which in
+ * opts means "no custom id") specially. Pure, thread-safe. */
+int ferry__job_id_check(const char *id, ferry_error *err);
+
+/* Stored opts JSON with a place for a job id: the stored opts for id X are
+ * text[0..at) + X escaped as a JSON string's contents (without quotes) + text[at..len). */
+typedef struct ferry__opts_id_slot {
+    char *text; /* malloc'd, NUL-terminated */
+    size_t at, len;
+} ferry__opts_id_slot;
+
+/* As ferry__job_opts_parse_over for the options `{"jobId": X, ...json}` where X is given per
+ * job later: one parse serves any number of ids. Fills *out as for X = "" (job_id NULL,
+ * stored_json without a jobId, which is also what an empty X means) and *slot for a
+ * non-empty X (check X with ferry__job_id_check and for UTF-8 before using it). The stored
+ * opts built from the slot are byte for byte what ferry__job_opts_parse_over would store
+ * for that text. `json` itself must not contain jobId (even null or ""): FERRY_EINVAL.
+ * Free *out with ferry__job_opts_free and *slot with ferry__opts_id_slot_free (both are
+ * empty after a failure). Same thread-safety as ferry__job_opts_parse_over. */
+int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, ferry__job_opts *out,
+                                 ferry__job_opts_extra *extra, ferry__opts_id_slot *slot,
+                                 ferry_error *err);
+
+/* Frees slot->text and empties *slot; NULL is a no-op. */
+void ferry__opts_id_slot_free(ferry__opts_id_slot *slot);
+
 /* Load JSON text that must be an object, with the size/depth limits above; `what` names it
  * in errors ("opts", "default job options"). Returns a new reference or NULL with *err. */
 json_t *ferry__opts_load_object(const char *json, const char *what, ferry_error *err);

@@ -1,7 +1,12 @@
 /* queue_add.c - ferry_queue_add / ferry_queue_add_bulk: validate every job first (name,
  * data JSON and size, options merged over the queue defaults), then send them to the
  * addJobs script in chunks of at most CHUNK_JOBS jobs / CHUNK_BYTES bytes, all chunks of a
- * window pipelined in one round trip. */
+ * window pipelined in one round trip.
+ *
+ * Per-job CPU matters here (the outbox relay adds every row through it), so a run of jobs
+ * with the same options text shares one parse, and ferry__queue_add_bulk_ids takes each
+ * job's id apart from its options: the id is placed into the shared parse's stored JSON
+ * instead of parsing {"jobId":...} once per job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +25,12 @@
 #define HEAD_ARGS 3
 #define DUE_MS_MAX 2199023255551LL /* 2^41 - 1: due * 4096 must stay below 2^53 */
 
-/* One validated job, ready to become addJobs arguments. */
+/* One validated job, ready to become addJobs arguments. The strings are borrowed (from
+ * the caller's spec, the call's parses, or owned_opts). */
 typedef struct prepared {
-    const char *name, *data;
-    size_t name_len, data_len;
-    ferry__job_opts opts;
+    const char *name, *data, *opts, *id; /* opts = stored opts JSON; id = custom id or "" */
+    size_t name_len, data_len, opts_len, id_len;
+    char *owned_opts; /* stored opts built for this job's given id, or NULL */
     /* "" when the job takes the call's clock as its timestamp, no delay, priority 0 and
      * is not lifo (addJobs' common case), else "<timestamp> <delay> <priority> <lifo>" */
     char extra[96];
@@ -35,8 +41,104 @@ typedef struct chunk {
     size_t first, count;
 } chunk;
 
-static int prepare_one(ferry_queue *q, const ferry_job_spec *spec, prepared *p, int64_t now,
-                       ferry_error *err) {
+/* One distinct options text of a call, parsed once over the queue defaults. */
+typedef struct opts_parse {
+    const char *text; /* the spec's opts_json, "" for NULL (borrowed from the caller) */
+    int with_id;      /* parsed for ids given apart from the text: slot is filled */
+    ferry__job_opts opts;
+    ferry__job_opts_extra x;
+    ferry__opts_id_slot slot;
+    size_t stored_len;
+} opts_parse;
+
+/* One add_bulk call: its input and the parses made so far. */
+typedef struct add_call {
+    ferry_queue *q;
+    const ferry_job_spec *jobs;
+    const char *const *job_ids; /* NULL, or one custom id (or NULL) per job */
+    int data_checked;
+    int64_t now;
+    opts_parse *parses;
+    size_t nparses, cap;
+} add_call;
+
+/* The parse of job i's options: the previous job's when its text is the same (bulk adds
+ * usually repeat one options text, or none), else a new one. */
+static int get_parse(add_call *c, const char *text, int with_id, const opts_parse **out,
+                     ferry_error *err) {
+    if (!text) text = "";
+    if (c->nparses) {
+        const opts_parse *last = &c->parses[c->nparses - 1];
+        if (last->with_id == with_id && (last->text == text || !strcmp(last->text, text))) {
+            *out = last;
+            return 0;
+        }
+    }
+    if (c->nparses == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 4;
+        opts_parse *np = realloc(c->parses, cap * sizeof *np);
+        if (!np) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+        c->parses = np;
+        c->cap = cap;
+    }
+    opts_parse *p = &c->parses[c->nparses];
+    memset(p, 0, sizeof *p);
+    p->text = text;
+    p->with_id = with_id;
+    int rc =
+        with_id ? ferry__job_opts_parse_idslot(c->q->defaults, text, &p->opts, &p->x, &p->slot, err)
+                : ferry__job_opts_parse_over(c->q->defaults, text, &p->opts, &p->x, err);
+    if (rc) return rc;
+    p->stored_len = strlen(p->opts.stored_json);
+    c->nparses++;
+    *out = p;
+    return 0;
+}
+
+/* Stored opts for a given non-empty id: the parse's slot with the id JSON-escaped exactly as
+ * ferry__json_serialize escapes it (ids rarely need escaping: then it is copied as is). */
+static int opts_with_id(const opts_parse *op, const char *id, size_t id_len, prepared *p,
+                        ferry_error *err) {
+    int rc = ferry__job_id_check(id, err);
+    if (rc) return rc;
+    if (!ferry__utf8_valid(id, id_len))
+        return ferry__err(err, FERRY_EINVAL, "opts.jobId: not valid UTF-8");
+    const char *esc = id;
+    size_t esc_len = id_len;
+    char *escaped = NULL;
+    for (size_t i = 0; i < id_len; i++) {
+        unsigned char ch = (unsigned char)id[i];
+        if (ch < 0x20 || ch == '"' || ch == '\\') {
+            json_t *s = json_stringn(id, id_len);
+            escaped = s ? ferry__json_serialize(s, 0, 6 * FERRY__JOB_ID_MAX + 2) : NULL;
+            json_decref(s);
+            if (!escaped) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+            esc = escaped + 1; /* without the quotes */
+            esc_len = strlen(escaped) - 2;
+            break;
+        }
+    }
+    const ferry__opts_id_slot *sl = &op->slot;
+    char *o = malloc(sl->len + esc_len + 1);
+    if (!o) {
+        free(escaped);
+        return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    }
+    memcpy(o, sl->text, sl->at);
+    memcpy(o + sl->at, esc, esc_len);
+    memcpy(o + sl->at + esc_len, sl->text + sl->at, sl->len - sl->at + 1);
+    free(escaped);
+    p->owned_opts = o;
+    p->opts = o;
+    p->opts_len = sl->len + esc_len;
+    p->id = id;
+    p->id_len = id_len;
+    return 0;
+}
+
+static int prepare_one(add_call *c, size_t i, prepared *p, ferry_error *err) {
+    ferry_queue *q = c->q;
+    const ferry_job_spec *spec = &c->jobs[i];
     if (!spec->name || !*spec->name) return ferry__err(err, FERRY_EINVAL, "job name is empty");
     p->name = spec->name;
     p->name_len = strlen(spec->name);
@@ -52,43 +154,50 @@ static int prepare_one(ferry_queue *q, const ferry_job_spec *spec, prepared *p, 
         return ferry__err(err, FERRY_ETOOBIG, "job data is %zu bytes, limit %zu", p->data_len,
                           q->max_payload);
     ferry__json_check_error je;
-    if (ferry__json_check(p->data, p->data_len, FERRY__DATA_MAX_DEPTH, &je))
+    if (!c->data_checked && ferry__json_check(p->data, p->data_len, FERRY__DATA_MAX_DEPTH, &je))
         return ferry__err(err, FERRY_EINVAL, "job data: invalid JSON at byte %zu: %s%s", je.offset,
                           je.reason,
                           strcmp(je.reason, "nested too deeply") ? "" : " (limit 512 levels)");
 
-    ferry__job_opts_extra x;
-    int rc = ferry__job_opts_parse_over(q->defaults, spec->opts_json, &p->opts, &x, err);
+    const char *given = c->job_ids ? c->job_ids[i] : NULL;
+    const opts_parse *op = NULL;
+    int rc = get_parse(c, spec->opts_json, given != NULL, &op, err);
     if (rc) return rc;
-    if (x.has_dedup)
+    p->opts = op->opts.stored_json;
+    p->opts_len = op->stored_len;
+    p->id = op->opts.job_id ? op->opts.job_id : "";
+    p->id_len = strlen(p->id);
+    if (given && *given && (rc = opts_with_id(op, given, strlen(given), p, err))) return rc;
+    const ferry__job_opts *o = &op->opts;
+    if (op->x.has_dedup)
         return ferry__err(err, FERRY_EINVAL,
                           "opts.deduplication: deduplication is not supported yet");
-    if (x.has_parent)
+    if (op->x.has_parent)
         return ferry__err(err, FERRY_EINVAL,
                           "opts.parent: flows (parent/child jobs) are not "
                           "supported yet");
-    if (x.size_limit > 0 && (long long)p->data_len > x.size_limit)
+    if (op->x.size_limit > 0 && (long long)p->data_len > op->x.size_limit)
         return ferry__err(err, FERRY_ETOOBIG, "job data is %zu bytes, over its opts.sizeLimit %lld",
-                          p->data_len, x.size_limit);
+                          p->data_len, op->x.size_limit);
 
     /* Node: opts.timestamp when truthy, else Date.now() */
-    long long ts = p->opts.timestamp > 0 ? p->opts.timestamp : (long long)now;
-    if (p->opts.delay_ms > 0 && ts + p->opts.delay_ms > DUE_MS_MAX)
+    long long now = (long long)c->now, ts = o->timestamp > 0 ? o->timestamp : now;
+    if (o->delay_ms > 0 && ts + o->delay_ms > DUE_MS_MAX)
         return ferry__err(err, FERRY_EINVAL,
                           "opts.delay: due time %lld ms is past %lld ms (2039-09), "
                           "where delayed scores lose precision",
-                          ts + p->opts.delay_ms, DUE_MS_MAX);
-    if (ts == (long long)now && p->opts.delay_ms == 0 && p->opts.priority == 0 && !p->opts.lifo)
+                          ts + o->delay_ms, DUE_MS_MAX);
+    if (ts == now && o->delay_ms == 0 && o->priority == 0 && !o->lifo)
         p->extra_len = 0;
     else
         p->extra_len = (size_t)snprintf(p->extra, sizeof p->extra, "%lld %lld %lld %d", ts,
-                                        p->opts.delay_ms, p->opts.priority, p->opts.lifo ? 1 : 0);
+                                        o->delay_ms, o->priority, o->lifo ? 1 : 0);
     p->extra[p->extra_len] = 0;
     return 0;
 }
 
 static size_t job_bytes(const prepared *p) {
-    return p->name_len + p->data_len + strlen(p->opts.stored_json) + 96;
+    return p->name_len + p->data_len + p->opts_len + 96;
 }
 
 /* Append one addJobs call for jobs[c->first .. +count). */
@@ -111,11 +220,10 @@ static int append_chunk(ferry_queue *q, const prepared *jobs, const chunk *c, in
     for (size_t i = 0; i < c->count; i++) {
         const prepared *p = &jobs[c->first + i];
         size_t k = HEAD_ARGS + FIELDS_PER_JOB * i;
-        const char *id = p->opts.job_id ? p->opts.job_id : "";
         args[k] = p->name, lens[k] = p->name_len;
         args[k + 1] = p->data, lens[k + 1] = p->data_len;
-        args[k + 2] = p->opts.stored_json, lens[k + 2] = strlen(p->opts.stored_json);
-        args[k + 3] = id, lens[k + 3] = strlen(id);
+        args[k + 2] = p->opts, lens[k + 2] = p->opts_len;
+        args[k + 3] = p->id, lens[k + 3] = p->id_len;
         args[k + 4] = p->extra, lens[k + 4] = p->extra_len;
     }
     const char *keys[] = {q->key[QK_WAIT],    q->key[QK_META],        q->key[QK_ID],
@@ -211,17 +319,17 @@ static int send_window(ferry_queue *q, const prepared *jobs, const chunk *chunks
     return rc;
 }
 
-static int add_bulk_locked(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
-                           ferry_error *err) {
+static int add_bulk_locked(add_call *c, size_t n, char **ids, ferry_error *err) {
+    ferry_queue *q = c->q;
     prepared *p = calloc(n, sizeof *p);
     chunk *chunks = calloc(n, sizeof *chunks); /* at most one chunk per job */
     size_t *which = calloc(n, sizeof *which);
     int rc = 0;
     if (!p || !chunks || !which) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
-    int64_t now = ferry__now_ms();
+    c->now = ferry__now_ms();
     for (size_t i = 0; rc == 0 && i < n; i++) {
         ferry_error e = {0};
-        rc = prepare_one(q, &jobs[i], &p[i], now, &e);
+        rc = prepare_one(c, i, &p[i], &e);
         if (rc && n > 1)
             ferry__err(err, rc, "job %zu: %s", i, e.message);
         else if (rc)
@@ -230,14 +338,14 @@ static int add_bulk_locked(ferry_queue *q, const ferry_job_spec *jobs, size_t n,
     size_t nchunks = 0;
     for (size_t i = 0, bytes = 0; rc == 0 && i < n; i++) {
         size_t b = job_bytes(&p[i]);
-        chunk *c = nchunks ? &chunks[nchunks - 1] : NULL;
-        if (!c || c->count == CHUNK_JOBS || bytes + b > CHUNK_BYTES) {
-            c = &chunks[nchunks++];
-            c->first = i;
-            c->count = 0;
+        chunk *ch = nchunks ? &chunks[nchunks - 1] : NULL;
+        if (!ch || ch->count == CHUNK_JOBS || bytes + b > CHUNK_BYTES) {
+            ch = &chunks[nchunks++];
+            ch->first = i;
+            ch->count = 0;
             bytes = 0;
         }
-        c->count++;
+        ch->count++;
         bytes += b;
     }
     size_t added = 0;
@@ -248,7 +356,7 @@ static int add_bulk_locked(ferry_queue *q, const ferry_job_spec *jobs, size_t n,
                 wbytes += job_bytes(&p[chunks[ci].first + j]);
             which[nw++] = ci++;
         }
-        rc = send_window(q, p, chunks, which, nw, now, ids, &added, err);
+        rc = send_window(q, p, chunks, which, nw, c->now, ids, &added, err);
     }
     if (rc && added > 0 && err) {
         /* Say what already happened: those jobs exist and will run. A call that failed may
@@ -259,25 +367,30 @@ static int add_bulk_locked(ferry_queue *q, const ferry_job_spec *jobs, size_t n,
                    added, n);
     }
     for (size_t i = 0; p && i < n; i++)
-        ferry__job_opts_free(&p[i].opts);
+        free(p[i].owned_opts);
+    for (size_t i = 0; i < c->nparses; i++) {
+        ferry__job_opts_free(&c->parses[i].opts);
+        ferry__opts_id_slot_free(&c->parses[i].slot);
+    }
+    free(c->parses);
     free(p);
     free(chunks);
     free(which);
     return rc;
 }
 
-int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
-                         ferry_error *err) {
-    if (!q || (n && !jobs))
-        return ferry__err(err, FERRY_EINVAL, "ferry_queue_add_bulk: NULL argument");
+static int add_bulk(ferry_queue *q, const ferry_job_spec *jobs, const char *const *job_ids,
+                    size_t n, int data_checked, char **ids, const char *fn, ferry_error *err) {
+    if (!q || (n && !jobs)) return ferry__err(err, FERRY_EINVAL, "%s: NULL argument", fn);
     if (ids)
         for (size_t i = 0; i < n; i++)
             ids[i] = NULL;
     if (n == 0) return 0;
     if (n > BULK_MAX)
         return ferry__err(err, FERRY_ETOOBIG, "add_bulk of %zu jobs, limit %d", n, BULK_MAX);
+    add_call c = {.q = q, .jobs = jobs, .job_ids = job_ids, .data_checked = data_checked};
     pthread_mutex_lock(&q->mu);
-    int rc = add_bulk_locked(q, jobs, n, ids, err);
+    int rc = add_bulk_locked(&c, n, ids, err);
     pthread_mutex_unlock(&q->mu);
     if (rc && ids)
         for (size_t i = 0; i < n; i++) {
@@ -285,6 +398,17 @@ int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, c
             ids[i] = NULL;
         }
     return rc;
+}
+
+int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
+                         ferry_error *err) {
+    return add_bulk(q, jobs, NULL, n, 0, ids, "ferry_queue_add_bulk", err);
+}
+
+int ferry__queue_add_bulk_ids(ferry_queue *q, const ferry_job_spec *jobs,
+                              const char *const *job_ids, size_t n, int data_checked, char **ids,
+                              ferry_error *err) {
+    return add_bulk(q, jobs, job_ids, n, data_checked, ids, "ferry__queue_add_bulk_ids", err);
 }
 
 int ferry_queue_add(ferry_queue *q, const ferry_job_spec *job, char **job_id, ferry_error *err) {

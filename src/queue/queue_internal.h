@@ -70,6 +70,29 @@ int ferry__queue_eval(ferry_queue *q, const char *script, int nkeys, const char 
                       const char **args, const size_t *arglens, int idempotent, redisReply **reply,
                       ferry_error *err);
 
+/* ferry_queue_add_bulk for callers that already hold each job's custom id apart from its
+ * options (the outbox relay): one call adds n jobs in one pipelined round trip, validates
+ * every spec first (nothing is added if one is invalid; *err names its index), and on
+ * success fills ids[i] (if ids is non-NULL) with a malloc'd id the caller frees. Blocking,
+ * within the queue's timeouts; thread-safe like every call on a ferry_queue (serialised by
+ * its mutex). jobs, job_ids and their strings are borrowed for the call only.
+ *  - job_ids: NULL, or n entries; a non-NULL job_ids[i] is job i's jobId exactly as if
+ *    jobs[i].opts_json were {"jobId": job_ids[i], ...its own keys} merged over the queue's
+ *    defaults: same checks and error messages (plus "opts.jobId: not valid UTF-8"), same
+ *    stored opts byte for byte, "" = no custom id. jobs[i].opts_json must then not contain
+ *    jobId itself (not even null or ""): FERRY_EINVAL naming opts.jobId. When both the id and
+ *    the options are invalid, the options' error is reported (a text may report the other).
+ *    A NULL job_ids[i] leaves job i's options as they are. The 64 KiB opts limit applies
+ *    to opts_json without the id.
+ *  - data_checked: non-zero when the caller has already checked every data_json with
+ *    ferry__json_check at FERRY__DATA_MAX_DEPTH (the one check skipped here); the size
+ *    limits (max_payload_bytes, opts.sizeLimit) still apply. Unchecked invalid data would
+ *    be stored as it is, so pass 0 unless that check really ran.
+ * The options are parsed once per run of consecutive jobs with the same opts text. */
+int ferry__queue_add_bulk_ids(ferry_queue *q, const ferry_job_spec *jobs,
+                              const char *const *job_ids, size_t n, int data_checked, char **ids,
+                              ferry_error *err);
+
 /* A reply that is a Redis error becomes FERRY_EREDIS naming `what`. */
 int ferry__queue_reply_error(const ferry_queue *q, const redisReply *r, const char *what,
                              ferry_error *err);
