@@ -65,14 +65,18 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
      * UPDATE (a join on ctid instead would rescan the TID per row). The picked rows are
      * locked, so their ctids cannot change under us. A row picked after a concurrent update
      * of it has a version the statement's snapshot does not see: it is neither updated nor
-     * returned, and stays for the next batch. RETURNING has no order: sort by age again. */
+     * returned, and stays for the next batch. RETURNING has no order: sort by age again.
+     * Events of one transaction share created_at (now() is the transaction's start): the id
+     * breaks the tie, and ferry_outbox_append's UUIDv7 ids sort in append order (rows in
+     * physical order would not: a row can land in an earlier page than one added before
+     * it). */
     snprintf(sql, sizeof sql,
              "WITH claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
              "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM %s.outbox_events "
              "WHERE published_at IS NULL AND quarantined_at IS NULL AND topic = ANY($1::text[]) "
-             "ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)) AND o.published_at IS NULL "
+             "ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)) AND o.published_at IS NULL "
              "RETURNING o.id, o.topic, o.payload, o.trace_id, o.created_at) "
-             "SELECT id, topic, payload, trace_id FROM claimed ORDER BY created_at",
+             "SELECT id, topic, payload, trace_id FROM claimed ORDER BY created_at, id",
              qs, qs);
     rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_CLAIM, sql, 2, err);
     if (rc) return rc;
@@ -143,10 +147,24 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
             continue;
         }
         size_t need = ferry__envelope_size(row->id, idlen, trace, tlen, plen);
-        if (need > r->max_envelope) {
-            snprintf(row->reason, sizeof row->reason,
-                     "job data would be %zu bytes, over the relay's limit of %zu", need,
-                     r->max_envelope);
+        /* a target queue whose default options have a smaller sizeLimit would refuse the
+         * whole add for this one row, batch after batch: set the row aside instead */
+        const relay_topic *t = &r->topics[row->topic];
+        size_t limit = r->max_envelope;
+        const char *limited_by = NULL;
+        for (size_t j = 0; j < t->ntargets; j++) {
+            size_t ql = ferry__queue_data_limit(r->queues[t->targets[j].queue]);
+            if (ql < limit) limit = ql, limited_by = r->queue_names[t->targets[j].queue];
+        }
+        if (need > limit) {
+            if (limited_by && need <= r->max_envelope)
+                snprintf(row->reason, sizeof row->reason,
+                         "job data would be %zu bytes, over queue %.80s's opts.sizeLimit of %zu",
+                         need, limited_by, limit);
+            else
+                snprintf(row->reason, sizeof row->reason,
+                         "job data would be %zu bytes, over the relay's limit of %zu", need,
+                         r->max_envelope);
             b->quarantined++;
             continue;
         }
@@ -429,7 +447,12 @@ static int put_back_arrays(const batch *b, char **ids, char **reasons) {
 
 /* ---- lanes --------------------------------------------------------------------------- */
 
-#define LANE_STMTS 6
+/* lane_send's statements: a commit is at most 3 (set rows aside, SET LOCAL, COMMIT), a
+ * claim at most 4 (BEGIN, SET LOCAL, the claim, the relay probe), and one send may carry
+ * both. */
+#define COMMIT_STMTS_MAX 3
+#define CLAIM_STMTS_MAX 4
+#define LANE_STMTS (COMMIT_STMTS_MAX + CLAIM_STMTS_MAX)
 
 typedef struct lane {
     ferry__pgc *pg;
@@ -539,7 +562,10 @@ static int lane_recv(ferry_relay *r, lane *l, ferry_error *err) {
         }
         batch_free(&l->b);
         l->added = 0;
-        l->tx = 0;
+        /* A COMMIT that ran ended the transaction either way (COMMIT or ROLLBACK). One that
+         * did not run (a statement before it in its segment failed) leaves the transaction
+         * open and aborted, holding the rows' locks: keep tx so a rollback ends it. */
+        l->tx = c == NULL;
     }
     if (l->alone_at >= 0 && out[l->alone_at]) {
         r->alone = !strcmp(PQgetvalue(out[l->alone_at], 0, 0), "t");
@@ -570,6 +596,13 @@ static void rollback(ferry_relay *r, lane *l) {
     l->tx = l->added = 0;
 }
 
+/* A second connection found broken is closed at once: its session (and any transaction it
+ * held, with the rows' locks) ends now rather than at the server's idle timeout. The next
+ * drain that wants it opens a new one. (The main connection is reopened by relay.c.) */
+static void drop_broken_lane2(ferry_relay *r) {
+    if (r->pg2.conn && r->pg2.broken) ferry__pgc_close(&r->pg2);
+}
+
 /* After a failure: read what is in flight, commit what is in Redis already (if its
  * connection still works), roll back the rest. */
 static void settle(ferry_relay *r, lane *lanes, int nl) {
@@ -581,6 +614,7 @@ static void settle(ferry_relay *r, lane *lanes, int nl) {
             lane_recv(r, l, &e);
         rollback(r, l);
     }
+    drop_broken_lane2(r);
 }
 
 /* After a Redis failure: attempts + 1 and last_error on the batch's rows, own transaction. */
@@ -651,6 +685,7 @@ relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_er
             c->tx = 0;
             record_failure(r, c, err ? err->message : "redis error");
             batch_free(&c->b);
+            drop_broken_lane2(r);
             count_failure(r);
             return RELAY_BATCH_REDIS_FAILED;
         }

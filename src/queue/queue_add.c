@@ -400,6 +400,14 @@ static int add_bulk(ferry_queue *q, const ferry_job_spec *jobs, const char *cons
     return rc;
 }
 
+size_t ferry__queue_data_limit(const ferry_queue *q) {
+    size_t lim = q->max_payload;
+    const json_t *v = q->defaults ? json_object_get(q->defaults, "sizeLimit") : NULL;
+    double d = v && json_is_number(v) ? json_number_value(v) : 0;
+    if (d > 0 && d < (double)lim) lim = (size_t)d; /* checked as data_len > sizeLimit */
+    return lim;
+}
+
 int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
                          ferry_error *err) {
     return add_bulk(q, jobs, NULL, n, 0, ids, "ferry_queue_add_bulk", err);

@@ -93,6 +93,12 @@ int ferry__queue_add_bulk_ids(ferry_queue *q, const ferry_job_spec *jobs,
                               const char *const *job_ids, size_t n, int data_checked, char **ids,
                               ferry_error *err);
 
+/* Largest job data (bytes) an add to q accepts when the job's own options add nothing:
+ * the queue's max_payload_bytes, or its default options' sizeLimit when smaller. Lets a
+ * caller that adds other people's data (the outbox relay) set one row aside instead of
+ * having a whole add_bulk refused for it. Thread-safe (reads constant fields). */
+size_t ferry__queue_data_limit(const ferry_queue *q);
+
 /* A reply that is a Redis error becomes FERRY_EREDIS naming `what`. */
 int ferry__queue_reply_error(const ferry_queue *q, const redisReply *r, const char *what,
                              ferry_error *err);

@@ -2,6 +2,9 @@
  * second connection while the current batch's jobs are added (relay_batch.c):
  *  - it still adds jobs batch after batch, oldest first: each queue's jobs are in the
  *    outbox's created_at order across many batches;
+ *  - rows that cannot become jobs (over the relay's limit or a queue's sizeLimit) are set
+ *    aside in small full batches without stopping it; one transaction's events go out in
+ *    id order;
  *  - SIGKILLed mid-run (batches claimed ahead and not committed roll back), a new relay
  *    publishes the rest and every queue holds exactly one job per row. */
 #include "test_outbox_support.h"
@@ -118,6 +121,114 @@ static void test_quarantine_while_claiming_ahead(void **state) {
     ferry__conn_close(rds);
 }
 
+/* Many rows set aside in small full batches (every commit then carries the set-aside
+ * statements while the next batch is claimed and the relay probes for company): rows over
+ * the relay's limit and rows over a target queue's default opts.sizeLimit are set aside
+ * with their reason, the relay keeps running, everything else is published in order. */
+static void test_many_rows_set_aside_in_small_batches(void **state) {
+    (void)state;
+    PGconn *db = ob_pg();
+    ferry_conn *rds = testenv_conn();
+    const char *schema = ob_schema(db);
+    char prefix[64], sql[256];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    const char *routes = ob_file("small.routes", "order.placed qa:capture qb:notify\n");
+    insert_ordered(db, schema, 3000);
+    /* every 37th row over --max-envelope, every 41st (not also a 37th) over sizeLimit only */
+    PQclear(ob_sql(db,
+                   "UPDATE %s.outbox_events SET payload = jsonb_build_object('blob', repeat('x', "
+                   "CASE WHEN (payload->>'n')::int %% 37 = 0 THEN 3000 ELSE 1800 END)) "
+                   "WHERE (payload->>'n')::int %% 37 = 0 OR (payload->>'n')::int %% 41 = 0",
+                   schema));
+    long long over_relay = 3000 / 37, over_size = 3000 / 41 - 3000 / (37 * 41);
+    ob_relay rl;
+    ob_relay_start(&rl, schema, prefix, routes,
+                   (const char *const[]){"--batch", "10", "--retention-days", "0", "--max-envelope",
+                                         "2048", "--default-job-options", "{\"sizeLimit\":1500}",
+                                         NULL},
+                   NULL);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL "
+             "AND quarantined_at IS NULL",
+             schema);
+    long long n = 0;
+    if (!ob_wait_count(db, sql, 0, 1, 60000, &n)) OB_FAIL_LOG(&rl, "%lld rows left", n);
+    ob_relay_stop(&rl); /* fails if the relay died on the way */
+    assert_int_equal(ob_ll(db,
+                           "SELECT count(*) FROM %s.outbox_events WHERE quarantined_at IS NOT NULL "
+                           "AND published_at IS NULL AND attempts = 1 AND last_error LIKE "
+                           "'%%over the relay''s limit of 2048%%'",
+                           schema),
+                     over_relay);
+    assert_int_equal(ob_ll(db,
+                           "SELECT count(*) FROM %s.outbox_events WHERE quarantined_at IS NOT NULL "
+                           "AND published_at IS NULL AND attempts = 1 AND last_error LIKE "
+                           "'%%over queue qa''s opts.sizeLimit of 1500%%'",
+                           schema),
+                     over_size);
+    PGresult *res = ob_sql(db,
+                           "SELECT id FROM %s.outbox_events WHERE published_at IS NOT NULL "
+                           "ORDER BY created_at",
+                           schema);
+    long long published = 3000 - over_relay - over_size;
+    assert_int_equal(PQntuples(res), published);
+    const char *queues[] = {"qa", "qb"};
+    for (int q = 0; q < 2; q++) {
+        size_t count = 0;
+        char **ids = added_order(rds, prefix, queues[q], &count);
+        assert_int_equal(count, published);
+        for (size_t i = 0; i < count; i++) {
+            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
+                fail_msg("queue %s: job %zu out of order", queues[q], i);
+            free(ids[i]);
+        }
+        free(ids);
+    }
+    PQclear(res);
+    PQfinish(db);
+    ferry__conn_close(rds);
+}
+
+/* Events of one transaction share created_at (now() is the transaction's start): they are
+ * published in id order (ferry_outbox_append's UUIDv7 ids sort in append order), not in
+ * the order their rows happen to lie in the table. */
+static void test_one_transaction_in_id_order(void **state) {
+    (void)state;
+    PGconn *db = ob_pg();
+    ferry_conn *rds = testenv_conn();
+    const char *schema = ob_schema(db);
+    char prefix[64], sql[256];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    const char *routes = ob_file("tx.routes", "order.placed qa:capture\n");
+    /* one statement, so one transaction and one created_at; the rows lie in the table
+     * (and in the created_at index's ties) in the reverse of their id order */
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload) "
+                   "SELECT ('01900000-0000-7000-8000-' || lpad(g::text, 12, '0'))::uuid, "
+                   "'order.placed', gen_random_uuid(), jsonb_build_object('n', g) "
+                   "FROM generate_series(20, 1, -1) g",
+                   schema));
+    ob_relay rl;
+    ob_relay_start(&rl, schema, prefix, routes,
+                   (const char *const[]){"--batch", "7", "--retention-days", "0", NULL}, NULL);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL",
+             schema);
+    long long n = 0;
+    if (!ob_wait_count(db, sql, 0, 1, 60000, &n)) OB_FAIL_LOG(&rl, "%lld rows left", n);
+    ob_relay_stop(&rl);
+    size_t count = 0;
+    char **ids = added_order(rds, prefix, "qa", &count);
+    assert_int_equal(count, 20);
+    for (size_t i = 0; i < count; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "01900000-0000-7000-8000-%012d", (int)i + 1);
+        if (strcmp(ids[i], want)) fail_msg("job %zu is %s, want %s", i, ids[i], want);
+        free(ids[i]);
+    }
+    free(ids);
+    PQfinish(db);
+    ferry__conn_close(rds);
+}
 
 static void test_one_relay_killed(void **state) {
     (void)state;
@@ -157,6 +268,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_relay_keeps_order),
         cmocka_unit_test(test_quarantine_while_claiming_ahead),
+        cmocka_unit_test(test_many_rows_set_aside_in_small_batches),
+        cmocka_unit_test(test_one_transaction_in_id_order),
         cmocka_unit_test(test_one_relay_killed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
