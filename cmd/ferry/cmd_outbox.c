@@ -38,7 +38,7 @@ typedef struct db_opts {
 static const opt_def db_defs[] = {
     {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
     {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
-    {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 86400000,
+    {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 3600000,
      "Database connect and statement timeout in milliseconds (default 30000)."},
 };
 
@@ -46,7 +46,7 @@ static const opt_def db_defs[] = {
 static const opt_def relay_db_defs[] = {
     {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
     {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
-    {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 86400000,
+    {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 3600000,
      "Database connect and statement timeout in milliseconds (default: connect 5000, "
      "statements 10000)."},
 };
@@ -253,7 +253,8 @@ static const cmd_spec relay_spec = {
     "drop duplicates by jobId. Rows of topics without a route stay unpublished and are\n"
     "reported. When Redis fails the batch is rolled back, attempts/last_error are recorded\n"
     "and the relay retries with capped backoff.\n"
-    "SIGTERM/SIGINT: finish the current batch and exit 0 (a second signal exits at once).\n"
+    "SIGTERM/SIGINT/SIGHUP: finish the current batch and exit 0 (a second signal exits at\n"
+    "once).\n"
     "Exit status: 0 stopped by a signal, 2 bad arguments or routes file, 3 could not start\n"
     "(database or Redis unreachable, schema not migrated), 1 other failures.\n"
     "Test only: FERRY_FAULT=relay_after_publish[:N] kills the relay with SIGKILL after the\n"
