@@ -338,7 +338,8 @@ int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_
             items[ni++] = (item){ITEM_RETRY, i, 1, 0};
     }
     /* A run of jobs into the same set with equal keep settings trims once, after its last
-     * job: the resulting set is the same as trimming after each. */
+     * job (the script widens an age trim's limit by the run's length and trims for a last
+     * job that was refused): the resulting set is the same as trimming after each. */
     for (size_t i = 0; i < nfin; i++) {
         ferry_job *j = jobs[fin[i]];
         trim[i] = 1;

@@ -11,9 +11,11 @@
 #define HEAD 11
 #define STRIDE 11
 
-/* One job of a finish batch. */
+/* One job of a finish batch. keep/age/limit/trim: the removeOn* arguments (NULL: "0"
+ * = delete the job, "" = no age, "1000", "0" = no trim after it). */
 typedef struct fin {
     const char *id, *token, *target; /* target: completed | failed */
+    const char *keep, *age, *limit, *trim;
 } fin;
 
 /* Put job `id` in active with lock `token` (NULL = no lock), as a fetch leaves it. */
@@ -58,11 +60,11 @@ static void finish(ferry_queue *q, const fin *jobs, size_t n, long long *codes) 
         a[2] = jobs[j].target;
         a[3] = strcmp(jobs[j].target, "failed") ? "\"ok\"" : "boom";
         a[4] = "";
-        a[5] = "0"; /* keepCount 0: delete the finished job */
-        a[6] = "";
-        a[7] = "1000";
+        a[5] = jobs[j].keep ? jobs[j].keep : "0";
+        a[6] = jobs[j].age ? jobs[j].age : "";
+        a[7] = jobs[j].limit ? jobs[j].limit : "1000";
         a[8] = "1";
-        a[9] = "0";
+        a[9] = jobs[j].trim ? jobs[j].trim : "0";
         a[10] = "";
     }
     for (size_t i = 0; i < nargs; i++)
@@ -103,10 +105,10 @@ static void test_missing_job_next_to_jobs_with_children(void **state) {
     freeReplyObject(cmd("SADD %s x", K(q, "b:dependencies")));
     freeReplyObject(cmd("SADD %s x", K(q, "c:dependencies")));
     freeReplyObject(cmd("ZADD %s 1 x", K(q, "d:unsuccessful")));
-    fin jobs[] = {{"a", "t1", "completed"},
-                  {"b", "t1", "completed"},
-                  {"c", "t1", "completed"},
-                  {"d", "t1", "completed"}};
+    fin jobs[] = {{.id = "a", .token = "t1", .target = "completed"},
+                  {.id = "b", .token = "t1", .target = "completed"},
+                  {.id = "c", .token = "t1", .target = "completed"},
+                  {.id = "d", .token = "t1", .target = "completed"}};
     long long codes[4];
     finish(q, jobs, 4, codes);
     assert_string_equal(codes_str(codes, 4), "-1,-4,-4,-9");
@@ -134,10 +136,13 @@ static void test_mixed_batch_answers_per_job(void **state) {
     freeReplyObject(cmd("SET %s t2", K(q, "other:lock")));
     freeReplyObject(cmd("SADD %s x", K(q, "kids:dependencies")));
     freeReplyObject(cmd("SADD %s x", K(q, "fkids:dependencies")));
-    fin jobs[] = {{"ok1", "t1", "completed"},    {"gone", "t1", "completed"},
-                  {"nolock", "t1", "completed"}, {"other", "t1", "completed"},
-                  {"kids", "t1", "completed"},   {"fkids", "t1", "failed"},
-                  {"ok2", "t1", "failed"}};
+    fin jobs[] = {{.id = "ok1", .token = "t1", .target = "completed"},
+                  {.id = "gone", .token = "t1", .target = "completed"},
+                  {.id = "nolock", .token = "t1", .target = "completed"},
+                  {.id = "other", .token = "t1", .target = "completed"},
+                  {.id = "kids", .token = "t1", .target = "completed"},
+                  {.id = "fkids", .token = "t1", .target = "failed"},
+                  {.id = "ok2", .token = "t1", .target = "failed"}};
     long long codes[7];
     finish(q, jobs, 7, codes);
     assert_string_equal(codes_str(codes, 7), "0,-1,-2,-6,-4,0,0");
@@ -152,10 +157,61 @@ static void test_mixed_batch_answers_per_job(void **state) {
     ferry_queue_close(q);
 }
 
+/* Finished sets `count` old jobs with scores from `score0` up, hashes included. */
+static void old_finished(ferry_queue *q, const char *set, int count, long score0) {
+    for (int i = 1; i <= count; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "o%d", i);
+        freeReplyObject(cmd("HSET %s name n data {}", K(q, id)));
+        freeReplyObject(cmd("ZADD %s %ld %s", K(q, set), score0 + i, id));
+    }
+}
+
+/* A run of jobs with equal keep settings trims once, after its last job; when that job is
+ * refused, the trim still happens (as each of BullMQ's per-job finishes would have). */
+static void test_trim_owed_by_a_refused_job(void **state) {
+    (void)state;
+    ferry_queue *q = open_q("fs3", "q", NULL);
+    old_finished(q, "completed", 5, 0);
+    make_active(q, "a", "t1");
+    make_active(q, "b", "t2");
+    freeReplyObject(cmd("SET %s other", K(q, "b:lock")));
+    fin jobs[] = {{"a", "t1", "completed", "2", NULL, NULL, "0"},
+                  {"b", "t2", "completed", "2", NULL, NULL, "1"}};
+    long long codes[2];
+    finish(q, jobs, 2, codes);
+    assert_string_equal(codes_str(codes, 2), "0,-6");
+    assert_string_equal(zrange(K(q, "completed")), "o5,5,a,1000");
+    assert_int_equal(ival(cmd("EXISTS %s %s %s %s %s", K(q, "o1"), K(q, "o2"), K(q, "o3"),
+                              K(q, "o4"), K(q, "o5"))),
+                     1);
+    ferry_queue_close(q);
+}
+
+/* removeOnFail {age, limit}: each of n finishes removes up to `limit` expired jobs, so one
+ * trim for a run of n removes up to n * limit (the newest expired first). */
+static void test_trim_by_age_with_limit_per_job(void **state) {
+    (void)state;
+    ferry_queue *q = open_q("fs4", "q", NULL);
+    old_finished(q, "failed", 5, -20000); /* far older than now (1000 ms) - 10 s */
+    make_active(q, "a", "t1");
+    make_active(q, "b", "t1");
+    fin jobs[] = {{"a", "t1", "failed", "-1", "10", "1", "0"},
+                  {"b", "t1", "failed", "-1", "10", "1", "1"}};
+    long long codes[2];
+    finish(q, jobs, 2, codes);
+    assert_string_equal(codes_str(codes, 2), "0,0");
+    assert_string_equal(zrange(K(q, "failed")), "o1,-19999,o2,-19998,o3,-19997,a,1000,b,1000");
+    assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "o4"), K(q, "o5"))), 0);
+    ferry_queue_close(q);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_job_next_to_jobs_with_children),
         cmocka_unit_test(test_mixed_batch_answers_per_job),
+        cmocka_unit_test(test_trim_owed_by_a_refused_job),
+        cmocka_unit_test(test_trim_by_age_with_limit_per_job),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -37,7 +37,7 @@
         stacktrace JSON ("" = leave), keepCount (-1 keep all, 0 delete, n newest n),
         keepAge seconds ("" = none), keepLimit, attempts, trim ("1" = trim the target set
         after this job; the caller sends "0" when the next job into the same set has the
-        same keep settings, so a run of equal settings trims once), deid (the job's `deid`
+        same keep settings, so a run of equal settings trims once: see `runs`), deid (the job's `deid`
         field as fetched, "" = none; it is written only when the job is added)
   Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: codes[i] is 0 or the negative code of
   job i; the rest as moveToActive.lua. ]]
@@ -167,6 +167,20 @@ local function removeFromActive(id)
   return redis.call("LREM", k.active, "-1", id) >= 1
 end
 
+-- Trims owed, per finished set: {keepCount, age, limit, jobs}. A run of jobs into one set
+-- with equal keep settings trims once, after its last job (the caller marks it); n trims
+-- of the same settings leave the set as one does, given `limit` n times over (each BullMQ
+-- trim removes at most `limit` expired jobs, the newest first). A run whose last job was
+-- refused trims when the next job into the set has other settings, or after the loop.
+local runs = {}
+local function flushRun(setKey)
+  local run = runs[setKey]
+  if not run then return end
+  runs[setKey] = nil
+  trimSet(setKey, run[1], run[2], run[3] * run[4])
+  preread = false -- the trim may have wiped jobs of this batch: read again
+end
+
 local codes = {}
 local released = {}
 local dels = {} -- keys deleted in one DEL after the loop (bulk only)
@@ -232,13 +246,17 @@ for i = 0, nJobs - 1 do
     if keepCount ~= 0 or failed then atm = redis.call("HINCRBY", jobKey, "atm", 1) end
     if keepCount ~= 0 then
       local setKey = failed and k.failed or k.completed
+      local age, limit = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]) or 1000
+      local run = runs[setKey]
+      if run and (run[1] ~= keepCount or run[2] ~= age or run[3] ~= limit) then
+        flushRun(setKey) -- its last job was refused: the trim it owed comes before this ZADD
+        run = nil
+      end
       redis.call("ZADD", setKey, nowStr, id)
       redis.call("HSET", jobKey, field, value, "finishedOn", nowStr)
       if failed then redis.call("HDEL", jobKey, "defa") end
-      if ARGV[a + 9] == "1" then
-        trimSet(setKey, keepCount, tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7]) or 1000)
-        preread = false -- the trim may have wiped jobs of this batch: read again
-      end
+      if run then run[4] = run[4] + 1 else runs[setKey] = {keepCount, age, limit, 1} end
+      if ARGV[a + 9] == "1" then flushRun(setKey) end
     elseif bulk then
       local n = #dels
       dels[n + 1] = jobKey
@@ -261,6 +279,8 @@ for i = 0, nJobs - 1 do
   end
   codes[i + 1] = code
 end
+flushRun(k.completed)
+flushRun(k.failed)
 local rest = nil
 if segChanged then
   rest = {}
