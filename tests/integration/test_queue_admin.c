@@ -238,6 +238,19 @@ static void test_remove_job(void **state) {
     assert_int_equal(ferry_queue_remove_job(q, "1", &e), FERRY_ENOTFOUND);
     assert_non_null(strstr(e.message, "not found"));
 
+    /* an id whose hash is gone is still taken out of its state, with its sub-keys */
+    freeReplyObject(cmd("XTRIM %s MAXLEN 0", K(q, "events")));
+    freeReplyObject(cmd("LPUSH %s orphan", K(q, "wait")));
+    freeReplyObject(cmd("RPUSH %s line", K(q, "orphan:logs")));
+    assert_int_equal(ferry_queue_remove_job(q, "orphan", &e), 0);
+    assert_string_equal(lrange(K(q, "wait")), "3");
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "orphan:logs"))), 0);
+    freeReplyObject(cmd("RPUSH %s line", K(q, "subkeys-only:logs")));
+    assert_int_equal(ferry_queue_remove_job(q, "subkeys-only", &e), 0);
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "subkeys-only:logs"))), 0);
+    assert_string_equal(events(q), "removed:jobId=orphan:prev=wait|"
+                                   "removed:jobId=subkeys-only:prev=unknown");
+
     /* locked by a worker */
     freeReplyObject(cmd("SET %s token PX 60000", K(q, "3:lock")));
     assert_int_equal(ferry_queue_remove_job(q, "3", &e), FERRY_ESTATE);

@@ -4,6 +4,8 @@
   job; release the job's flow parent when it was the last pending child; take the id out of
   whatever state holds it; drop a deduplication key the job owns; delete the hash and its
   sub-keys; event `removed {jobId, prev}`. Children of a flow parent are not removed.
+  An id whose hash is gone (left in a state, or sub-keys left) is cleaned up all the same,
+  as Node's remove does; only when nothing at all was there is the answer -1.
 
   KEYS: 1 job hash  2 repeat (job schedulers zset)
   ARGV: 1 job id  2 queue base "<prefix>:<queue>:"
@@ -14,9 +16,9 @@ local rcall = redis.call
 
 local jobKey, jobId, base = KEYS[1], ARGV[1], ARGV[2]
 
-if rcall("EXISTS", jobKey) == 0 then return -1 end
+local exists = rcall("EXISTS", jobKey) == 1
 
-local rjk = rcall("HGET", jobKey, "rjk")
+local rjk = exists and rcall("HGET", jobKey, "rjk")
 if rjk then
   local prevMillis = rcall("ZSCORE", KEYS[2], rjk)
   if prevMillis and jobId == "repeat:" .. rjk .. ":" .. prevMillis then return -8 end
@@ -25,7 +27,7 @@ end
 if rcall("EXISTS", jobKey .. ":lock") == 1 then return 0 end
 
 -- flow child: drop the dependency; the last one releases the parent to wait
-local parentKey = rcall("HGET", jobKey, "parentKey")
+local parentKey = exists and rcall("HGET", jobKey, "parentKey")
 if parentKey and parentKey ~= "" and rcall("EXISTS", parentKey) == 1 then
   local depsKey = parentKey .. ":dependencies"
   if rcall("SREM", depsKey, jobKey) > 0 and rcall("SCARD", depsKey) == 0 then
@@ -52,7 +54,7 @@ elseif rcall("LREM", base .. "paused", 1, jobId) == 1 then prev = "paused"
 elseif rcall("LREM", base .. "active", 1, jobId) == 1 then prev = "active"
 end
 
-local dedupId = rcall("HGET", jobKey, "deid")
+local dedupId = exists and rcall("HGET", jobKey, "deid")
 if dedupId then
   local dedupKey = base .. "de:" .. dedupId
   if rcall("GET", dedupKey) == jobId then
@@ -60,7 +62,9 @@ if dedupId then
   end
 end
 
-ferryWipeJob(jobKey)
+local wiped = rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies",
+  jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
+if wiped == 0 and prev == "unknown" then return -1 end
 rcall("XADD", base .. "events", "MAXLEN", "~", ferryMaxEvents(base .. "meta"), "*", "event",
   "removed", "jobId", jobId, "prev", prev)
 return 1
