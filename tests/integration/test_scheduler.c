@@ -322,6 +322,36 @@ static void test_reupsert_keeps_running_iteration(void **state) {
     ferry_queue_close(q);
 }
 
+/* A cron iteration promoted and completed early holds its slot: upserting the same pattern
+ * again before that time computes that slot, which is refused (-10) - and the scheduler's
+ * pending next iteration must survive the refusal, or the schedule would never run again. */
+static void test_reupsert_refused_keeps_pending(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "scol", NULL);
+    ferry_scheduler_spec c = cron_spec("0 3 * * *", "UTC");
+    char *t1 = upsert(q, "c", &c, NULL);
+    fetched f = fetch(q, t1); /* promoted and run early */
+    ferry__sched_result res = on_fetch(q, &f, ferry__now_ms());
+    assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
+    freeReplyObject(cmd("LREM %s 0 %s", K(q, "active"), t1));
+    freeReplyObject(cmd("ZADD %s 1 %s", K(q, "completed"), t1));
+    redisReply *r = cmd("ZRANGE %s 0 -1", K(q, "delayed"));
+    assert_int_equal(r->elements, 1);
+    char t2[256];
+    snprintf(t2, sizeof t2, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    assert_int_equal(millis_of(t2), millis_of(t1) + DAY_MS);
+
+    upsert_fail(q, "c", &c, FERRY_ESTATE, "");
+    char want[300];
+    snprintf(want, sizeof want, "%s,%lld", t2, millis_of(t2) * 4096);
+    assert_string_equal(zrange(K(q, "delayed")), want);
+    assert_int_equal(zscore(K(q, "repeat"), "c"), millis_of(t2));
+    assert_string_equal(hget(K(q, t2), "rjk"), "c");
+    free(t1);
+    ferry_queue_close(q);
+}
+
 static void test_remove(void **state) {
     (void)state;
     ferry_queue *q = open_q(testenv_prefix(), "srm", NULL);
@@ -760,6 +790,7 @@ int main(void) {
         cmocka_unit_test(test_limit_start_offset_priority_state),
         cmocka_unit_test(test_reupsert_no_duplicates),
         cmocka_unit_test(test_reupsert_keeps_running_iteration),
+        cmocka_unit_test(test_reupsert_refused_keeps_pending),
         cmocka_unit_test(test_remove),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_get_list_count),

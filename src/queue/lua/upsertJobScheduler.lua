@@ -12,7 +12,7 @@
   Differences from Node, on purpose: the pending iteration is looked for in `wait` and in the
   legacy `paused` list (Node looks only in `paused` while the queue is paused, so an upsert on a
   paused queue left a duplicate); a pattern slot held by another job is always refused (-10),
-  never overwritten.
+  never overwritten, and the scheduler and its pending iteration are then left as they were.
 
   KEYS: 1 repeat  2 repeat:<id>  3 meta  4 events
   ARGV: 1 queue base "<prefix>:<queue>:"  2 scheduler id  3 now (ms)
@@ -71,6 +71,13 @@ end
 local removed = false
 if prev then
   local curId = "repeat:" .. sid .. ":" .. schedMs(prev)
+  -- A pattern slot held by another job is refused (below). Refuse it before the pending
+  -- iteration is deleted: deleting it first would leave the scheduler with no next run
+  -- (Node adds the new iteration over the other job instead; ferry never overwrites one).
+  if not every then
+    local target = "repeat:" .. sid .. ":" .. schedMs(nextMillis)
+    if target ~= curId and rcall("EXISTS", base .. target) == 1 then return -10 end
+  end
   if rcall("EXISTS", base .. curId) == 1 then removed = removePending(curId) end
 end
 if removed then
