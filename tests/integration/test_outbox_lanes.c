@@ -33,6 +33,24 @@ static char **added_order(ferry_conn *r, const char *prefix, const char *queue, 
     return ids;
 }
 
+/* Each of the queues holds exactly the rows of `res` (ids in column 0), added in its order. */
+static void expect_added_in_order(ferry_conn *r, const char *prefix, const char *const *queues,
+                                  int nqueues, PGresult *res) {
+    for (int q = 0; q < nqueues; q++) {
+        size_t count = 0;
+        char **ids = added_order(r, prefix, queues[q], &count);
+        if (count != (size_t)PQntuples(res))
+            fail_msg("queue %s holds %zu jobs for %d rows", queues[q], count, PQntuples(res));
+        for (size_t i = 0; i < count; i++) {
+            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
+                fail_msg("queue %s: job %zu is %s, the row %zu in order is %s", queues[q], i,
+                         ids[i], i, PQgetvalue(res, (int)i, 0));
+            free(ids[i]);
+        }
+        free(ids);
+    }
+}
+
 static void test_one_relay_keeps_order(void **state) {
     (void)state;
     PGconn *db = ob_pg();
@@ -52,19 +70,8 @@ static void test_one_relay_keeps_order(void **state) {
     ob_relay_stop(&rl);
     PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY created_at", schema);
     assert_int_equal(PQntuples(res), ROWS / 4);
-    const char *queues[] = {"qa", "qb"};
-    for (int q = 0; q < 2; q++) {
-        size_t count = 0;
-        char **ids = added_order(rds, prefix, queues[q], &count);
-        if (count != ROWS / 4) fail_msg("queue %s holds %zu jobs", queues[q], count);
-        for (size_t i = 0; i < count; i++) {
-            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
-                fail_msg("queue %s: job %zu is %s, the row %zu in created_at order is %s",
-                         queues[q], i, ids[i], i, PQgetvalue(res, (int)i, 0));
-            free(ids[i]);
-        }
-        free(ids);
-    }
+    const char *const queues[] = {"qa", "qb"};
+    expect_added_in_order(rds, prefix, queues, 2, res);
     PQclear(res);
     PQfinish(db);
     ferry__conn_close(rds);
@@ -108,14 +115,8 @@ static void test_quarantine_while_claiming_ahead(void **state) {
                            "ORDER BY created_at",
                            schema);
     assert_int_equal(PQntuples(res), 998);
-    size_t count = 0;
-    char **ids = added_order(rds, prefix, "qa", &count);
-    assert_int_equal(count, 998);
-    for (size_t i = 0; i < count; i++) {
-        if (strcmp(ids[i], PQgetvalue(res, (int)i, 0))) fail_msg("job %zu out of order", i);
-        free(ids[i]);
-    }
-    free(ids);
+    const char *const queues[] = {"qa"};
+    expect_added_in_order(rds, prefix, queues, 1, res);
     PQclear(res);
     PQfinish(db);
     ferry__conn_close(rds);
@@ -172,18 +173,8 @@ static void test_many_rows_set_aside_in_small_batches(void **state) {
                            schema);
     long long published = 3000 - over_relay - over_size;
     assert_int_equal(PQntuples(res), published);
-    const char *queues[] = {"qa", "qb"};
-    for (int q = 0; q < 2; q++) {
-        size_t count = 0;
-        char **ids = added_order(rds, prefix, queues[q], &count);
-        assert_int_equal(count, published);
-        for (size_t i = 0; i < count; i++) {
-            if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
-                fail_msg("queue %s: job %zu out of order", queues[q], i);
-            free(ids[i]);
-        }
-        free(ids);
-    }
+    const char *const queues[] = {"qa", "qb"};
+    expect_added_in_order(rds, prefix, queues, 2, res);
     PQclear(res);
     PQfinish(db);
     ferry__conn_close(rds);
