@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "outbox/relay_internal.h"
+#include "queue/queue_internal.h" /* ferry__queue_data_limit */
 #include "outbox/routes.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -439,6 +440,7 @@ static int open_queues(ferry_relay *r, ferry_error *err) {
         int rc = ferry_queue_open(r->queue_names[i], &qo, &r->queues[i], &e);
         if (rc) return ferry__err(err, rc, "queue %s: %s", r->queue_names[i], e.message);
     }
+    r->data_limit = r->nqueues ? ferry__queue_data_limit(r->queues[0]) : r->max_envelope;
     return 0;
 }
 

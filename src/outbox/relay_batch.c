@@ -147,20 +147,14 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
             continue;
         }
         size_t need = ferry__envelope_size(row->id, idlen, trace, tlen, plen);
-        /* a target queue whose default options have a smaller sizeLimit would refuse the
-         * whole add for this one row, batch after batch: set the row aside instead */
-        const relay_topic *t = &r->topics[row->topic];
-        size_t limit = r->max_envelope;
-        const char *limited_by = NULL;
-        for (size_t j = 0; j < t->ntargets; j++) {
-            size_t ql = ferry__queue_data_limit(r->queues[t->targets[j].queue]);
-            if (ql < limit) limit = ql, limited_by = r->queue_names[t->targets[j].queue];
-        }
-        if (need > limit) {
-            if (limited_by && need <= r->max_envelope)
+        /* a default sizeLimit below the relay's limit would make the queues refuse the whole
+         * add for this one row, batch after batch: set the row aside instead */
+        if (need > r->data_limit) {
+            if (need <= r->max_envelope)
                 snprintf(row->reason, sizeof row->reason,
-                         "job data would be %zu bytes, over queue %.80s's opts.sizeLimit of %zu",
-                         need, limited_by, limit);
+                         "job data would be %zu bytes, over the default job options' sizeLimit "
+                         "of %zu",
+                         need, r->data_limit);
             else
                 snprintf(row->reason, sizeof row->reason,
                          "job data would be %zu bytes, over the relay's limit of %zu", need,

@@ -43,6 +43,9 @@ struct ferry_relay {
     long long retention_s;
     int retention_interval_ms, retention_batch, unknown_report_ms;
     size_t max_envelope;
+    /* largest job data the queues accept: max_envelope, or the default job options'
+     * sizeLimit when smaller (every queue is opened with the same options) */
+    size_t data_limit;
     ferry_relay_log_fn log;
     void *log_userdata;
     ferry_relay_fault_fn fault;

@@ -62,8 +62,7 @@ if dedupId then
   end
 end
 
-local wiped = rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies",
-  jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
+local wiped = ferryWipeJob(jobKey)
 if wiped == 0 and prev == "unknown" then return -1 end
 rcall("XADD", base .. "events", "MAXLEN", "~", ferryMaxEvents(base .. "meta"), "*", "event",
   "removed", "jobId", jobId, "prev", prev)

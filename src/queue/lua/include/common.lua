@@ -60,10 +60,11 @@ local function ferryReleaseLock(jobKey, stalledKey, token, jobId)
   return -2
 end
 
--- Delete a job hash and its sub-keys (not :lock), as BullMQ's removal does.
+-- Delete a job hash and its sub-keys (not :lock), as BullMQ's removal does; returns how
+-- many of those keys existed.
 local function ferryWipeJob(jobKey)
-  redis.call("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies", jobKey .. ":processed",
-    jobKey .. ":failed", jobKey .. ":unsuccessful")
+  return redis.call("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies",
+    jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
 -- Promote due delayed jobs (score <= (now+1)*4096-1, at most 1000) into wait/prioritized.
