@@ -177,6 +177,12 @@ int ferry__job_id_check(const char *id, ferry_error *err) {
 
 /* ---- keepJobs (removeOnComplete / removeOnFail) ------------------------------------- */
 
+/* Seconds (>= 0, finite, at most FERRY__JS_SAFE_MAX / 1000) to the age_ms of
+ * ferry__keep_jobs: the same `age * 1000` product Node computes, rounded up. */
+static long long age_to_ms(double age_s) {
+    return (long long)ceil(age_s * 1000.0);
+}
+
 static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out,
                        ferry_error *err) {
     static const char expect[] = "true, false, a non-negative integer or {age, count, limit}";
@@ -206,10 +212,11 @@ static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out
         snprintf(sub, sizeof sub, "%s.%.40s", field, k);
         if (json_is_null(m)) continue;
         if (!strcmp(k, "age")) {
-            if (as_int(m, 0, FERRY__JS_SAFE_MAX / 1000, &n))
-                return bad(err, sub, "a non-negative integer (seconds)", m);
-            if (n == 0) age_zero = 1;
-            out->age_s = n;
+            if (!json_is_number(m) || json_number_value(m) < 0 ||
+                json_number_value(m) > (double)(FERRY__JS_SAFE_MAX / 1000))
+                return bad(err, sub, "a non-negative number of seconds", m);
+            out->age_ms = age_to_ms(json_number_value(m));
+            if (out->age_ms == 0) age_zero = 1;
         } else if (!strcmp(k, "count")) {
             if (as_int(m, 0, FERRY__JS_SAFE_MAX, &n))
                 return bad(err, sub, "a non-negative integer", m);
@@ -723,7 +730,9 @@ static void keep_lenient(const json_t *v, ferry__keep_jobs *k) {
             if (d <= 0)
                 k->count = 0; /* see keep_strict */
             else
-                k->age_s = (long long)d;
+                k->age_ms = age_to_ms(d > (double)(FERRY__JS_SAFE_MAX / 1000)
+                                          ? (double)(FERRY__JS_SAFE_MAX / 1000)
+                                          : d);
         }
         if (l && !lenient_number(l, &d) && d >= 1) k->limit = (long long)d;
     } else if (!lenient_number(v, &d)) {

@@ -14,7 +14,10 @@
 typedef struct ferry__keep_jobs {
     int set;           /* option present */
     long long count;   /* -1 keep all, 0 delete now, n keep newest n */
-    long long age_s;   /* 0 = no age limit; else delete entries older than age seconds */
+    /* 0 = no age limit; else delete entries finished more than age_ms ago. BullMQ's age
+     * is in seconds and may carry a fraction: age_ms = ceil(age * 1000) trims exactly
+     * what Node's `now - age * 1000` bound does (finish times are whole ms). */
+    long long age_ms;
     long long limit;   /* max deletions per call for age trimming; 0 = 1000 */
 } ferry__keep_jobs;
 

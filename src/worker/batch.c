@@ -238,8 +238,8 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
         addz(a, j->kind == FERRY__FIN_FAIL && j->stacktrace ? j->stacktrace : "");
         const ferry__keep_jobs *kp = &j->keep;
         addll(a, kp->set ? kp->count : -1);
-        if (kp->set && kp->age_s > 0)
-            addll(a, kp->age_s);
+        if (kp->set && kp->age_ms > 0)
+            addll(a, kp->age_ms);
         else
             addz(a, "");
         addll(a, kp->set && kp->limit > 0 ? kp->limit : 1000);
@@ -251,7 +251,7 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
 }
 
 static int keep_equal(const ferry__keep_jobs *x, const ferry__keep_jobs *y) {
-    return x->set == y->set && x->count == y->count && x->age_s == y->age_s && x->limit == y->limit;
+    return x->set == y->set && x->count == y->count && x->age_ms == y->age_ms && x->limit == y->limit;
 }
 
 static int is_noscript(const redisReply *r) {
@@ -506,9 +506,11 @@ int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_
 int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error *err) {
     char now[24], maxst[24], interval[24];
     snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
-    /* -1 = never fail stalled jobs: a count no job reaches */
-    snprintf(maxst, sizeof maxst, "%lld",
-             w->max_stalled_count < 0 ? 9007199254740991LL : (long long)w->max_stalled_count);
+    /* never fail stalled jobs: a count no job reaches; fail at the first stall: 0 */
+    long long max_stalled = w->max_stalled_count;
+    if (max_stalled == FERRY_STALLED_NEVER_FAIL) max_stalled = 9007199254740991LL;
+    if (max_stalled == FERRY_STALLED_FAIL_FIRST) max_stalled = 0;
+    snprintf(maxst, sizeof maxst, "%lld", max_stalled);
     snprintf(interval, sizeof interval, "%d", w->stalled_interval_ms);
     const char *keys[] = {w->k_stalled, w->k_wait,   w->k_active, w->k_stalled_check,
                           w->k_meta,    w->k_marker, w->k_events, w->k_repeat};

@@ -12,7 +12,7 @@
 #define STRIDE 11
 
 /* One job of a finish batch. keep/age/limit/trim: the removeOn* arguments (NULL: "0"
- * = delete the job, "" = no age, "1000", "0" = no trim after it). */
+ * = delete the job, "" = no age (else ms), "1000", "0" = no trim after it). */
 typedef struct fin {
     const char *id, *token, *target; /* target: completed | failed */
     const char *keep, *age, *limit, *trim;
@@ -196,13 +196,29 @@ static void test_trim_by_age_with_limit_per_job(void **state) {
     old_finished(q, "failed", 5, -20000); /* far older than now (1000 ms) - 10 s */
     make_active(q, "a", "t1");
     make_active(q, "b", "t1");
-    fin jobs[] = {{"a", "t1", "failed", "-1", "10", "1", "0"},
-                  {"b", "t1", "failed", "-1", "10", "1", "1"}};
+    fin jobs[] = {{"a", "t1", "failed", "-1", "10000", "1", "0"},
+                  {"b", "t1", "failed", "-1", "10000", "1", "1"}};
     long long codes[2];
     finish(q, jobs, 2, codes);
     assert_string_equal(codes_str(codes, 2), "0,0");
     assert_string_equal(zrange(K(q, "failed")), "o1,-19999,o2,-19998,o3,-19997,a,1000,b,1000");
     assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "o4"), K(q, "o5"))), 0);
+    ferry_queue_close(q);
+}
+
+/* The age argument is in ms (BullMQ's seconds, fractions included, times 1000): with
+ * now = 1000 and age 500, jobs finished at or before 500 go, later ones stay. */
+static void test_trim_by_age_in_ms(void **state) {
+    (void)state;
+    ferry_queue *q = open_q("fs5", "q", NULL);
+    old_finished(q, "completed", 3, 498); /* o1 499, o2 500, o3 501 */
+    make_active(q, "a", "t1");
+    fin jobs[] = {{"a", "t1", "completed", "-1", "500", NULL, "1"}};
+    long long codes[1];
+    finish(q, jobs, 1, codes);
+    assert_string_equal(codes_str(codes, 1), "0");
+    assert_string_equal(zrange(K(q, "completed")), "o3,501,a,1000");
+    assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "o1"), K(q, "o2"), K(q, "o3"))), 1);
     ferry_queue_close(q);
 }
 
@@ -212,6 +228,7 @@ int main(void) {
         cmocka_unit_test(test_mixed_batch_answers_per_job),
         cmocka_unit_test(test_trim_owed_by_a_refused_job),
         cmocka_unit_test(test_trim_by_age_with_limit_per_job),
+        cmocka_unit_test(test_trim_by_age_in_ms),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

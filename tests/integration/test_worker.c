@@ -261,6 +261,37 @@ static void test_unknown_backoff_fails_clearly(void **state) {
 
 /* ---- keepJobs ------------------------------------------------------------------------- */
 
+/* BullMQ's age is seconds and may carry a fraction (Node computes now - age * 1000): 1.5 s
+ * trims a job finished 1.8 s ago (2 s would not), and not everything. (ferry once read a
+ * fraction below 1 as "no age limit" and refused fractions at add.) The exact bound is
+ * checked with a fixed clock in test_finish_script. */
+static void test_remove_on_complete_fractional_age(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    long long now = ferry__now_ms();
+    freeReplyObject(wt_cmd(&t, "HSET %sold name old data {} opts {} timestamp 1", t.base));
+    freeReplyObject(wt_cmd(&t, "ZADD %scompleted %lld old", t.base, now - 1800));
+    freeReplyObject(wt_cmd(&t, "HSET %srecent name recent data {} opts {} timestamp 1", t.base));
+    freeReplyObject(wt_cmd(&t, "ZADD %scompleted %lld recent", t.base, now + 60000));
+    char *aged = wt_add(&t, "none", NULL, "{\"removeOnComplete\":{\"age\":1.5}}");
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_COUNT(&t, completed, 1);
+    wt_stop(w);
+    assert_int_equal(WT_EXISTS(&t, "old"), 0);
+    assert_null(wt_zscore(&t, "completed", "old"));
+    assert_int_equal(WT_EXISTS(&t, "recent"), 1);
+    assert_int_equal(WT_EXISTS(&t, aged), 1);
+    assert_int_equal(WT_ZCARD(&t, "completed"), 2);
+    free(aged);
+    wt_fini(&t);
+}
+
 static void test_remove_on_complete(void **state) {
     (void)state;
     wt t;
@@ -758,6 +789,7 @@ int main(void) {
         cmocka_unit_test(test_permanent_failure),
         cmocka_unit_test(test_unknown_backoff_fails_clearly),
         cmocka_unit_test(test_remove_on_complete),
+        cmocka_unit_test(test_remove_on_complete_fractional_age),
         cmocka_unit_test(test_remove_on_fail_worker_option),
         cmocka_unit_test(test_concurrency_runs_k_at_once),
         cmocka_unit_test(test_queue_limits),
