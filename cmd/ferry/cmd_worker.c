@@ -54,8 +54,8 @@ static const opt_def worker_defs[] = {
     {"name", OPT_STRING, "N", offsetof(worker_opts, name), 0, 0,
      "Worker name, stored on each job as processedBy."},
     {"max-stalled-count", OPT_INT, "N", offsetof(worker_opts, max_stalled), -1, 1000000,
-     "Times a job may be recovered from a dead worker before it fails (default 1; -1 = "
-     "never fail)."},
+     "Times a job may be recovered from a dead worker before it fails (default 1; 0 = the "
+     "first stall fails it, as BullMQ's maxStalledCount 0; -1 = never fail)."},
     {"stalled-interval", OPT_INT, "MS", offsetof(worker_opts, stalled_interval), 1000, DAY_MS,
      "How often to look for stalled jobs (default 30000)."},
     {"remove-on-complete", OPT_JSON, "JSON", offsetof(worker_opts, remove_on_complete), 0, 0,
@@ -591,9 +591,6 @@ static int worker_main(int argc, char **argv) {
     const char *queue = r.pos[0];
     free(r.pos);
     if ((rc = cli_conn_resolve(&worker_spec, &conn))) return rc;
-    if (o.max_stalled == 0)
-        return opts_usage_error(&worker_spec, "--max-stalled-count: 0 is not supported; use a "
-                                              "count of 1 or more, or -1 for never");
     if (!o.limiter_max != !o.limiter_duration)
         return opts_usage_error(&worker_spec, "--limiter-max and --limiter-duration go together: "
                                               "give both or neither");
@@ -630,7 +627,12 @@ static int worker_main(int argc, char **argv) {
     wo.concurrency = (int)o.concurrency;
     wo.lock_duration_ms = (int)o.lock_duration;
     wo.stalled_interval_ms = (int)o.stalled_interval;
-    wo.max_stalled_count = o.max_stalled == MAX_STALLED_UNSET ? 0 : (int)o.max_stalled;
+    if (o.max_stalled == MAX_STALLED_UNSET)
+        wo.max_stalled_count = 0; /* the library default, 1 */
+    else if (o.max_stalled == 0)
+        wo.max_stalled_count = FERRY_STALLED_FAIL_FIRST;
+    else
+        wo.max_stalled_count = (int)o.max_stalled;
     wo.remove_on_complete = o.remove_on_complete;
     wo.remove_on_fail = o.remove_on_fail;
     wo.max_started_attempts = (int)o.max_started;

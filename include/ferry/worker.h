@@ -161,6 +161,10 @@ typedef struct ferry_worker_callbacks {
     void (*job_log)(const ferry_job_log *rec, void *userdata);
 } ferry_worker_callbacks;
 
+/* Special values of ferry_worker_options.max_stalled_count. */
+#define FERRY_STALLED_NEVER_FAIL (-1)
+#define FERRY_STALLED_FAIL_FIRST (-2)
+
 typedef struct ferry_worker_options {
     const ferry_redis_options *redis; /* NULL = defaults */
     const char *prefix;               /* NULL = "bull" */
@@ -168,12 +172,16 @@ typedef struct ferry_worker_options {
     int concurrency;                  /* handler threads; 0 = 1; max 1024 */
     int lock_duration_ms;             /* 0 = 30000 */
     int stalled_interval_ms;          /* 0 = 30000 */
-    int max_stalled_count;            /* 0 = 1; use -1 for "never fail stalled jobs" */
+    /* Stalls (the job's worker died or lost its lock) recovered before the job fails:
+     * n >= 1; 0 = 1 (BullMQ's default); FERRY_STALLED_NEVER_FAIL recovers it forever;
+     * FERRY_STALLED_FAIL_FIRST is BullMQ's maxStalledCount 0: the first stall fails the
+     * job (at most one start that ended unseen, for handlers that must not run twice). */
+    int max_stalled_count;
     int max_started_attempts;         /* 0 = unlimited */
     int drain_delay_ms;               /* longest BZPOPMIN wait; 0 = 5000 */
     int fetch_batch;                  /* most jobs taken per fetch call; 0 = concurrency */
     /* Worker-level removeOnComplete / removeOnFail (BullMQ JSON: true, false, n,
-     * {"age":s,"count":n}) used when a job has none. NULL = keep. */
+     * {"age":s,"count":n}; s may carry a fraction) used when a job has none. NULL = keep. */
     const char *remove_on_complete;
     const char *remove_on_fail;
     /* BullMQ worker limiter {max, duration}: at most limiter_max jobs are handed out per

@@ -382,6 +382,7 @@ static void test_worker_option_validation(void **state) {
         {"--retry-later-default", "-1", NULL, NULL, "--retry-later-default"},
         {"--retry-later-default", "86400001", NULL, NULL, "--retry-later-default"},
         {"--max-started-attempts", "0", NULL, NULL, "--max-started-attempts"},
+        {"--max-stalled-count", "-2", NULL, NULL, "--max-stalled-count"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_run r;

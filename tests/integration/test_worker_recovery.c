@@ -115,6 +115,41 @@ static void test_stalled_too_often_fails_without_running(void **state) {
     wt_fini(&t);
 }
 
+/* FERRY_STALLED_FAIL_FIRST (BullMQ's maxStalledCount 0): the first stall fails the job,
+ * which never runs again. */
+static void test_stalled_once_fails_with_fail_first(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id = wt_add(&t, "work", NULL, "{\"attempts\":3}");
+    dead_worker_fetch(&t, id, 200);
+
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    o.stalled_interval_ms = 150;
+    o.max_stalled_count = FERRY_STALLED_FAIL_FIRST;
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "failed", 1);
+    WT_WAIT_COUNT(&t, failed_final, 1);
+    assert_int_equal(runs_of(&h), 0);
+    wt_expect_field(&t, id, "failedReason", "job stalled more than allowable limit");
+    wt_expect_field(&t, id, "stc", "1");
+    wt_stop(w);
+
+    /* values below FERRY_STALLED_FAIL_FIRST are refused */
+    o.max_stalled_count = -3;
+    ferry_worker *bad = NULL;
+    ferry_error e = {0};
+    assert_int_equal(ferry_worker_create(QNAME, &o, handler, &h, &bad, &e), FERRY_EINVAL);
+    assert_non_null(strstr(e.message, "max_stalled_count"));
+    assert_null(bad);
+    free(id);
+    wt_fini(&t);
+}
+
 /* ---- locks ----------------------------------------------------------------------------- */
 
 static int job_has_stc(void *arg) {
@@ -292,6 +327,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stalled_job_recovered),
         cmocka_unit_test(test_stalled_too_often_fails_without_running),
+        cmocka_unit_test(test_stalled_once_fails_with_fail_first),
         cmocka_unit_test(test_lock_renewal_keeps_long_job),
         cmocka_unit_test(test_lost_lock_is_reported),
         cmocka_unit_test(test_results_survive_unresponsive_redis),
