@@ -1,6 +1,6 @@
 /* test_scheduler.c - job schedulers against a real Redis: the exact layout BullMQ 6.7.0
  * stores for `every` and cron (+ time zone) schedulers, re-upserts that neither duplicate nor
- * shift, removal, validation, reading back (get/list/count), and the worker hook that produces
+ * shift, refused upserts that leave the pending iteration in place, removal, validation, reading back (get/list/count), and the worker hook that produces
  * the next iteration (every, cron with tz, only the current iteration produces, duplicated,
  * limit, end date, batches, NOSCRIPT) - including from Node-written state copied from the
  * observed dumps (research/bullmq-interop/observed/e5-scheduler.txt). */
@@ -349,6 +349,81 @@ static void test_reupsert_refused_keeps_pending(void **state) {
     assert_int_equal(zscore(K(q, "repeat"), "c"), millis_of(t2));
     assert_string_equal(hget(K(q, t2), "rjk"), "c");
     free(t1);
+    ferry_queue_close(q);
+}
+
+/* Everything an upsert of scheduler `id` may touch, as one string (malloc'd; caller frees). */
+static char *sched_snapshot(ferry_queue *q, const char *id, const char *job) {
+    char key[256], *out = NULL;
+    snprintf(key, sizeof key, "repeat:%s", id);
+    size_t cap = 4 * 16384 + 65536 + 8 * 65536;
+    out = malloc(cap);
+    assert_non_null(out);
+    int n = snprintf(out, cap, "sched[%s] ", hgetall(K(q, key)));
+    n += snprintf(out + n, cap - (size_t)n, "job[%s] ", hgetall(K(q, job)));
+    n += snprintf(out + n, cap - (size_t)n, "repeat[%s] ", zrange(K(q, "repeat")));
+    n += snprintf(out + n, cap - (size_t)n, "delayed[%s] ", zrange(K(q, "delayed")));
+    n += snprintf(out + n, cap - (size_t)n, "wait[%s] ", lrange(K(q, "wait")));
+    n += snprintf(out + n, cap - (size_t)n, "id[%s] ", get(K(q, "id")));
+    snprintf(out + n, cap - (size_t)n, "events[%s]", events(q));
+    return out;
+}
+
+/* A changed `every` starts over at startDate; when that slot and the 32 after it are all
+ * held by job hashes (finished iterations of an earlier scheduler with this id), the
+ * upsert is refused (-11) - and, as for a pattern, before the pending iteration is deleted:
+ * otherwise the scheduler would be left with no next run. A pending iteration among the
+ * scanned slots is no obstacle (it is the one being replaced); a running one is. */
+static void test_every_change_refused_keeps_pending(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "sevref", NULL);
+    long long start = ferry__now_ms() + 3600000;
+    ferry_scheduler_spec s = every_spec(60000);
+    s.start_date_ms = start;
+    char *cur = upsert(q, "ev", &s, NULL);
+    assert_int_equal(millis_of(cur), start);
+
+    /* every 30 s from 10 minutes later: the first slot and the 32 scanned after it held */
+    long long start2 = start + 600000;
+    for (long long i = 0; i <= 32; i++)
+        freeReplyObject(cmd("HSET %s:%lld name old", K(q, "repeat:ev"), start2 + i * 30000));
+    char *before = sched_snapshot(q, "ev", cur);
+    ferry_scheduler_spec s2 = every_spec(30000);
+    s2.start_date_ms = start2;
+    upsert_fail(q, "ev", &s2, FERRY_ESTATE, "32 consecutive slots are held");
+    char *after = sched_snapshot(q, "ev", cur);
+    assert_string_equal(after, before); /* nothing touched */
+    assert_string_equal(hget(K(q, "repeat:ev"), "every"), "60000");
+    assert_int_equal(zscore(K(q, "repeat"), "ev"), start);
+    assert_true(zscore(K(q, "delayed"), cur) >= 0);
+    assert_string_equal(hget(K(q, cur), "rjk"), "ev");
+    free(before), free(after);
+
+    /* 32 held slots, then the pending iteration's own slot (the last one scanned): it is
+     * replaced in place */
+    for (long long i = 1; i <= 32; i++)
+        freeReplyObject(cmd("HSET %s:%lld name old", K(q, "repeat:ev"), start - i * 30000));
+    s2.start_date_ms = start - 32 * 30000;
+    char *same = upsert(q, "ev", &s2, NULL);
+    assert_string_equal(same, cur);
+    assert_string_equal(hget(K(q, "repeat:ev"), "every"), "30000");
+    char want[512];
+    snprintf(want, sizeof want, "ev,%lld", start);
+    assert_string_equal(zrange(K(q, "repeat")), want);
+    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 1);
+    assert_true(zscore(K(q, "delayed"), cur) >= 0);
+    snprintf(want, sizeof want, "%s:%lld", K(q, "repeat:ev"), start - 30000);
+    assert_string_equal(hget(want, "name"), "old"); /* the held slots are left alone */
+
+    /* once it runs, that slot is held like the others: the next free one is taken */
+    fetched f = fetch(q, cur);
+    ferry_scheduler_spec s3 = every_spec(30000 * 16); /* start - 8 min held, start running */
+    s3.start_date_ms = start - 16 * 30000;
+    char *next = upsert(q, "ev", &s3, NULL);
+    assert_int_equal(millis_of(next), start + 16 * 30000);
+    assert_string_equal(lrange(K(q, "active")), f.id);
+    assert_string_equal(hget(K(q, f.id), "rjk"), "ev");
+    free(cur), free(same), free(next);
     ferry_queue_close(q);
 }
 
@@ -791,6 +866,7 @@ int main(void) {
         cmocka_unit_test(test_reupsert_no_duplicates),
         cmocka_unit_test(test_reupsert_keeps_running_iteration),
         cmocka_unit_test(test_reupsert_refused_keeps_pending),
+        cmocka_unit_test(test_every_change_refused_keeps_pending),
         cmocka_unit_test(test_remove),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_get_list_count),

@@ -7,12 +7,16 @@
   starts at startDate (not before now), else at the next offset-aligned slot when an offset is
   given, else now. A pending iteration that has not started (delayed, prioritized, waiting) is
   replaced; for an unchanged `every` the replacement keeps its millis, so upserting again on
-  every deploy neither duplicates nor shifts the schedule. `pattern`: the client computed the
-  slot (cron in the scheduler's zone).
+  every deploy neither duplicates nor shifts the schedule. A slot held by another job (stale
+  finished iterations of an earlier scheduler with this id) moves the new iteration on by
+  `every`, trying the computed slot and up to 32 after it; the pending iteration's own slot
+  counts as free, since it is replaced. `pattern`: the client computed the slot (cron in the
+  scheduler's zone).
   Differences from Node, on purpose: the pending iteration is looked for in `wait` and in the
   legacy `paused` list (Node looks only in `paused` while the queue is paused, so an upsert on a
   paused queue left a duplicate); a pattern slot held by another job is always refused (-10),
-  never overwritten, and the scheduler and its pending iteration are then left as they were.
+  never overwritten. A refusal (-10, -11) is decided before anything is written or deleted:
+  the scheduler hash, its `repeat` entry and its pending iteration are left as they were.
 
   KEYS: 1 repeat  2 repeat:<id>  3 meta  4 events
   ARGV: 1 queue base "<prefix>:<queue>:"  2 scheduler id  3 now (ms)
@@ -22,7 +26,7 @@
         14 template opts (JSON, "{}" = none)  15 iteration opts JSON without jobId and delay
         16 priority  17 lifo ("1"/"0")
   Returns: {jobId, delay}; -10 pattern slot held by a job that cannot be replaced; -11 every:
-  32 consecutive slots held by jobs.
+  the computed slot and the 32 after it all held by jobs that cannot be replaced.
 ]]
 local rcall = redis.call
 --@include common.lua
@@ -53,6 +57,13 @@ if every then
   nextMillis, newOffset = schedEveryNext(millis, every, now, offset, startDate)
 end
 
+-- Whether a job has not started (delayed, prioritized, waiting): only such an iteration is
+-- replaced. Read-only: nothing is deleted before the slot is settled.
+local function isPending(jobId)
+  return rcall("ZSCORE", base .. "delayed", jobId) or rcall("ZSCORE", base .. "prioritized", jobId)
+    or rcall("LPOS", base .. "wait", jobId) or rcall("LPOS", base .. "paused", jobId)
+end
+
 -- Delete a pending (not started) iteration; true when it was there.
 local function removePending(jobId)
   local jobKey = base .. jobId
@@ -68,37 +79,42 @@ local function removePending(jobId)
   return false
 end
 
-local removed = false
+-- The current iteration is replaced when it exists and has not started.
+local curId, replace = nil, false
 if prev then
-  local curId = "repeat:" .. sid .. ":" .. schedMs(prev)
-  -- A pattern slot held by another job is refused (below). Refuse it before the pending
-  -- iteration is deleted: deleting it first would leave the scheduler with no next run
-  -- (Node adds the new iteration over the other job instead; ferry never overwrites one).
-  if not every then
-    local target = "repeat:" .. sid .. ":" .. schedMs(nextMillis)
-    if target ~= curId and rcall("EXISTS", base .. target) == 1 then return -10 end
-  end
-  if rcall("EXISTS", base .. curId) == 1 then removed = removePending(curId) end
+  curId = "repeat:" .. sid .. ":" .. schedMs(prev)
+  replace = rcall("EXISTS", base .. curId) == 1 and isPending(curId) and true or false
 end
-if removed then
+if replace then
   if every and not updatedEvery then nextMillis = prev end
 else
   keepOffset = newOffset
 end
 
+-- The slot is settled and any refusal (-10, -11) made BEFORE the pending iteration is
+-- deleted: deleting it first would leave the scheduler with no next run. A slot is free when
+-- no job holds it, or when its job is the pending iteration about to be replaced. A pattern
+-- slot held by another job is refused (Node adds the new iteration over the other job
+-- instead; ferry never overwrites one).
+local function held(id)
+  if replace and id == curId then return false end
+  return rcall("EXISTS", base .. id) == 1
+end
 local jobId = "repeat:" .. sid .. ":" .. schedMs(nextMillis)
-if rcall("EXISTS", base .. jobId) == 1 then
+if held(jobId) then
   if not every then return -10 end
-  -- stale finished iterations of an earlier scheduler with this id may hold several slots
-  local scans, exists = 0, 1
+  -- stale finished iterations of an earlier scheduler with this id may hold several slots:
+  -- the computed one and up to 32 after it are tried
+  local scans, taken = 0, true
   repeat
     nextMillis = nextMillis + every
     jobId = "repeat:" .. sid .. ":" .. schedMs(nextMillis)
     scans = scans + 1
-    exists = rcall("EXISTS", base .. jobId)
-  until exists == 0 or scans >= 32
-  if exists == 1 then return -11 end
+    taken = held(jobId)
+  until not taken or scans >= 32
+  if taken then return -11 end
 end
+if replace then removePending(curId) end
 
 local delay = nextMillis - now
 if delay < 0 then delay = 0 end
