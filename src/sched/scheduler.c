@@ -254,7 +254,8 @@ static int run_upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec
             err, FERRY_ESTATE, "queue %s: scheduler %s: %s (BullMQ code %lld)", q->keys.queue, id,
             r->integer == -10 ? "the next slot is held by an iteration that is running or "
                                 "finished"
-                              : "32 consecutive slots are held by earlier iterations",
+                              : "the next slot and the 32 after it are held by earlier "
+                                "iterations",
             r->integer);
     else if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
                          r->element[0]->type != REDIS_REPLY_STRING ||

@@ -390,7 +390,7 @@ static void test_every_change_refused_keeps_pending(void **state) {
     char *before = sched_snapshot(q, "ev", cur);
     ferry_scheduler_spec s2 = every_spec(30000);
     s2.start_date_ms = start2;
-    upsert_fail(q, "ev", &s2, FERRY_ESTATE, "32 consecutive slots are held");
+    upsert_fail(q, "ev", &s2, FERRY_ESTATE, "the next slot and the 32 after it are held");
     char *after = sched_snapshot(q, "ev", cur);
     assert_string_equal(after, before); /* nothing touched */
     assert_string_equal(hget(K(q, "repeat:ev"), "every"), "60000");
