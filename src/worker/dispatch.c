@@ -160,63 +160,21 @@ static int conn_ok(const ferry__disp *d) {
 
 /* ---- results ------------------------------------------------------------------------ */
 
-static const char *code_text(int code) {
-    switch (code) {
-    case -1:
-        return "job no longer exists";
-    case -2:
-        return "lock missing (expired: the job may run again elsewhere)";
-    case -3:
-        return "job is not active";
-    case -4:
-        return "job has pending children";
-    case -6:
-        return "lock owned by another worker";
-    case -9:
-        return "job has failed children";
-    default:
-        return "unexpected script answer";
-    }
-}
-
-static const char *kind_text(ferry__fin_kind k) {
-    switch (k) {
-    case FERRY__FIN_COMPLETE:
-        return "completion";
-    case FERRY__FIN_FAIL:
-        return "failure";
-    case FERRY__FIN_RETRY_LATER:
-        return "retry-later";
-    case FERRY__FIN_THROTTLE:
-        return "throttle";
-    default:
-        return "retry";
-    }
-}
-
-/* callbacks.job_log outcome name of a job whose finish was written. */
-static const char *log_outcome(const ferry_job *j) {
-    switch (j->kind) {
-    case FERRY__FIN_COMPLETE:
-        return "completed";
-    case FERRY__FIN_RETRY_DELAY:
-    case FERRY__FIN_RETRY_NOW:
-        return "retry";
-    case FERRY__FIN_RETRY_LATER:
-        return "retry-later";
-    case FERRY__FIN_THROTTLE:
-        return "throttled";
-    case FERRY__FIN_FAIL:
-    default:
-        /* a transient failure that ran out of attempts (or whose backoff said no) */
-        return j->ran && j->outcome == FERRY_FAILED ? "failed" : "permanent";
-    }
-}
-
 /* Stats deltas of one batch, applied under the lock once. */
 typedef struct deltas {
     unsigned long long completed, failed, retried, lock_lost, retried_later, throttled;
 } deltas;
+
+/* The code to settle a finish by. A finish sent again after an unknown outcome (broken
+ * connection, script error) and refused because the job or its lock is gone (-1, -2) or
+ * another worker holds it (-6) was written by an earlier send, when the answer came before
+ * the lock could expire (lock_ms + lock_duration, ferry's own clock): only that finish
+ * removes a live lock of ours; a job it put back may have been taken again. Then it is
+ * settled as written (0); a job whose lock was reported lost keeps its refusal. */
+static int landed_before(const ferry_worker *w, const ferry_job *j, int code, int64_t answered_ms) {
+    if (!j->resent || j->lock_lost || (code != -1 && code != -2 && code != -6)) return code;
+    return answered_ms < j->lock_ms + w->lock_duration_ms ? 0 : code;
+}
 
 /* One job's answer: callbacks, stats, and whether the job is done with (1) or must be
  * sent again (0). */
@@ -252,7 +210,7 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
             break;
         }
         }
-        ferry__job_log_emit(w, j, log_outcome(j));
+        ferry__job_log_emit(w, j, ferry__fin_log_outcome(j));
         return 1;
     }
     if (code == FERRY__CODE_SCRIPT_ERROR) {
@@ -264,15 +222,15 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
         report(w, FERRY_EREDIS,
                "worker %s: job %s: %s given up after %d script errors (%s); its lock expires and "
                "it is recovered as stalled",
-               w->queue, j->id, kind_text(j->kind), SCRIPT_ERROR_RETRIES,
+               w->queue, j->id, ferry__fin_kind_text(j->kind), SCRIPT_ERROR_RETRIES,
                res->has_script_error ? res->script_error.message : "");
         return 1;
     }
     if ((code == -2 || code == -6) && !j->lock_lost) dl->lock_lost++;
     ferry__job_log_emit(w, j, "lock-lost");
     report(w, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
-           "worker %s: job %s: %s refused (%d: %s)%s", w->queue, j->id, kind_text(j->kind), code,
-           code_text(code),
+           "worker %s: job %s: %s refused (%d: %s)%s", w->queue, j->id,
+           ferry__fin_kind_text(j->kind), code, ferry__fin_code_text(code),
            j->resent ? "; sent again (after a broken connection or a script error), so it may "
                        "have been written already"
                      : "");
@@ -416,6 +374,7 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     /* this thread may have been the one draining the ready queue: keep it moving while we
      * wait for Redis */
     if (atomic_load(&w->rq_len) > 0) ferry__ready_help(w);
+    int64_t sent_ms = ferry__mono_ms();
     int rc = ferry__batch_run(w, jobs, n, fetch_n, codes, &res, &e);
     d->last_io = ferry__mono_ms();
     if (rc != 0) {
@@ -441,7 +400,7 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     int again = 0;
     for (i = 0; i < n; i++) {
         ferry_job *j = jobs[i];
-        if (settle(w, j, codes[i], &res, &dl)) {
+        if (settle(w, j, landed_before(w, j, codes[i], d->last_io), &res, &dl)) {
             own_remove(d, j);
             ferry__job_free(j);
         } else {
@@ -486,6 +445,8 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
             d->drained = 1;
             d->block_until = res.next_delayed;
         }
+        for (ferry_job *j = res.fetched; j; j = j->next)
+            j->lock_ms = sent_ms;
         if (res.fetched && conn_ok(d)) produce_next_iterations(w, res.fetched);
         take_jobs(w, res.fetched, mine);
     }
@@ -501,6 +462,7 @@ static void renew_locks(ferry_worker *w) {
     if (d->nowned == 0) return;
     size_t *lost = NULL, nlost = 0;
     ferry_error e = {0};
+    int64_t sent_ms = ferry__mono_ms();
     int rc = ferry__batch_extend_locks(w, d->owned, (size_t)d->nowned, &lost, &nlost, &e);
     if (rc != 0) {
         if (d->conn && ferry__conn_broken(d->conn))
@@ -509,10 +471,18 @@ static void renew_locks(ferry_worker *w) {
             report(w, rc, "worker %s: lock renewal: %s", w->queue, e.message);
         return;
     }
+    int64_t now = ferry__mono_ms();
     unsigned long long newly = 0;
     for (size_t k = 0; k < nlost; k++) {
         ferry_job *j = d->owned[lost[k]];
+        int64_t was = j->lock_ms;
+        j->lock_ms = INT64_MIN; /* not renewed (see the loop below) */
         if (j->lock_lost) continue;
+        /* a finish sent with an unknown outcome released it: its resend settles it */
+        if (j->resent && now < was + w->lock_duration_ms) {
+            j->lock_ms = was;
+            continue;
+        }
         j->lock_lost = 1;
         newly++;
         report(w, FERRY_ELOCK,
@@ -521,6 +491,8 @@ static void renew_locks(ferry_worker *w) {
                w->queue, j->id);
     }
     free(lost);
+    for (int k = 0; k < d->nowned; k++)
+        if (d->owned[k]->lock_ms != INT64_MIN) d->owned[k]->lock_ms = sent_ms;
     if (newly) {
         pthread_mutex_lock(&w->mu);
         w->stats.lock_lost += newly;

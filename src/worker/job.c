@@ -504,3 +504,60 @@ long long ferry__job_backoff_delay(const ferry_job *j) {
     ferry__job_opts_free(&o);
     return d;
 }
+
+/* ---- finish texts -------------------------------------------------------------------- */
+
+/* Text of a finish script's negative code (BullMQ's codes). */
+const char *ferry__fin_code_text(int code) {
+    switch (code) {
+    case -1:
+        return "job no longer exists";
+    case -2:
+        return "lock missing (expired: the job may run again elsewhere)";
+    case -3:
+        return "job is not active";
+    case -4:
+        return "job has pending children";
+    case -6:
+        return "lock owned by another worker";
+    case -9:
+        return "job has failed children";
+    default:
+        return "unexpected script answer";
+    }
+}
+
+/* What a finish of this kind is called in messages. */
+const char *ferry__fin_kind_text(ferry__fin_kind k) {
+    switch (k) {
+    case FERRY__FIN_COMPLETE:
+        return "completion";
+    case FERRY__FIN_FAIL:
+        return "failure";
+    case FERRY__FIN_RETRY_LATER:
+        return "retry-later";
+    case FERRY__FIN_THROTTLE:
+        return "throttle";
+    default:
+        return "retry";
+    }
+}
+
+/* callbacks.job_log outcome name of a job whose finish was written. */
+const char *ferry__fin_log_outcome(const ferry_job *j) {
+    switch (j->kind) {
+    case FERRY__FIN_COMPLETE:
+        return "completed";
+    case FERRY__FIN_RETRY_DELAY:
+    case FERRY__FIN_RETRY_NOW:
+        return "retry";
+    case FERRY__FIN_RETRY_LATER:
+        return "retry-later";
+    case FERRY__FIN_THROTTLE:
+        return "throttled";
+    case FERRY__FIN_FAIL:
+    default:
+        /* a transient failure that ran out of attempts (or whose backoff said no) */
+        return j->ran && j->outcome == FERRY_FAILED ? "failed" : "permanent";
+    }
+}

@@ -85,6 +85,10 @@ struct ferry_job {
     int lock_lost;  /* already reported as lost */
     int send_tries; /* finish calls answered with a script error */
     int resent;     /* finish sent again (broken connection, script error) */
+    /* Monotonic ms taken before sending the call that last wrote its lock (the fetch or a
+     * renewal): until lock_ms + lock_duration the lock cannot have expired, so a refusal of a
+     * resent finish for a missing or foreign lock means the first send was written. */
+    int64_t lock_ms;
 };
 
 typedef struct ferry__thread {
@@ -275,6 +279,13 @@ int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error 
 
 void *ferry__dispatcher_main(void *arg);
 void *ferry__waiter_main(void *arg);
+
+/* Static texts for messages and job logs about finishes (job.c); never NULL, not freed.
+ * code_text: a finish script's negative code; kind_text: "completion", "failure", ...;
+ * log_outcome: the callbacks.job_log outcome of a job whose finish was written. */
+const char *ferry__fin_code_text(int code);
+const char *ferry__fin_kind_text(ferry__fin_kind k);
+const char *ferry__fin_log_outcome(const ferry_job *j);
 
 /* Monotonic clock in microseconds (vDSO; cheap enough to call per job). */
 static inline int64_t ferry__now_us(void) {
