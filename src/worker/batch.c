@@ -251,7 +251,8 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
 }
 
 static int keep_equal(const ferry__keep_jobs *x, const ferry__keep_jobs *y) {
-    return x->set == y->set && x->count == y->count && x->age_ms == y->age_ms && x->limit == y->limit;
+    return x->set == y->set && x->count == y->count && x->age_ms == y->age_ms &&
+           x->limit == y->limit;
 }
 
 static int is_noscript(const redisReply *r) {

@@ -199,8 +199,9 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     int rc = check_range(err, "concurrency", opts->concurrency, 0, FERRY__MAX_CONCURRENCY);
     if (!rc) rc = check_range(err, "lock_duration_ms", opts->lock_duration_ms, 0, INT_MAX);
     if (!rc) rc = check_range(err, "stalled_interval_ms", opts->stalled_interval_ms, 0, INT_MAX);
-    if (!rc) rc = check_range(err, "max_stalled_count", opts->max_stalled_count,
-                                FERRY_STALLED_FAIL_FIRST, INT_MAX);
+    if (!rc)
+        rc = check_range(err, "max_stalled_count", opts->max_stalled_count,
+                         FERRY_STALLED_FAIL_FIRST, INT_MAX);
     if (!rc) rc = check_range(err, "max_started_attempts", opts->max_started_attempts, 0, INT_MAX);
     if (!rc) rc = check_range(err, "drain_delay_ms", opts->drain_delay_ms, 0, INT_MAX);
     if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY__MAX_CONCURRENCY);

@@ -1,9 +1,10 @@
 /* test_scheduler.c - job schedulers against a real Redis: the exact layout BullMQ 6.7.0
  * stores for `every` and cron (+ time zone) schedulers, re-upserts that neither duplicate nor
- * shift, refused upserts that leave the pending iteration in place, removal, validation, reading back (get/list/count), and the worker hook that produces
- * the next iteration (every, cron with tz, only the current iteration produces, duplicated,
- * limit, end date, batches, NOSCRIPT) - including from Node-written state copied from the
- * observed dumps (research/bullmq-interop/observed/e5-scheduler.txt). */
+ * shift, refused upserts that leave the pending iteration in place, removal, validation, reading
+ * back (get/list/count), and the worker hook that produces the next iteration (every, cron with tz,
+ * only the current iteration produces, duplicated, limit, end date, batches, NOSCRIPT) - including
+ * from Node-written state copied from the observed dumps
+ * (research/bullmq-interop/observed/e5-scheduler.txt). */
 #include <jansson.h>
 
 #include "ferry/scheduler.h"
