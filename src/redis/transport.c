@@ -512,6 +512,21 @@ int ferry__transport_peer_closed(ferry_transport *t) {
     if (poll(&p, 1, 0) <= 0) return 0;
     if (p.revents & (POLLERR | POLLNVAL)) return 1;
     char b;
+    if (t->ssl) {
+        /* The bytes waiting may be TLS records that are no reply: a TLS 1.3 session ticket,
+         * or the close_notify alert a server sends as it closes (a peek at the socket would
+         * take that for data). SSL_peek processes such records and leaves application data
+         * where it is. */
+        ERR_clear_error();
+        t->sys_errno = 0;
+        int r = SSL_peek(t->ssl, &b, 1);
+        if (r > 0) return 0;
+        int e = SSL_get_error(t->ssl, r);
+        if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) && !t->eof) return 0;
+        if (e != SSL_ERROR_ZERO_RETURN) t->tls_ok = 0; /* no close_notify on a failed session */
+        ERR_clear_error();
+        return 1;
+    }
     ssize_t r = recv(t->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r == 0) return 1; /* FIN: the server (or its host) closed the connection */
     if (r < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;

@@ -33,10 +33,10 @@ void ferry__transport_close(ferry_transport *t);
 int ferry__transport_write(ferry_transport *t, const char *buf, size_t len, int64_t deadline_ms,
                            ferry_error *err);
 
-/* On a connection with no request outstanding: has the peer closed it (orderly close, reset
- * or socket error already queued)? Never blocks and consumes nothing. 0 when nothing says
- * so (bytes waiting, e.g. TLS 1.3 session tickets, do not count: they are read with the next
- * reply). */
+/* On a connection with no request outstanding: has the peer closed it (orderly close, TLS
+ * close_notify, reset or socket error already queued)? Never blocks and consumes no
+ * application data (TLS records that are none, such as TLS 1.3 session tickets, are
+ * processed). 0 when nothing says so. */
 int ferry__transport_peer_closed(ferry_transport *t);
 
 /* Read at least one byte (at most cap) into buf before the deadline; *got = count.
