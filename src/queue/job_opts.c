@@ -177,12 +177,6 @@ int ferry__job_id_check(const char *id, ferry_error *err) {
 
 /* ---- keepJobs (removeOnComplete / removeOnFail) ------------------------------------- */
 
-/* Seconds (>= 0, finite, at most FERRY__JS_SAFE_MAX / 1000) to the age_ms of
- * ferry__keep_jobs: the same `age * 1000` product Node computes, rounded up. */
-static long long age_to_ms(double age_s) {
-    return (long long)ceil(age_s * 1000.0);
-}
-
 static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out,
                        ferry_error *err) {
     static const char expect[] = "true, false, a non-negative integer or {age, count, limit}";
@@ -204,7 +198,6 @@ static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out
     }
     if (!json_is_object(v)) return bad(err, field, expect, v);
     out->count = -1;
-    int age_zero = 0;
     const char *k;
     json_t *m;
     char sub[96];
@@ -215,8 +208,8 @@ static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out
             if (!json_is_number(m) || json_number_value(m) < 0 ||
                 json_number_value(m) > (double)(FERRY__JS_SAFE_MAX / 1000))
                 return bad(err, sub, "a non-negative number of seconds", m);
-            out->age_ms = age_to_ms(json_number_value(m));
-            if (out->age_ms == 0) age_zero = 1;
+            out->age_set = 1;
+            out->age_s = json_number_value(m);
         } else if (!strcmp(k, "count")) {
             if (as_int(m, 0, FERRY__JS_SAFE_MAX, &n))
                 return bad(err, sub, "a non-negative integer", m);
@@ -231,8 +224,6 @@ static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out
                               field, k);
         }
     }
-    /* age 0 trims everything finished up to now, this job included: delete at once. */
-    if (age_zero) out->count = 0;
     return 0;
 }
 
@@ -727,12 +718,9 @@ static void keep_lenient(const json_t *v, ferry__keep_jobs *k) {
                      *l = json_object_get(v, "limit");
         k->count = (c && !lenient_number(c, &d)) ? (d < 0 ? -1 : (long long)d) : -1;
         if (a && !lenient_number(a, &d)) {
-            if (d <= 0)
-                k->count = 0; /* see keep_strict */
-            else
-                k->age_ms = age_to_ms(d > (double)(FERRY__JS_SAFE_MAX / 1000)
-                                          ? (double)(FERRY__JS_SAFE_MAX / 1000)
-                                          : d);
+            const double max = (double)(FERRY__JS_SAFE_MAX / 1000);
+            k->age_set = 1;
+            k->age_s = d > max ? max : d < -max ? -max : d;
         }
         if (l && !lenient_number(l, &d) && d >= 1) k->limit = (long long)d;
     } else if (!lenient_number(v, &d)) {

@@ -14,10 +14,13 @@
 typedef struct ferry__keep_jobs {
     int set;           /* option present */
     long long count;   /* -1 keep all, 0 delete now, n keep newest n */
-    /* 0 = no age limit; else delete entries finished more than age_ms ago. BullMQ's age
-     * is in seconds and may carry a fraction: age_ms = ceil(age * 1000) trims exactly
-     * what Node's `now - age * 1000` bound does (finish times are whole ms). */
-    long long age_ms;
+    /* age_set: an age was given; age_s: BullMQ's age in seconds, fraction kept (0 trims
+     * everything finished up to now, this job included; a Node-written negative age even
+     * later ones). The finish script computes Node's bound `now - age * 1000` itself, in
+     * Redis Lua doubles as BullMQ's removeJobsByMaxAge does (no integer ms equals it at
+     * every clock: near 1.7e12 a fraction of a ms below 2^-13 is rounded away). */
+    int age_set;
+    double age_s;
     long long limit;   /* max deletions per call for age trimming; 0 = 1000 */
 } ferry__keep_jobs;
 

@@ -110,6 +110,27 @@ static void addll(args *a, long long x) {
     a->n++;
 }
 
+/* A double as "%.17g" (reads back to the same double in Lua's tonumber). */
+static void addreal(args *a, double x) {
+    if (args_grow(a)) return;
+    if (a->acap - a->used < 32) {
+        size_t cap = a->acap ? a->acap * 2 : 1024;
+        char *na = realloc(a->arena, cap);
+        if (!na) {
+            a->oom = 1;
+            return;
+        }
+        a->arena = na;
+        a->acap = cap;
+    }
+    int k = snprintf(a->arena + a->used, 32, "%.17g", x);
+    a->v[a->n] = NULL;
+    a->len[a->n] = (size_t)k;
+    a->off[a->n] = a->used;
+    a->used += (size_t)k + 1;
+    a->n++;
+}
+
 static int args_resolve(args *a, ferry_error *err) {
     if (a->oom) return ferry__err(err, FERRY_ENOMEM, "worker: out of memory building a call");
     for (size_t i = 0; i < a->n; i++)
@@ -238,8 +259,8 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
         addz(a, j->kind == FERRY__FIN_FAIL && j->stacktrace ? j->stacktrace : "");
         const ferry__keep_jobs *kp = &j->keep;
         addll(a, kp->set ? kp->count : -1);
-        if (kp->set && kp->age_ms > 0)
-            addll(a, kp->age_ms);
+        if (kp->set && kp->age_set)
+            addreal(a, kp->age_s);
         else
             addz(a, "");
         addll(a, kp->set && kp->limit > 0 ? kp->limit : 1000);
@@ -251,8 +272,8 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
 }
 
 static int keep_equal(const ferry__keep_jobs *x, const ferry__keep_jobs *y) {
-    return x->set == y->set && x->count == y->count && x->age_ms == y->age_ms &&
-           x->limit == y->limit;
+    return x->set == y->set && x->count == y->count && x->age_set == y->age_set &&
+           x->age_s == y->age_s && x->limit == y->limit;
 }
 
 static int is_noscript(const redisReply *r) {

@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             c.lifo != a.lifo || c.backoff.set != a.backoff.set ||
             c.backoff.delay_ms != a.backoff.delay_ms || strcmp(c.backoff.type, a.backoff.type) ||
             c.remove_on_complete.count != a.remove_on_complete.count ||
-            c.remove_on_fail.age_ms != a.remove_on_fail.age_ms ||
+            c.remove_on_fail.age_set != a.remove_on_fail.age_set ||
+            c.remove_on_fail.age_s != a.remove_on_fail.age_s ||
             (a.job_id && (!c.job_id || strcmp(a.job_id, c.job_id))))
             __builtin_trap();
         ferry__job_opts_free(&c);

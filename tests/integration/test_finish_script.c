@@ -5,6 +5,7 @@
  * case behind another (a missing job next to jobs with children). */
 #include "queue_test_helpers.h"
 
+#include "queue/job_opts.h"
 #include "redis/conn.h"
 
 #define NKEYS 12
@@ -12,7 +13,7 @@
 #define STRIDE 11
 
 /* One job of a finish batch. keep/age/limit/trim: the removeOn* arguments (NULL: "0"
- * = delete the job, "" = no age (else ms), "1000", "0" = no trim after it). */
+ * = delete the job, "" = no age (else seconds), "1000", "0" = no trim after it). */
 typedef struct fin {
     const char *id, *token, *target; /* target: completed | failed */
     const char *keep, *age, *limit, *trim;
@@ -31,7 +32,8 @@ static void make_active(ferry_queue *q, const char *id, const char *token) {
 
 /* Run moveToFinished for jobs[0..n) (removeOnComplete/Fail: delete; no fetch) and write
  * the per-job codes into codes. */
-static void finish(ferry_queue *q, const fin *jobs, size_t n, long long *codes) {
+static void finish_at(ferry_queue *q, const fin *jobs, size_t n, long long *codes,
+                      const char *now) {
     const ferry_script *s = ferry__script_get("moveToFinished");
     assert_non_null(s);
     static const char *suffix[NKEYS] = {"wait",    "active",  "prioritized", "events",
@@ -50,7 +52,7 @@ static void finish(ferry_queue *q, const fin *jobs, size_t n, long long *codes) 
     const char **args = calloc(nargs, sizeof *args);
     size_t *lens = calloc(nargs, sizeof *lens);
     assert_true(args && lens);
-    const char *head[HEAD] = {base, "1000", "0", "tok:", "1", "30000", "", "", "", "1", count};
+    const char *head[HEAD] = {base, now, "0", "tok:", "1", "30000", "", "", "", "1", count};
     for (int i = 0; i < HEAD; i++)
         args[i] = head[i];
     for (size_t j = 0; j < n; j++) {
@@ -82,6 +84,10 @@ static void finish(ferry_queue *q, const fin *jobs, size_t n, long long *codes) 
     freeReplyObject(r);
     free(args);
     free(lens);
+}
+
+static void finish(ferry_queue *q, const fin *jobs, size_t n, long long *codes) {
+    finish_at(q, jobs, n, codes, "1000");
 }
 
 static const char *codes_str(const long long *codes, size_t n) {
@@ -196,8 +202,8 @@ static void test_trim_by_age_with_limit_per_job(void **state) {
     old_finished(q, "failed", 5, -20000); /* far older than now (1000 ms) - 10 s */
     make_active(q, "a", "t1");
     make_active(q, "b", "t1");
-    fin jobs[] = {{"a", "t1", "failed", "-1", "10000", "1", "0"},
-                  {"b", "t1", "failed", "-1", "10000", "1", "1"}};
+    fin jobs[] = {{"a", "t1", "failed", "-1", "10", "1", "0"},
+                  {"b", "t1", "failed", "-1", "10", "1", "1"}};
     long long codes[2];
     finish(q, jobs, 2, codes);
     assert_string_equal(codes_str(codes, 2), "0,0");
@@ -206,20 +212,78 @@ static void test_trim_by_age_with_limit_per_job(void **state) {
     ferry_queue_close(q);
 }
 
-/* The age argument is in ms (BullMQ's seconds, fractions included, times 1000): with
- * now = 1000 and age 500, jobs finished at or before 500 go, later ones stay. */
-static void test_trim_by_age_in_ms(void **state) {
+/* The age argument is BullMQ's, in seconds (fractions included): with now = 1000 and
+ * age 0.5, jobs finished at or before 500 go, later ones stay. Age 0 (as Node) trims
+ * everything finished up to now, the job just finished included. */
+static void test_trim_by_age_in_seconds(void **state) {
     (void)state;
     ferry_queue *q = open_q("fs5", "q", NULL);
     old_finished(q, "completed", 3, 498); /* o1 499, o2 500, o3 501 */
     make_active(q, "a", "t1");
-    fin jobs[] = {{"a", "t1", "completed", "-1", "500", NULL, "1"}};
+    fin jobs[] = {{"a", "t1", "completed", "-1", "0.5", NULL, "1"}};
     long long codes[1];
     finish(q, jobs, 1, codes);
     assert_string_equal(codes_str(codes, 1), "0");
     assert_string_equal(zrange(K(q, "completed")), "o3,501,a,1000");
     assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "o1"), K(q, "o2"), K(q, "o3"))), 1);
+    make_active(q, "b", "t1");
+    fin zero[] = {{"b", "t1", "completed", "-1", "0", NULL, "1"}};
+    finish(q, zero, 1, codes);
+    assert_string_equal(codes_str(codes, 1), "0");
+    assert_string_equal(zrange(K(q, "completed")), "");
+    assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "o3"), K(q, "a"), K(q, "b"))), 0);
     ferry_queue_close(q);
+}
+
+/* The finish script trims what BullMQ's removeJobsByMaxAge trims: scores <= now - age * 1000,
+ * computed by Redis Lua in doubles (BullMQ does it in the same Redis Lua). At a real clock
+ * (now ~ 1.76e12, one ulp = 2^-12 ms) a fraction of a ms below 2^-13 is rounded away, so
+ * ceil(age * 1000) is one ms too many for such ages. */
+/* The age argument batch.c sends for these keep settings. */
+static const char *age_arg(const ferry__keep_jobs *k, char *buf, size_t n) {
+    if (!(k->set && k->age_set)) return "";
+    snprintf(buf, n, "%.17g", k->age_s);
+    return buf;
+}
+
+static void test_trim_by_age_as_node_at_real_clock(void **state) {
+    (void)state;
+    static const char *ages[] = {"60.0000001", "1e-9",  "1e-7",   "0.5",
+                                 "0.3",        "1.001", "0.0011", "3600"};
+    const char *now = "1764470000000";
+    for (size_t i = 0; i < sizeof ages / sizeof ages[0]; i++) {
+        char qn[16], opts[96], node_bound[64], arg[40];
+        snprintf(qn, sizeof qn, "fsn%zu", i);
+        ferry_queue *q = open_q(qn, "q", NULL);
+        snprintf(opts, sizeof opts, "{\"removeOnComplete\":{\"age\":%s}}", ages[i]);
+        ferry__job_opts o;
+        assert_int_equal(ferry__job_opts_parse(opts, &o, NULL), 0);
+        /* Node's bound, as BullMQ 6.7.0's removeJobsByMaxAge computes it */
+        redisReply *r = cmd("EVAL %s 0 %s %s",
+                            "return string.format('%.17g', math.floor(ARGV[1] - ARGV[2] * 1000))",
+                            now, ages[i]);
+        snprintf(node_bound, sizeof node_bound, "%s", r->str);
+        freeReplyObject(r);
+        long long b = atoll(node_bound);
+        /* finished at the bound (Node trims it) and 1 ms after it (Node keeps it) */
+        freeReplyObject(cmd("HSET %s name n data {}", K(q, "at")));
+        freeReplyObject(cmd("ZADD %s %lld at", K(q, "completed"), b));
+        freeReplyObject(cmd("HSET %s name n data {}", K(q, "after")));
+        freeReplyObject(cmd("ZADD %s %lld after", K(q, "completed"), b + 1));
+        make_active(q, "a", "t1");
+        fin jobs[] = {{"a", "t1", "completed", "-1",
+                       age_arg(&o.remove_on_complete, arg, sizeof arg), NULL, "1"}};
+        long long codes[1];
+        finish_at(q, jobs, 1, codes, now);
+        char expect[128];
+        if (b + 1 < atoll(now))
+            snprintf(expect, sizeof expect, "after,%lld,a,%s", b + 1, now);
+        else /* the bound is now: everything finished up to now goes, this job included */
+            snprintf(expect, sizeof expect, "after,%lld", b + 1);
+        assert_string_equal(zrange(K(q, "completed")), expect);
+        ferry__job_opts_free(&o);
+        ferry_queue_close(q);
+    }
 }
 
 int main(void) {
@@ -228,7 +292,8 @@ int main(void) {
         cmocka_unit_test(test_mixed_batch_answers_per_job),
         cmocka_unit_test(test_trim_owed_by_a_refused_job),
         cmocka_unit_test(test_trim_by_age_with_limit_per_job),
-        cmocka_unit_test(test_trim_by_age_in_ms),
+        cmocka_unit_test(test_trim_by_age_in_seconds),
+        cmocka_unit_test(test_trim_by_age_as_node_at_real_clock),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -85,7 +85,7 @@ static void test_full_options(void **state) {
     assert_int_equal(o.remove_on_complete.count, 0);
     assert_true(o.remove_on_fail.set);
     assert_int_equal(o.remove_on_fail.count, 10);
-    assert_int_equal(o.remove_on_fail.age_ms, 3600000);
+    assert_int_equal(o.remove_on_fail.age_s, 3600);
     assert_int_equal(o.remove_on_fail.limit, 0);
     assert_int_equal(o.stack_trace_limit, 3);
     ferry__job_opts_free(&o);
@@ -225,22 +225,24 @@ static void test_keep_jobs(void **state) {
     assert_int_equal(
         ferry__job_opts_parse("{\"removeOnComplete\":{\"age\":60,\"limit\":50}}", &o, NULL), 0);
     assert_int_equal(o.remove_on_complete.count, -1);
-    assert_int_equal(o.remove_on_complete.age_ms, 60000);
+    assert_int_equal(o.remove_on_complete.age_s, 60);
     assert_int_equal(o.remove_on_complete.limit, 50);
     assert_string_equal(o.stored_json,
                         "{\"attempts\":0,\"removeOnComplete\":{\"age\":60,\"limit\":50}}");
     ferry__job_opts_free(&o);
     assert_int_equal(
         ferry__job_opts_parse("{\"removeOnComplete\":{\"age\":0,\"count\":5}}", &o, NULL), 0);
-    assert_int_equal(o.remove_on_complete.count, 0); /* age 0 trims the job itself */
+    /* age 0: the finish trims everything finished up to now, this job included */
+    assert_int_equal(o.remove_on_complete.count, 5);
+    assert_true(o.remove_on_complete.age_set && o.remove_on_complete.age_s == 0);
     ferry__job_opts_free(&o);
-    /* seconds with a fraction, as Node accepts them: ceil(age * 1000) ms */
+    /* seconds with a fraction, as Node accepts them, kept as given */
     assert_int_equal(ferry__job_opts_parse("{\"removeOnFail\":{\"age\":0.5}}", &o, NULL), 0);
-    assert_int_equal(o.remove_on_fail.age_ms, 500);
+    assert_true(o.remove_on_fail.age_s == 0.5);
     assert_int_equal(o.remove_on_fail.count, -1);
     ferry__job_opts_free(&o);
     assert_int_equal(ferry__job_opts_parse("{\"removeOnFail\":{\"age\":0.0001}}", &o, NULL), 0);
-    assert_int_equal(o.remove_on_fail.age_ms, 1);
+    assert_true(o.remove_on_fail.age_s == 0.0001);
     ferry__job_opts_free(&o);
     expect_error("{\"removeOnFail\":{\"age\":\"60\"}}", FERRY_EINVAL,
                  "opts.removeOnFail.age: expected a non-negative number of seconds");
@@ -264,7 +266,7 @@ static void test_keep_jobs(void **state) {
     assert_int_equal(k.count, 100);
     assert_int_equal(ferry__keep_jobs_parse(" {\"age\": 86400, \"count\": 1000} ", &k, &e), 0);
     assert_int_equal(k.count, 1000);
-    assert_int_equal(k.age_ms, 86400000);
+    assert_int_equal(k.age_s, 86400);
     assert_int_equal(ferry__keep_jobs_parse(NULL, &k, &e), 0);
     assert_false(k.set);
     assert_int_equal(ferry__keep_jobs_parse("{}", &k, &e), 0);
@@ -424,7 +426,7 @@ static void test_from_stored_node_forms(void **state) {
     assert_true(o.backoff.jitter == 0.5);
     assert_int_equal(o.remove_on_complete.count, 0);
     assert_int_equal(o.remove_on_fail.count, 10);
-    assert_int_equal(o.remove_on_fail.age_ms, 3600000);
+    assert_int_equal(o.remove_on_fail.age_s, 3600);
     assert_int_equal(o.stack_trace_limit, 3);
     assert_int_equal(o.timestamp, -1);
     assert_non_null(o.stored_json);
@@ -454,11 +456,16 @@ static void test_from_stored_node_forms(void **state) {
     assert_string_equal(o.backoff.type, "");
     assert_int_equal(o.priority, 0);
     assert_int_equal(o.remove_on_complete.count, -1);
-    assert_int_equal(o.remove_on_fail.count, 0);
+    assert_int_equal(o.remove_on_fail.count, -1);
+    assert_true(o.remove_on_fail.age_set && o.remove_on_fail.age_s == 0);
+    ferry__job_opts_free(&o);
+    /* a Node-written negative age is passed on as it is (Node trims later scores too) */
+    ferry__job_opts_from_stored("{\"removeOnFail\":{\"age\":-2.5}}", &o);
+    assert_true(o.remove_on_fail.age_set && o.remove_on_fail.age_s == -2.5);
     ferry__job_opts_free(&o);
     /* a Node-written fraction below one second is an age limit, not "none" */
     ferry__job_opts_from_stored("{\"removeOnComplete\":{\"age\":0.25,\"count\":3}}", &o);
-    assert_int_equal(o.remove_on_complete.age_ms, 250);
+    assert_true(o.remove_on_complete.age_s == 0.25);
     assert_int_equal(o.remove_on_complete.count, 3);
     ferry__job_opts_free(&o);
     const char *garbage[] = {NULL, "", "nope", "[1,2]", "{\"a\":", "\"str\""};

@@ -35,8 +35,8 @@
         11 N jobs to finish (at most 1000), then N groups of 11:
         jobId, token, target (completed|failed), value (returnvalue JSON | failedReason),
         stacktrace JSON ("" = leave), keepCount (-1 keep all, 0 delete, n newest n),
-        keepAge in ms ("" = none; BullMQ's age in seconds, fraction included, times 1000,
-        rounded up), keepLimit, attempts, trim ("1" = trim the target set after this job;
+        keepAge in seconds ("" = none; BullMQ's age, fraction included, as "%.17g"),
+        keepLimit, attempts, trim ("1" = trim the target set after this job;
         the caller sends "0" when the next job into the same set has the same keep
         settings, so a run of equal settings trims once: see `runs`), deid (the job's `deid`
         field as fetched, "" = none; it is written only when the job is added)
@@ -72,7 +72,7 @@ end
 -- removeJobsByMaxAge + removeJobsByMaxCount).
 local function trimSet(setKey, count, age, limit)
   if age then
-    local start = now - age
+    local start = now - age * 1000 -- BullMQ's bound, in the same doubles
     local ids = redis.call("ZREVRANGEBYSCORE", setKey, start, "-inf", "LIMIT", 0, limit)
     for _, jid in ipairs(ids) do ferryWipeJob(base .. jid) end
     if #ids > 0 then
