@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ typedef struct worker_opts {
 enum { LOG_TEXT, LOG_JSON, LOG_NONE };
 #define RETRY_LATER_DEFAULT_MS 5000
 
-#define MAX_STALLED_UNSET (-2)
+#define MAX_STALLED_UNSET LLONG_MIN /* no --max-stalled-count given */
 #define DAY_MS (24LL * 3600 * 1000)
 
 static const opt_def worker_defs[] = {
