@@ -50,7 +50,9 @@ static const opt_def bench_defs[] = {
     {"json", OPT_FLAG, NULL, offsetof(bench_opts, json), 0, 0,
      "Print one JSON object for the run (for bench/run.sh)."},
     {"keep", OPT_FLAG, NULL, offsetof(bench_opts, keep), 0, 0,
-     "addbulk/add: leave the added jobs in Redis instead of draining them."},
+     "Leave the queue in Redis: the jobs addbulk/add added and the queue's keys. By default "
+     "the fresh queue is obliterated at the end, and a --queue queue is drained of the jobs "
+     "addbulk/add added."},
     {"redis-info-cmd", OPT_STRING, "CMD", offsetof(bench_opts, redis_info_cmd), 0, 0,
      "Shell command printing Redis `INFO cpu` (run before and after the measured phase; "
      "$FERRY_BENCH_REDIS_URL holds the URL). Default: redis-cli -u \"$FERRY_BENCH_REDIS_URL\" "
@@ -60,7 +62,7 @@ static const opt_def bench_defs[] = {
 static const cmd_spec bench_spec = {
     "bench",
     "",
-    "Benchmark ferry against a Redis server on a fresh queue (its own prefix, drained "
+    "Benchmark ferry against a Redis server on a fresh queue (its own prefix, deleted "
     "afterwards). Reports jobs/s, client CPU per job (getrusage) and Redis CPU per job "
     "(INFO cpu).",
     NULL,
@@ -455,8 +457,9 @@ static int bench_main(int argc, char **argv) {
     double ccpu = client_cpu_s() - ccpu0, rcpu1 = redis_cpu_s(info);
     if (!rc) report(&b, elapsed, ccpu, rcpu0 >= 0 && rcpu1 >= 0 ? rcpu1 - rcpu0 : -1);
 
-    /* addbulk/add leave N jobs behind: drain them (they carry removeOnComplete). */
-    if (!rc && (is_bulk || is_add) && !o.keep) {
+    /* addbulk/add leave N jobs behind. The fresh queue is obliterated below with them; a
+     * named queue, shared with others, is drained instead (the jobs carry removeOnComplete). */
+    if (!rc && (is_bulk || is_add) && !o.keep && o.queue) {
         pthread_mutex_lock(&b.lock);
         b.done = 0;
         pthread_mutex_unlock(&b.lock);
@@ -464,6 +467,12 @@ static int bench_main(int argc, char **argv) {
     }
 out:
     if (stop_worker(w) != 0 && !rc) rc = CLI_EXIT_RUNTIME;
+    /* The fresh queue is ours alone: delete every key of it (force: a worker that did not
+     * close in time may still hold jobs), so runs leave nothing behind. */
+    if (q && !o.queue && !o.keep && ferry_queue_obliterate(q, 1, NULL, &err) != 0) {
+        cli_report(&bench_spec, &conn, "deleting the bench queue", &err);
+        if (!rc) rc = CLI_EXIT_RUNTIME;
+    }
     ferry_queue_close(q);
     free(b.data);
     free(b.lat_ms);

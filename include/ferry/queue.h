@@ -101,6 +101,25 @@ FERRY_API void ferry_job_info_free(ferry_job_info *info);
  * locked by a worker (active). */
 FERRY_API int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err);
 
+/* Delete the whole queue, as BullMQ 6.7.0's queue.obliterate({force}) does: every job in
+ * every state (hash, logs, lock, flow sub-keys, owned deduplication key), the job
+ * schedulers, and the queue's own keys (meta, events, id counter, marker, limiter, metrics,
+ * ...). Only keys derived from this queue's name and its jobs' ids are touched, never a
+ * pattern, so other queues under the same prefix are safe.
+ * While jobs are active it fails with FERRY_ESTATE and changes nothing, unless `force` is
+ * non-zero: then active jobs are deleted too and their workers fail to finish them (lock
+ * lost). It first pauses the queue (so no worker takes a job meanwhile), then deletes in
+ * chunks of 1000 jobs per script call, each a few ms of Redis time, until nothing is left;
+ * FERRY_ESTATE if someone resumes the queue midway (run it again). Stop the queue's workers
+ * first: running ones recreate their bookkeeping keys (stalled-check, ...).
+ * *deleted_keys (may be NULL) receives how many keys were deleted, also after a failure
+ * midway. Blocking: one round trip per chunk within the queue's timeouts (a chunk is retried
+ * once after a transport failure); the handle's mutex is held throughout, so other calls on
+ * the handle wait. The handle stays open: jobs added with it later start a new queue (ids
+ * from 1; only ferry_queue_open writes meta.version again). Nothing is allocated. */
+FERRY_API int ferry_queue_obliterate(ferry_queue *q, int force, long long *deleted_keys,
+                                     ferry_error *err);
+
 /* ---- rate limits and global concurrency (BullMQ 6.7.0 queue-level settings) ----------
  * All of these write the same keys as Node's Queue methods, so Node and ferry workers obey
  * them alike. See docs/queue.md "Rate limits and concurrency". Each call is one round trip
