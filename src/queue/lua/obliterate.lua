@@ -55,27 +55,11 @@ if rcall("HEXISTS", metaKey, "paused") == 0 then
   rcall("XADD", base .. "events", "*", "event", "paused")
 end
 
--- A flow parent in another queue loses this child; when it was the last one the parent
--- moves from waiting-children to wait there.
-local function releaseForeignParent(jobKey, parentKey)
-  local parentId = string.match(parentKey, ":([^:]*)$")
-  if not parentId then return end
-  local parentBase = string.sub(parentKey, 1, #parentKey - #parentId)
-  if parentBase == base or rcall("EXISTS", parentKey) == 0 then return end
-  local depsKey = parentKey .. ":dependencies"
-  if rcall("SREM", depsKey, jobKey) == 0 or rcall("SCARD", depsKey) > 0 then return end
-  if rcall("ZREM", parentBase .. "waiting-children", parentId) == 0 then return end
-  local blocked = ferryPausedOrMaxed(parentBase .. "meta", parentBase .. "active")
-  rcall("RPUSH", parentBase .. "wait", parentId)
-  if not blocked then rcall("ZADD", parentBase .. "marker", 0, "0") end
-  rcall("XADD", parentBase .. "events", "*", "event", "waiting", "jobId", parentId,
-    "prev", "waiting-children")
-end
-
 local function deleteJob(id)
   local jobKey = base .. id
   local f = rcall("HMGET", jobKey, "parentKey", "deid")
-  if f[1] and f[1] ~= "" then releaseForeignParent(jobKey, f[1]) end
+  -- a flow parent in another queue loses this child (one in this queue goes with the rest)
+  if f[1] and f[1] ~= "" then ferryReleaseParent(jobKey, f[1], base) end
   if f[2] then
     local dedupKey = base .. "de:" .. f[2]
     if rcall("GET", dedupKey) == id then

@@ -28,20 +28,7 @@ if rcall("EXISTS", jobKey .. ":lock") == 1 then return 0 end
 
 -- flow child: drop the dependency; the last one releases the parent to wait
 local parentKey = exists and rcall("HGET", jobKey, "parentKey")
-if parentKey and parentKey ~= "" and rcall("EXISTS", parentKey) == 1 then
-  local depsKey = parentKey .. ":dependencies"
-  if rcall("SREM", depsKey, jobKey) > 0 and rcall("SCARD", depsKey) == 0 then
-    local parentId = string.match(parentKey, ".*:(.*)")
-    local parentBase = string.sub(parentKey, 1, #parentKey - #parentId)
-    if rcall("ZREM", parentBase .. "waiting-children", parentId) == 1 then
-      local blocked = ferryPausedOrMaxed(parentBase .. "meta", parentBase .. "active")
-      rcall("RPUSH", parentBase .. "wait", parentId)
-      if not blocked then rcall("ZADD", parentBase .. "marker", 0, "0") end
-      rcall("XADD", parentBase .. "events", "*", "event", "waiting", "jobId", parentId,
-        "prev", "waiting-children")
-    end
-  end
-end
+if parentKey and parentKey ~= "" then ferryReleaseParent(jobKey, parentKey, nil) end
 
 local prev = "unknown"
 if rcall("ZREM", base .. "completed", jobId) == 1 then prev = "completed"
