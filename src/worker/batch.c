@@ -90,45 +90,40 @@ static size_t fmt_ll(char *buf, long long x) {
     return len;
 }
 
-static void addll(args *a, long long x) {
-    if (args_grow(a)) return;
-    if (a->acap - a->used < 24) {
+/* Room for `need` more bytes of number text in the arena; NULL on out-of-memory. */
+static char *arena_room(args *a, size_t need) {
+    if (args_grow(a)) return NULL;
+    if (a->acap - a->used < need) {
         size_t cap = a->acap ? a->acap * 2 : 1024;
         char *na = realloc(a->arena, cap);
         if (!na) {
             a->oom = 1;
-            return;
+            return NULL;
         }
         a->arena = na;
         a->acap = cap;
     }
-    size_t k = fmt_ll(a->arena + a->used, x);
+    return a->arena + a->used;
+}
+
+/* The text just written at arena_room() becomes the next argument. */
+static void arena_push(args *a, size_t len) {
     a->v[a->n] = NULL;
-    a->len[a->n] = k;
+    a->len[a->n] = len;
     a->off[a->n] = a->used;
-    a->used += k + 1;
+    a->used += len + 1;
     a->n++;
+}
+
+static void addll(args *a, long long x) {
+    char *p = arena_room(a, 24);
+    if (p) arena_push(a, fmt_ll(p, x));
 }
 
 /* A double as "%.17g" (reads back to the same double in Lua's tonumber). */
 static void addreal(args *a, double x) {
-    if (args_grow(a)) return;
-    if (a->acap - a->used < 32) {
-        size_t cap = a->acap ? a->acap * 2 : 1024;
-        char *na = realloc(a->arena, cap);
-        if (!na) {
-            a->oom = 1;
-            return;
-        }
-        a->arena = na;
-        a->acap = cap;
-    }
-    int k = snprintf(a->arena + a->used, 32, "%.17g", x);
-    a->v[a->n] = NULL;
-    a->len[a->n] = (size_t)k;
-    a->off[a->n] = a->used;
-    a->used += (size_t)k + 1;
-    a->n++;
+    char *p = arena_room(a, 32);
+    if (p) arena_push(a, (size_t)snprintf(p, 32, "%.17g", x));
 }
 
 static int args_resolve(args *a, ferry_error *err) {
