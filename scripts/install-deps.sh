@@ -13,7 +13,7 @@ pkgs=(
     build-essential cmake pkg-config clang libclang-rt-14-dev tzdata
     libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev libmicrohttpd-dev
     libcurl4-openssl-dev
-    redis-server redis-tools postgresql openssl ca-certificates
+    redis-server redis-tools postgresql openssl ca-certificates locales
 )
 # Node may come from elsewhere (e.g. a vendor nodejs that bundles npm); only without it do we
 # take Debian's, whose nodejs 18 satisfies BullMQ 6 (node >= 14.18).

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
+#include "util/numtext.h"
 
 #define BULK_BATCH 1000
 
@@ -99,8 +100,8 @@ static double redis_cpu_s(const char *cmd) {
     char line[256];
     double sys = -1, user = -1;
     while (fgets(line, sizeof line, p)) {
-        if (!strncmp(line, "used_cpu_sys:", 13)) sys = strtod(line + 13, NULL);
-        if (!strncmp(line, "used_cpu_user:", 14)) user = strtod(line + 14, NULL);
+        if (!strncmp(line, "used_cpu_sys:", 13)) sys = ferry__strtod_c(line + 13, NULL);
+        if (!strncmp(line, "used_cpu_user:", 14)) user = ferry__strtod_c(line + 14, NULL);
     }
     int st = pclose(p);
     if (st != 0 || sys < 0 || user < 0) return -1;

@@ -11,6 +11,7 @@
 #include "outbox/pg.h"
 #include "outbox/relay_internal.h"
 #include "util/error.h"
+#include "util/numtext.h"
 
 #define CLEANUP_BATCH_MAX 100000
 
@@ -43,7 +44,7 @@ static long long ll(const PGresult *r, int row, int col) {
 }
 
 static double dbl(const PGresult *r, int row, int col) {
-    return PQgetisnull(r, row, col) ? 0 : atof(PQgetvalue(r, row, col));
+    return PQgetisnull(r, row, col) ? 0 : ferry__strtod_c(PQgetvalue(r, row, col), NULL);
 }
 
 static int read_status(PGconn *conn, const char *qs, const ferry_routes *routes,

@@ -14,6 +14,7 @@
 #include "queue/job_opts_ext.h"
 #include "queue/json_text.h"
 #include "util/error.h"
+#include "util/numtext.h"
 
 #define STORED_MAX (2 * FERRY__OPTS_MAX_BYTES + 256) /* stored opts JSON, bytes */
 
@@ -693,7 +694,7 @@ static int lenient_number(const json_t *v, double *d) {
         const char *s = json_string_value(v);
         char *end;
         if (!*s) return -1;
-        *d = strtod(s, &end);
+        *d = ferry__strtod_c(s, &end);
         return (*end == 0 && isfinite(*d)) ? 0 : -1;
     }
     return -1;

@@ -1,5 +1,6 @@
 /* json_text.c - JSON syntax check and JS-style compact serializer; see json_text.h. */
 #include "queue/json_text.h"
+#include "util/numtext.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -341,8 +342,8 @@ static void sb_real(sbuf *b, double v) {
         return;
     }
     for (int prec = 15; prec <= 17; prec++) {
-        int n = snprintf(t, sizeof t, "%.*g", prec, v);
-        if (prec == 17 || strtod(t, NULL) == v) {
+        int n = ferry__fmt_g(t, sizeof t, prec, v);
+        if (prec == 17 || ferry__strtod_c(t, NULL) == v) {
             sb_put(b, t, (size_t)n);
             return;
         }

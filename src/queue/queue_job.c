@@ -7,6 +7,7 @@
 #include "queue/job_opts_ext.h"
 #include "queue/queue_internal.h"
 #include "util/error.h"
+#include "util/numtext.h"
 
 static int check_id(const ferry_queue *q, const char *job_id, char *key, size_t cap,
                     ferry_error *err) {
@@ -26,7 +27,7 @@ static long long num_field(const redisReply *v, long long dflt) {
     buf[v->len] = 0;
     long long x = strtoll(buf, &end, 10);
     if (*end == 0) return x;
-    double d = strtod(buf, &end);
+    double d = ferry__strtod_c(buf, &end);
     if (*end == 0 && d > -9.3e18 && d < 9.3e18) return (long long)d;
     return dflt;
 }

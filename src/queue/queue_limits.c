@@ -10,6 +10,7 @@
 
 #include "queue/queue_internal.h"
 #include "util/error.h"
+#include "util/numtext.h"
 
 /* The value BullMQ's rateLimit() stores: Number.MAX_SAFE_INTEGER, so any limiter max
  * (worker or meta) is "reached" while the key lives. */
@@ -95,7 +96,7 @@ static double lua_number(const redisReply *v, int *ok) {
     if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf) return 0;
     memcpy(buf, v->str, v->len);
     buf[v->len] = 0;
-    double d = strtod(buf, &end);
+    double d = ferry__strtod_c(buf, &end);
     while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
         end++;
     if (end == buf || *end) return 0;

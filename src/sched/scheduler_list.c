@@ -10,6 +10,7 @@
 #include "queue/queue_internal.h"
 #include "sched/scheduler_internal.h"
 #include "util/error.h"
+#include "util/numtext.h"
 
 void ferry_scheduler_info_free(ferry_scheduler_info *i) {
     if (!i) return;
@@ -35,7 +36,7 @@ static int is_str(const redisReply *r) {
 
 /* Redis prints integral scores without a fraction; parse leniently anyway. */
 static long long score_ms(const redisReply *r) {
-    return is_str(r) ? (long long)strtod(r->str, NULL) : 0;
+    return is_str(r) ? (long long)ferry__strtod_c(r->str, NULL) : 0;
 }
 
 /* parseInt as Node's transformSchedulerData applies it. */

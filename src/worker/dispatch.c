@@ -165,15 +165,33 @@ typedef struct deltas {
     unsigned long long completed, failed, retried, lock_lost, retried_later, throttled;
 } deltas;
 
+/* Whether job j is in `active`: 1 yes, 0 no, -1 unknown (no connection, call failed). */
+static int in_active(ferry_worker *w, const ferry_job *j) {
+    if (!conn_ok(&w->d)) return -1;
+    const char *argv[] = {"LPOS", w->k_active, j->id};
+    size_t lens[] = {4, strlen(w->k_active), strlen(j->id)};
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    if (ferry__conn_command_argv(w->d.conn, 3, argv, lens, &r, &e) != 0) return -1;
+    int v = r->type == REDIS_REPLY_INTEGER ? 1 : r->type == REDIS_REPLY_NIL ? 0 : -1;
+    freeReplyObject(r);
+    return v;
+}
+
 /* The code to settle a finish by. A finish sent again after an unknown outcome (broken
- * connection, script error) and refused because the job or its lock is gone (-1, -2) or
- * another worker holds it (-6) was written by an earlier send, when the answer came before
- * the lock could expire (lock_ms + lock_duration, ferry's own clock): only that finish
- * removes a live lock of ours; a job it put back may have been taken again. Then it is
- * settled as written (0); a job whose lock was reported lost keeps its refusal. */
-static int landed_before(const ferry_worker *w, const ferry_job *j, int code, int64_t answered_ms) {
-    if (!j->resent || j->lock_lost || (code != -1 && code != -2 && code != -6)) return code;
-    return answered_ms < j->lock_ms + w->lock_duration_ms ? 0 : code;
+ * connection, script error) may be refused because the first send was written: the lock is
+ * gone (-2), or the job too when the finish deletes it (-1). That is taken as written (0)
+ * only when the answer came before the lock could expire (lock_ms + lock_duration, our own
+ * clock) and the job has left `active` (one LPOS): nothing else moves a job out of active
+ * without its lock gone first. A lock lost any other way (eviction, DEL) leaves the job in
+ * active: the refusal stands. -6 (another token) stands too: a job put back and taken again
+ * is in active as well. A job whose lock was reported lost keeps its refusal. */
+static int landed_before(ferry_worker *w, const ferry_job *j, int code, int64_t answered_ms) {
+    if (!j->resent || j->lock_lost || answered_ms >= j->lock_ms + w->lock_duration_ms) return code;
+    int deletes = (j->kind == FERRY__FIN_COMPLETE || j->kind == FERRY__FIN_FAIL) && j->keep.set &&
+                  j->keep.count == 0;
+    if (code != -2 && !(code == -1 && deletes)) return code;
+    return in_active(w, j) == 0 ? 0 : code;
 }
 
 /* One job's answer: callbacks, stats, and whether the job is done with (1) or must be

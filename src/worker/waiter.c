@@ -17,6 +17,7 @@
 
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/numtext.h"
 #include "worker/worker_internal.h"
 
 #define MAX_BLOCK_S 10.0
@@ -120,7 +121,9 @@ static void wait_for_marker(ferry_worker *w, long long block_until) {
         if (timeout_s < w->min_block_s) timeout_s = w->min_block_s;
         if (w->whole_second_block) timeout_s = ceil(timeout_s);
         char tbuf[32];
-        snprintf(tbuf, sizeof tbuf, "%.3f", timeout_s);
+        /* seconds with 3 decimals from integer ms: no locale decimal separator */
+        long long tms = llround(timeout_s * 1000.0);
+        snprintf(tbuf, sizeof tbuf, "%lld.%03lld", tms / 1000, tms % 1000);
         if (w->whole_second_block) snprintf(tbuf, sizeof tbuf, "%d", (int)timeout_s);
         ferry__conn_set_timeout(w->bconn, (int)(timeout_s * 1000) + BLOCK_GUARD_MS);
 
@@ -147,7 +150,7 @@ static void wait_for_marker(ferry_worker *w, long long block_until) {
         const redisReply *member = r->element[1], *score = r->element[2];
         int now_marker =
             member->type == REDIS_REPLY_STRING && member->len == 1 && member->str[0] == '0';
-        double sc = score->type == REDIS_REPLY_STRING ? strtod(score->str, NULL) : 0;
+        double sc = score->type == REDIS_REPLY_STRING ? ferry__strtod_c(score->str, NULL) : 0;
         freeReplyObject(r);
         long long until = (long long)floor(sc);
         if (now_marker || until <= (long long)ferry__now_ms() + 1) return;

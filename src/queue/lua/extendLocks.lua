@@ -4,7 +4,9 @@
 
   KEYS: 1 stalled
   ARGV: 1 base  2 lockDuration (ms)  3.. jobId, token pairs
-  Returns the ids whose lock was missing or owned by another token. ]]
+  Returns the positions (0-based pair index) of the jobs whose lock was missing or owned by
+  another token: positions, not ids, since the same id may be sent twice (a result kept for
+  a resend next to a newer fetch of that job). ]]
 
 local base, duration = ARGV[1], ARGV[2]
 local lost = {}
@@ -14,7 +16,7 @@ for i = 3, #ARGV - 1, 2 do
   if redis.call("GET", lockKey) == token and redis.call("SET", lockKey, token, "PX", duration) then
     redis.call("SREM", KEYS[1], id)
   else
-    lost[#lost + 1] = id
+    lost[#lost + 1] = (i - 3) / 2
   end
 end
 return lost

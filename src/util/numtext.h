@@ -1,0 +1,18 @@
+/* numtext.h - doubles as text for Redis arguments and JSON, whatever the host program's
+ * locale: printf-style conversions write the locale's decimal separator (a comma under
+ * LC_NUMERIC=de_DE, say), which Lua's tonumber and every JSON reader refuse. */
+#ifndef FERRY_UTIL_NUMTEXT_H
+#define FERRY_UTIL_NUMTEXT_H
+
+#include <stddef.h>
+
+/* snprintf(buf, size, "%.*g", prec, x) with '.' as the decimal separator. Returns the length
+ * written (as snprintf; buf is always terminated when size > 0). Thread-safe (reads the
+ * locale with localeconv, which a concurrent setlocale may change: set the locale before
+ * starting threads, as POSIX asks). No allocation. */
+int ferry__fmt_g(char *buf, size_t size, int prec, double x);
+
+/* strtod that reads '.' as the decimal separator whatever the locale; *end as strtod's. */
+double ferry__strtod_c(const char *s, char **end);
+
+#endif

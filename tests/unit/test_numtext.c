@@ -1,0 +1,92 @@
+/* test_numtext.c - numbers ferry writes (Redis arguments, stored JSON) and reads keep '.' as
+ * the decimal separator when the host program switched to a locale that uses a comma
+ * (de_DE, compiled by the `locale.de_DE` CTest fixture into LOCPATH). */
+#include <locale.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "queue/job_opts.h"
+#include "util/numtext.h"
+
+static int setup(void **state) {
+    (void)state;
+    if (!setlocale(LC_NUMERIC, "de_DE.UTF-8")) {
+        fprintf(stderr, "locale de_DE.UTF-8 not found (LOCPATH=%s)\n",
+                getenv("LOCPATH") ? getenv("LOCPATH") : "(unset)");
+        return -1;
+    }
+    /* the premise: this locale really writes a comma */
+    char t[16];
+    snprintf(t, sizeof t, "%.1f", 0.5);
+    if (strcmp(t, "0,5") != 0) return -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    setlocale(LC_NUMERIC, "C");
+    return 0;
+}
+
+static void test_format(void **state) {
+    (void)state;
+    char b[40];
+    assert_int_equal(ferry__fmt_g(b, sizeof b, 17, 0.5), 3);
+    assert_string_equal(b, "0.5");
+    ferry__fmt_g(b, sizeof b, 17, 60.0000001);
+    assert_string_equal(b, "60.000000100000001");
+    ferry__fmt_g(b, sizeof b, 17, 1e-9);
+    assert_string_equal(b, "1.0000000000000001e-09");
+    ferry__fmt_g(b, sizeof b, 17, 3600);
+    assert_string_equal(b, "3600");
+    ferry__fmt_g(b, sizeof b, 15, -2.25);
+    assert_string_equal(b, "-2.25");
+}
+
+static void test_parse(void **state) {
+    (void)state;
+    char *end;
+    const char *s = "1.5 tail";
+    double d = ferry__strtod_c(s, &end);
+    assert_true(d == 1.5);
+    assert_ptr_equal(end, s + 3);
+    assert_true(ferry__strtod_c("1764470000000.25", NULL) == 1764470000000.25);
+    assert_true(ferry__strtod_c("42", NULL) == 42);
+    s = "x";
+    ferry__strtod_c(s, &end);
+    assert_ptr_equal(end, s);
+}
+
+/* opts JSON ferry stores keeps '.' (Node reads it), and a Node-written fraction reads back */
+static void test_job_opts_json(void **state) {
+    (void)state;
+    ferry__job_opts o;
+    assert_int_equal(ferry__job_opts_parse("{\"removeOnFail\":{\"age\":0.5},\"backoff\":"
+                                           "{\"type\":\"exponential\",\"delay\":100,"
+                                           "\"jitter\":0.25}}",
+                                           &o, NULL),
+                     0);
+    assert_true(o.remove_on_fail.age_s == 0.5);
+    assert_non_null(strstr(o.stored_json, "\"age\":0.5"));
+    assert_non_null(strstr(o.stored_json, "\"jitter\":0.25"));
+    ferry__job_opts_free(&o);
+    ferry__job_opts_from_stored("{\"removeOnComplete\":{\"age\":\"1.5\"}}", &o);
+    assert_true(o.remove_on_complete.age_s == 1.5);
+    ferry__job_opts_free(&o);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_job_opts_json),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
