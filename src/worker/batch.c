@@ -11,6 +11,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "worker/worker_internal.h"
+#include "util/numtext.h"
 
 /* Jobs finished per moveToFinished call: keeps one script's run time (and so Redis'
  * latency for everybody else) to a few milliseconds even with 1024 handler threads. */
@@ -120,10 +121,11 @@ static void addll(args *a, long long x) {
     if (p) arena_push(a, fmt_ll(p, x));
 }
 
-/* A double as "%.17g" (reads back to the same double in Lua's tonumber). */
+/* A double as "%.17g" with a '.' whatever the locale (reads back to the same double in
+ * Lua's tonumber). */
 static void addreal(args *a, double x) {
     char *p = arena_room(a, 32);
-    if (p) arena_push(a, (size_t)snprintf(p, 32, "%.17g", x));
+    if (p) arena_push(a, (size_t)ferry__fmt_g(p, 32, 17, x));
 }
 
 static int args_resolve(args *a, ferry_error *err) {
@@ -507,12 +509,8 @@ int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_
         }
         for (size_t k = 0; k < r->elements; k++) {
             const redisReply *e = r->element[k];
-            if (e->type != REDIS_REPLY_STRING) continue;
-            for (size_t i = 0; i < n; i++)
-                if (strlen(jobs[i]->id) == e->len && !memcmp(jobs[i]->id, e->str, e->len)) {
-                    out[(*nlost)++] = i;
-                    break;
-                }
+            if (e->type == REDIS_REPLY_INTEGER && e->integer >= 0 && (size_t)e->integer < n)
+                out[(*nlost)++] = (size_t)e->integer;
         }
         *lost = out;
     }
