@@ -25,12 +25,11 @@ static int obliterate_call(ferry_queue *q, int force, int first, long long *stat
      * (the keys a lost reply reported are then missing from the total). */
     int rc = ferry__queue_eval(q, "obliterate", 1, keys, 4, args, NULL, 1, &r, err);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "obliterate", err);
-    if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-                    r->element[0]->type != REDIS_REPLY_INTEGER ||
-                    r->element[1]->type != REDIS_REPLY_INTEGER ||
-                    r->element[2]->type != REDIS_REPLY_INTEGER))
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate: unexpected reply",
-                        q->keys.queue);
+    if (rc == 0 &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
+         r->element[2]->type != REDIS_REPLY_INTEGER))
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate: unexpected reply", q->keys.queue);
     if (rc == 0) {
         *status = r->element[0]->integer;
         *deleted = r->element[1]->integer;
@@ -59,7 +58,7 @@ int ferry_queue_obliterate(ferry_queue *q, int force, long long *deleted_keys, f
         if (rc) break;
         total += deleted;
         if (status == 0 || status == 1) {
-            if (call == 0) created = n;
+            created += n; /* a resent last call pauses (and so creates) again */
             if (status == 0) break;
             continue;
         }
@@ -79,8 +78,8 @@ int ferry_queue_obliterate(ferry_queue *q, int force, long long *deleted_keys, f
                             "deleted so far); run the obliterate again",
                             q->keys.queue, total);
         else
-            rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate returned %lld",
-                            q->keys.queue, status);
+            rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate returned %lld", q->keys.queue,
+                            status);
         break;
     }
     pthread_mutex_unlock(&q->mu);

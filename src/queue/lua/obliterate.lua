@@ -29,8 +29,8 @@
         3 force "1"/"0"  4 first call "1"/"0"
   Returns {status, deleted, n}: status 0 done, 1 more to do, -1 the queue is not paused (a
   later call), -2 active jobs without force (n = how many; nothing was changed).
-  deleted: keys this call deleted. n on success: keys the pause of the first call created
-  (meta, events) that did not exist before, so the client can leave them out of its total.
+  deleted: keys this call deleted. n on success: keys the pause of this call created (meta,
+  events) that did not exist before, so the client can leave them out of its total.
 ]]
 local rcall = redis.call
 --@include common.lua
@@ -48,7 +48,9 @@ local nActive = rcall("LLEN", activeKey)
 if nActive > 0 and not force then return {-2, 0, nActive} end
 
 if rcall("HEXISTS", metaKey, "paused") == 0 then
-  if not first then return {-1, 0, 0} end
+  -- a later call on a queue someone resumed refuses; with meta gone the queue was deleted
+  -- (a resent last call whose answer was lost): pausing again and finishing is harmless
+  if not first and rcall("EXISTS", metaKey) == 1 then return {-1, 0, 0} end
   created = 2 - rcall("EXISTS", metaKey, base .. "events")
   rcall("HSET", metaKey, "paused", 1)
   deleted = deleted + rcall("DEL", base .. "marker")
