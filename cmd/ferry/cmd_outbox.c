@@ -208,7 +208,7 @@ static int migrate_main(int argc, char **argv) {
 
 typedef struct relay_opts {
     const char *routes, *default_job_opts;
-    long long batch, poll_ms, max_backoff_ms, retention_days, retention_interval_ms,
+    long long batch, batch_bytes, poll_ms, max_backoff_ms, retention_days, retention_interval_ms,
         retention_batch, unknown_ms, max_envelope;
 } relay_opts;
 
@@ -218,6 +218,12 @@ static const opt_def relay_defs[] = {
      "comment. The relay refuses to start on a bad file (the error names file and line)."},
     {"batch", OPT_INT, "N", offsetof(relay_opts, batch), 1, 10000,
      "Rows per batch transaction (default 100). Full batches are followed by the next at once."},
+    {"batch-bytes", OPT_INT, "BYTES", offsetof(relay_opts, batch_bytes),
+     (long long)FERRY_RELAY_BATCH_BYTES_MIN, (long long)FERRY_RELAY_BATCH_BYTES_MAX,
+     "Payload bytes per batch (default 16777216, 16 MiB): a batch takes rows, oldest first, "
+     "while their payloads' JSON text adds up to at most this, and at least one row (a larger "
+     "row goes alone). Bounds the relay's memory; a batch cut short is followed by the next "
+     "at once."},
     {"poll-interval", OPT_INT, "MS", offsetof(relay_opts, poll_ms), 1, 86400000,
      "Fallback poll when no NOTIFY arrives (default 500)."},
     {"max-backoff", OPT_INT, "MS", offsetof(relay_opts, max_backoff_ms), 1, 86400000,
@@ -247,7 +253,8 @@ static const cmd_spec relay_spec = {
     "Move outbox events into queues: one job per route target, jobId = event id, data = "
     "{eventId, traceId, payload}.",
     "Each batch is one PostgreSQL transaction: lock unpublished rows (FOR UPDATE SKIP LOCKED,\n"
-    "oldest first), add their jobs (one round trip per queue), mark them published, commit.\n"
+    "oldest first, up to --batch rows and --batch-bytes of payload), add their jobs (one\n"
+    "round trip per queue), mark them published, commit.\n"
     "Relays wake on NOTIFY (trigger made by `ferry migrate`) and poll as a fallback; any\n"
     "number may run. A relay that dies before committing republishes its rows; the queues\n"
     "drop duplicates by jobId. Rows of topics without a route stay unpublished and are\n"
@@ -346,6 +353,7 @@ static int relay_main(int argc, char **argv) {
     ro.prefix = conn.prefix;
     ro.default_job_opts = o.default_job_opts;
     ro.batch_size = (int)o.batch;
+    ro.batch_bytes = (size_t)o.batch_bytes; /* 0: the default */
     ro.poll_interval_ms = (int)o.poll_ms;
     ro.max_backoff_ms = (int)o.max_backoff_ms;
     ro.statement_timeout_ms = (int)d.timeout_ms; /* 0: the relay's defaults (10 s, connect 5 s) */
@@ -387,9 +395,9 @@ static int relay_main(int argc, char **argv) {
     ferry_relay_get_stats(relay, &stats);
     if (!rc)
         fprintf(stderr,
-                "ferry relay: exiting: %llu row(s) published, %llu job(s) added, %llu failed "
-                "batch(es)\n",
-                stats.published, stats.jobs_added, stats.failed_batches);
+                "ferry relay: exiting: %llu row(s) published in %llu batch(es), %llu job(s) "
+                "added, %llu failed batch(es)\n",
+                stats.published, stats.batches, stats.jobs_added, stats.failed_batches);
     ferry_relay_free(relay);
     return rc;
 }

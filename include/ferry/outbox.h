@@ -212,6 +212,10 @@ typedef void (*ferry_relay_log_fn)(int level, const char *message, void *userdat
  * may kill the process there. NULL in production. */
 typedef void (*ferry_relay_fault_fn)(const char *point, void *userdata);
 
+#define FERRY_RELAY_BATCH_BYTES_DEFAULT ((size_t)16 << 20)
+#define FERRY_RELAY_BATCH_BYTES_MIN ((size_t)64 << 10)
+#define FERRY_RELAY_BATCH_BYTES_MAX ((size_t)1 << 30)
+
 typedef struct ferry_relay_options {
     const char *database_url; /* libpq URL or conninfo; NULL/"" = libpq defaults (PG* env) */
     const char *schema;       /* NULL = "public" */
@@ -224,7 +228,12 @@ typedef struct ferry_relay_options {
     /* Default JobsOptions JSON object for the jobs the relay adds (the queue default
      * options; NULL = BullMQ defaults). jobId is always the event id. */
     const char *default_job_opts;
-    int batch_size;           /* rows per batch transaction; 0 = 100; 1..10000 */
+    int batch_size; /* rows per batch transaction; 0 = 100; 1..10000 */
+    /* Payload bytes per batch (the payloads' JSON text, which the relay holds in memory
+     * while the batch is in flight): a batch takes rows, oldest first, while their total
+     * stays within this, but always at least one row (a larger row moves alone).
+     * 0 = 16 MiB; 65536..1073741824 (FERRY_RELAY_BATCH_BYTES_MIN/MAX). */
+    size_t batch_bytes;
     int poll_interval_ms;     /* fallback poll when no NOTIFY arrives; 0 = 500 */
     int max_backoff_ms;       /* cap of the retry backoff after failures; 0 = 30000 */
     int statement_timeout_ms; /* per database statement (server statement_timeout, and the

@@ -128,11 +128,16 @@ void ferry__pgc_close(ferry__pgc *c) {
 
 static int session_setup(ferry__pgc *c, const ferry__pg_session *s, int64_t deadline,
                          ferry_error *err) {
-    char sql[256];
+    char sql[320];
+    /* idle_session_timeout (PostgreSQL 14+; older servers reject the name): a server, database
+     * or role setting would end the relay's sessions while they wait for NOTIFY or the next
+     * retention run, and every wait would end in a reconnect and a warning. The relay's
+     * sessions are meant to be idle; they bound their transactions themselves (above). */
     snprintf(sql, sizeof sql,
              "SET statement_timeout = %d; SET lock_timeout = %d; "
-             "SET idle_in_transaction_session_timeout = %d",
-             s->statement_timeout_ms, s->statement_timeout_ms, s->idle_in_tx_timeout_ms);
+             "SET idle_in_transaction_session_timeout = %d%s",
+             s->statement_timeout_ms, s->statement_timeout_ms, s->idle_in_tx_timeout_ms,
+             PQserverVersion(c->conn) >= 140000 ? "; SET idle_session_timeout = 0" : "");
     return ferry__pgc_exec(c, deadline, "session setup", NULL, sql, 0, NULL, NULL, err);
 }
 

@@ -47,7 +47,9 @@ typedef struct ferry__pgc {
 /* Connect (URL or conninfo; "" = libpq defaults) within timeout_ms, with TCP keepalives,
  * tcp_user_timeout and client_encoding UTF8, then set statement_timeout, lock_timeout
  * and idle_in_transaction_session_timeout for the session (so the server also ends a
- * transaction left open by a stuck or dead relay). */
+ * transaction left open by a stuck or dead relay), and on PostgreSQL 14+ turn
+ * idle_session_timeout off (the session may wait idle for NOTIFY as long as it likes,
+ * whatever the server, database or role sets). */
 typedef struct ferry__pg_session {
     const char *url;
     const char *application_name;

@@ -98,8 +98,16 @@ static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_erro
     if (!rc)
         rc = range(err, "max_envelope_bytes", (long long)o->max_envelope_bytes, 0,
                    (long long)MAX_ENVELOPE_LIMIT);
+    if (!rc && o->batch_bytes &&
+        (o->batch_bytes < FERRY_RELAY_BATCH_BYTES_MIN ||
+         o->batch_bytes > FERRY_RELAY_BATCH_BYTES_MAX))
+        rc = ferry__err(err, FERRY_EINVAL, "relay: batch_bytes %zu out of range %zu..%zu (0 = %zu)",
+                        o->batch_bytes, FERRY_RELAY_BATCH_BYTES_MIN, FERRY_RELAY_BATCH_BYTES_MAX,
+                        FERRY_RELAY_BATCH_BYTES_DEFAULT);
     if (rc) return rc;
     r->batch_size = o->batch_size ? o->batch_size : DEFAULT_BATCH;
+    r->batch_bytes = o->batch_bytes ? o->batch_bytes : FERRY_RELAY_BATCH_BYTES_DEFAULT;
+    r->claim_limit = r->batch_size;
     r->poll_interval_ms = o->poll_interval_ms ? o->poll_interval_ms : DEFAULT_POLL_MS;
     r->max_backoff_ms = o->max_backoff_ms ? o->max_backoff_ms : DEFAULT_MAX_BACKOFF_MS;
     r->statement_timeout_ms =
@@ -550,10 +558,10 @@ int ferry_relay_run(ferry_relay *r, ferry_error *err) {
             ferry__relay_pool_start(r);
             ferry__relay_log(
                 r, FERRY_LOG_INFO,
-                "relay: started (schema %s, %zu topic(s), %zu queue(s), batch %d, poll "
-                "%d ms)",
+                "relay: started (schema %s, %zu topic(s), %zu queue(s), batch %d rows / %zu "
+                "bytes, poll %d ms)",
                 r->schema, ferry_routes_topic_count(r->routes), r->nqueues, r->batch_size,
-                r->poll_interval_ms);
+                r->batch_bytes, r->poll_interval_ms);
             relay_loop(r);
             ferry__relay_pool_stop(r);
             ferry__relay_log(r, FERRY_LOG_INFO, "relay: stopped");

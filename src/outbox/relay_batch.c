@@ -1,7 +1,8 @@
 /* relay_batch.c - publishing batches. One batch is one PostgreSQL transaction:
  *   BEGIN; SET LOCAL synchronous_commit = off;
- *   claim: UPDATE ... SET published_at = now() of up to N unpublished rows of routed topics,
- *          oldest first, picked FOR UPDATE SKIP LOCKED, RETURNING them;
+ *   claim: UPDATE ... SET published_at = now() of unpublished rows of routed topics, oldest
+ *          first: up to N picked FOR UPDATE SKIP LOCKED, of which the oldest whose payloads
+ *          fit in the byte budget are marked (at least one), RETURNING them;
  *   add their jobs to Redis (jobId = event id, data = envelope), one add_bulk per queue;
  *   COMMIT.
  * Nothing is committed before Redis acknowledged the jobs: a crash anywhere before COMMIT
@@ -42,7 +43,7 @@
 #define POOL_MAX 8              /* threads adding to queues besides the relay's own */
 
 int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
-    char sql[3 * FERRY__QSCHEMA_MAX + 600];
+    char sql[3 * FERRY__QSCHEMA_MAX + 1200];
     const char *qs = r->qs;
     /* Every batch runs these: prepared, the server parses them once per connection. */
     int rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_BEGIN, "BEGIN", 0, err);
@@ -60,25 +61,47 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
                                 ", hashtext($1)) ELSE false END",
                                 1, err);
     if (rc) return rc;
-    /* The claim picks (oldest first, FOR UPDATE SKIP LOCKED) and marks in one statement:
-     * one index scan and one TID scan per batch, cheaper in server CPU than a SELECT and an
-     * UPDATE (a join on ctid instead would rescan the TID per row). The picked rows are
-     * locked, so their ctids cannot change under us. A row picked after a concurrent update
-     * of it has a version the statement's snapshot does not see: it is neither updated nor
-     * returned, and stays for the next batch. RETURNING has no order: sort by age again.
-     * Events of one transaction share created_at (now() is the transaction's start): the id
-     * breaks the tie, and ferry_outbox_append's UUIDv7 ids sort in append order (rows in
-     * physical order would not: a row can land in an earlier page than one added before
-     * it). */
+    /* The claim picks (oldest first, FOR UPDATE SKIP LOCKED), measures and marks in one
+     * statement: one index scan and two TID scans per batch (one reads the locked rows back,
+     * one updates the kept ones), cheaper in server CPU than a SELECT and an UPDATE (a join
+     * on ctid instead would rescan the TID per row). The locking subquery carries ctids
+     * alone: its sort may see a whole created_at group (thousands of events of one
+     * transaction) and must stay narrow. The picked rows are locked, so their ctids cannot
+     * change under us. A row picked after a concurrent update of it has a version the
+     * statement's snapshot does not see: it is neither read back nor updated, and stays for
+     * the next batch. RETURNING has no order: sort by age again. Events of one transaction
+     * share created_at (now() is the transaction's start): the id breaks the tie, and
+     * ferry_outbox_append's UUIDv7 ids sort in append order (rows in physical order would
+     * not: a row can land in an earlier page than one added before it).
+     *
+     * The byte budget ($3): of the $2 rows locked, only the oldest whose payloads add up to
+     * at most $3 are marked, and always the first (a row over the budget moves alone). The
+     * rest stay unpublished, locked until this transaction ends, and go to a later batch;
+     * the last column (rows locked) tells the relay that rows were left behind, so the
+     * batch counts as full. The size is the payload's JSON text, octet_length(payload::text),
+     * because that text is what the relay holds (libpq's result, the envelopes, the Redis
+     * commands). pg_column_size would cost nothing but measures the stored form, which
+     * TOAST compresses (100 KiB of repetitive JSON can take 2 KiB) and which is smaller or
+     * larger than the text depending on the content: no bound on the relay's memory. The
+     * conversion (detoast and print: a few hundred MB/s) runs again when the kept rows are
+     * sent; returning the text computed here instead was no cheaper (measured: the window's
+     * sort and the CTEs then copy every payload, spilling to disk), and adapt_claim_limit
+     * keeps the rows converted in vain (locked, then left behind) few. */
     snprintf(sql, sizeof sql,
-             "WITH claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
-             "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM %s.outbox_events "
+             "WITH locked AS (SELECT ctid, created_at, id, octet_length(payload::text) AS bytes "
+             "FROM %s.outbox_events WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s.outbox_events "
              "WHERE published_at IS NULL AND quarantined_at IS NULL AND topic = ANY($1::text[]) "
-             "ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)) AND o.published_at IS NULL "
+             "ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED))), "
+             "kept AS (SELECT ctid FROM (SELECT ctid, sum(bytes) OVER w AS total, "
+             "row_number() OVER w AS n FROM locked WINDOW w AS (ORDER BY created_at, id)) k "
+             "WHERE total <= $3::bigint OR n = 1), "
+             "claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
+             "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM kept)) AND o.published_at IS NULL "
              "RETURNING o.id, o.topic, o.payload, o.trace_id, o.created_at) "
-             "SELECT id, topic, payload, trace_id FROM claimed ORDER BY created_at, id",
-             qs, qs);
-    rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_CLAIM, sql, 2, err);
+             "SELECT id, topic, payload, trace_id, (SELECT count(*) FROM locked) FROM claimed "
+             "ORDER BY created_at, id",
+             qs, qs, qs);
+    rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_CLAIM, sql, 3, err);
     if (rc) return rc;
     /* Claimed rows that do not become jobs: unpublished again, and set aside when they have
      * a reason (a NULL reason only puts the row back). */
@@ -106,13 +129,16 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
 typedef struct batch_row {
     const char *id;
     long topic;     /* routes index, -1 = not ours (put back) */
-    char *envelope; /* job data; NULL when set aside or put back */
+    char *envelope; /* job data, until its jobs were sent (NULL when set aside or put back) */
+    int publish;    /* becomes jobs (else set aside or put back) */
     char reason[200];
 } batch_row;
 
 typedef struct batch {
     PGresult *res;
     int n;
+    int limit;       /* rows the claim could lock (its LIMIT) */
+    int left_behind; /* it locked rows past the byte budget (they wait for the next batch) */
     batch_row *rows;
     size_t published, quarantined, put_back, jobs;
 } batch;
@@ -177,6 +203,7 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
             b->quarantined++;
             continue;
         }
+        row->publish = 1;
         b->published++;
     }
     return 0;
@@ -337,7 +364,7 @@ static int add_jobs(ferry_relay *r, batch *b, const add_hook *hook, ferry_error 
     if (!count || !off) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < b->n; i++) {
         const batch_row *row = &b->rows[i];
-        if (!row->envelope) continue;
+        if (!row->publish) continue;
         const relay_topic *t = &r->topics[row->topic];
         for (size_t j = 0; j < t->ntargets; j++, total++)
             count[t->targets[j].queue]++;
@@ -349,7 +376,7 @@ static int add_jobs(ferry_relay *r, batch *b, const add_hook *hook, ferry_error 
         off[q] = off[q - 1] + count[q - 1];
     for (int i = 0; !rc && i < b->n; i++) {
         const batch_row *row = &b->rows[i];
-        if (!row->envelope) continue;
+        if (!row->publish) continue;
         const relay_topic *t = &r->topics[row->topic];
         for (size_t j = 0; j < t->ntargets; j++) {
             size_t k = off[t->targets[j].queue]++;
@@ -367,6 +394,12 @@ static int add_jobs(ferry_relay *r, batch *b, const add_hook *hook, ferry_error 
     free(job_ids);
     free(count);
     free(off);
+    /* Sent (or failed): the envelopes, as large as the payloads, go now rather than when the
+     * batch commits, which may be after the next batch's adds (claiming ahead). */
+    for (int i = 0; b->rows && i < b->n; i++) {
+        free(b->rows[i].envelope);
+        b->rows[i].envelope = NULL;
+    }
     return rc;
 }
 
@@ -378,7 +411,7 @@ static char *published_ids(const batch *b) {
     a[k++] = '{';
     for (int i = 0; i < b->n; i++) {
         const batch_row *row = &b->rows[i];
-        if (!row->envelope) continue;
+        if (!row->publish) continue;
         if (count++) a[k++] = ',';
         size_t n = strlen(row->id);
         memcpy(a + k, row->id, n);
@@ -395,7 +428,7 @@ static int put_back_arrays(const batch *b, char **ids, char **reasons) {
     size_t idcap = 3, rcap = 3;
     for (int i = 0; i < b->n; i++) {
         const batch_row *row = &b->rows[i];
-        if (row->envelope) continue;
+        if (row->publish) continue;
         idcap += strlen(row->id) + 1;
         rcap += 2 * strlen(row->reason) + 8; /* quotes, escapes, or NULL; and a comma */
     }
@@ -412,7 +445,7 @@ static int put_back_arrays(const batch *b, char **ids, char **reasons) {
     (*reasons)[m++] = '{';
     for (int i = 0; i < b->n; i++) {
         const batch_row *row = &b->rows[i];
-        if (row->envelope) continue;
+        if (row->publish) continue;
         if (count++) {
             (*ids)[k++] = ',';
             (*reasons)[m++] = ',';
@@ -441,6 +474,25 @@ static int put_back_arrays(const batch *b, char **ids, char **reasons) {
 
 /* ---- lanes --------------------------------------------------------------------------- */
 
+/* Rows may be waiting: the claim locked as many as it could, or left some behind for the
+ * byte budget (they would otherwise wait for the next NOTIFY or poll). */
+static int batch_full(const batch *b) {
+    return b->left_behind || b->n >= b->limit;
+}
+
+/* Rows per claim: every row locked costs the server its conversion to text, wasted on the
+ * rows the budget leaves behind (a claim of 1000 rows of 512 KiB keeps 32 of them). After a
+ * batch cut short, lock about what fitted plus a quarter; back up to batch_size, doubling,
+ * while batches fill up without being cut. */
+static void adapt_claim_limit(ferry_relay *r, const batch *b) {
+    long next = r->claim_limit;
+    if (b->left_behind)
+        next = (long)b->n + b->n / 4 + 1;
+    else if (b->n >= b->limit)
+        next = 2L * r->claim_limit;
+    r->claim_limit = next < r->batch_size ? (int)next : r->batch_size;
+}
+
 /* lane_send's statements: a commit is at most 3 (set rows aside, SET LOCAL, COMMIT), a
  * claim at most 4 (BEGIN, SET LOCAL, the claim, the relay probe), and one send may carry
  * both. */
@@ -458,6 +510,7 @@ typedef struct lane {
     ferry__pg_segs segs;
     ferry__pg_stmt st[LANE_STMTS];
     int commit_at, claim_at, alone_at; /* their index in st, -1 = not sent */
+    int claim_limit;                   /* the LIMIT of the claim sent */
 } lane;
 
 static void count_failure(ferry_relay *r) {
@@ -487,9 +540,10 @@ static void committed(ferry_relay *r, lane *l) {
  * segment); with claim, BEGIN + the claim of the next batch (another segment, so it runs
  * whatever became of the COMMIT). */
 static int lane_send(ferry_relay *r, lane *l, int commit, int claim, ferry_error *err) {
-    char limit[16], *ids = NULL, *reasons = NULL;
-    snprintf(limit, sizeof limit, "%d", r->batch_size);
-    const char *claim_params[] = {r->topics_array, limit}, *put_params[2] = {NULL, NULL};
+    char limit[16], budget[24], *ids = NULL, *reasons = NULL;
+    snprintf(limit, sizeof limit, "%d", r->claim_limit);
+    snprintf(budget, sizeof budget, "%zu", r->batch_bytes);
+    const char *claim_params[] = {r->topics_array, limit, budget}, *put_params[2] = {NULL, NULL};
     const char *alone_params[] = {r->schema};
     size_t k = 0;
     ferry__pg_segs segs = 0;
@@ -522,7 +576,8 @@ static int lane_send(ferry_relay *r, lane *l, int commit, int claim, ferry_error
          * (A later durable commit on the server flushes this one too: WAL is sequential.) */
         l->st[k++] = (ferry__pg_stmt){"begin", ST_ASYNC, NULL, 0, NULL};
         l->claim_at = (int)k;
-        l->st[k++] = (ferry__pg_stmt){"claim batch", ST_CLAIM, NULL, 2, claim_params};
+        l->claim_limit = r->claim_limit;
+        l->st[k++] = (ferry__pg_stmt){"claim batch", ST_CLAIM, NULL, 3, claim_params};
         /* on the connection that holds our shared lock, once in a while */
         int64_t trust = r->alone ? ALONE_TRUST_MS : NOT_ALONE_TRUST_MS;
         if (l->pg == &r->pg && (!r->alone_at || ferry__mono_ms() - r->alone_at >= trust)) {
@@ -571,6 +626,10 @@ static int lane_recv(ferry_relay *r, lane *l, ferry_error *err) {
         if (c) {
             l->b.res = c;
             l->b.n = PQntuples(c);
+            l->b.limit = l->claim_limit;
+            /* rows locked (and visible) but not marked: left behind for the budget */
+            l->b.left_behind = l->b.n > 0 && atoll(PQgetvalue(c, 0, 4)) > l->b.n;
+            adapt_claim_limit(r, &l->b);
             out[l->claim_at] = NULL;
         }
     }
@@ -649,20 +708,23 @@ relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_er
     int64_t until = ferry__mono_ms() + DRAIN_SLICE_MS;
     if ((rc = lane_send(r, &lanes[0], 0, 1, err)) || (rc = lane_recv(r, &lanes[0], err)))
         goto db_failed;
-    if (lanes[0].b.n == r->batch_size && r->alone && ferry__relay_lane2(r)) nl = 2;
+    if (batch_full(&lanes[0].b) && r->alone && ferry__relay_lane2(r)) nl = 2;
     for (;;) {
         lane *c = &lanes[cur], *o = nl == 2 ? &lanes[1 - cur] : NULL;
         batch *b = &c->b;
         *rows = b->n;
         if (b->n == 0) break;
         if ((rc = build_rows(r, b, err))) goto db_failed; /* out of memory */
-        int full = b->n == r->batch_size;
+        int full = batch_full(b);
         int next = full && !atomic_load(&r->stopping) && ferry__mono_ms() < until;
         /* Claim the next batch ahead, on the other lane while this one's jobs are added,
          * only while no other relay publishes: replicas overlap each other's PostgreSQL
          * and Redis work already, and more batches in flight would only cost CPU (locked
-         * rows to skip, wake-ups). The other lane commits the batch before meanwhile. */
-        int ahead = next && o && r->alone;
+         * rows to skip, wake-ups). The other lane commits the batch before meanwhile.
+         * Not after a batch that left rows behind for the byte budget: they stay locked
+         * until it commits, so a claim made before would skip them and publish younger
+         * rows first. Its COMMIT goes first, then the next claim on the same connection. */
+        int ahead = next && o && r->alone && !b->left_behind;
         other_send os = {r, o, o && (o->added || ahead), ahead, 0, {0}};
         add_hook hook = {send_other, &os};
         if ((rc = add_jobs(r, b, &hook, err))) {

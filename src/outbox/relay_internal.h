@@ -40,6 +40,7 @@ struct ferry_relay {
     char **queue_names;
     ferry_queue **queues;
     int batch_size, poll_interval_ms, max_backoff_ms, statement_timeout_ms, connect_timeout_ms;
+    size_t batch_bytes; /* payload text per batch (at least one row whatever its size) */
     long long retention_s;
     int retention_interval_ms, retention_batch, unknown_report_ms;
     size_t max_envelope;
@@ -56,6 +57,8 @@ struct ferry_relay {
     ferry__pgc pg2;          /* batches only: claims the next batch while one is added */
     int64_t pg2_retry_at;    /* mono ms; when pg2 may be connected again after a failure */
     struct relay_pool *pool; /* threads adding to the other queues of a fan-out batch */
+    int claim_limit;         /* rows a claim locks: batch_size, less after batches cut by
+                                batch_bytes (relay_batch.c) */
     int alone;               /* the last probe found no other relay on the schema */
     int64_t alone_at;        /* mono ms of that probe; 0 = none since (re)connecting */
     int running;
@@ -91,12 +94,14 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err);
  * can be used. A failure is logged; the relay then publishes on pg alone. */
 int ferry__relay_lane2(ferry_relay *r);
 
-/* Publish batches while they come back full: each locks and marks up to batch_size
- * unpublished rows of routed topics (oldest first, SKIP LOCKED), adds their jobs (one
- * add_bulk round trip per queue) and commits. Returns after a batch that was not full, a
- * stop request, a failure, or about a second (*more = 1: the last batch was full, call
- * again); every transaction is committed or rolled back by then. *rows = rows of the last
- * batch (the failed one on failure). */
+/* Publish batches while they come back full: each locks up to claim_limit unpublished
+ * rows of routed topics (oldest first, SKIP LOCKED), marks the oldest of them whose payloads
+ * fit in batch_bytes (at least one), adds their jobs (one add_bulk round trip per queue)
+ * and commits. A batch is full when it locked as many rows as it could or left locked rows
+ * behind for the budget: rows may be waiting either way. Returns after a batch that was not
+ * full, a stop request, a failure, or about a second (*more = 1: the last batch was full,
+ * call again); every transaction is committed or rolled back by then. *rows = rows of the
+ * last batch (the failed one on failure). */
 relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_error *err);
 
 /* The add threads for fan-out batches: started by ferry_relay_run after the queues opened
