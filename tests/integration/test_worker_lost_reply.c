@@ -214,11 +214,15 @@ static int cut_done(void *arg) {
     return atomic_load(&P.cuts) >= 1;
 }
 
-static void run_lost_answer(const char *opts, int job_kept) {
+/* Start the proxy (drop: lose the request rather than the answer) and a worker through it,
+ * arm the cut, add one job (opts may be NULL) and wait until the cut happened. Returns the
+ * job id (malloc'd); *lock receives "<id>:lock". */
+static char *add_and_cut(int drop, const char *opts, char *lock, size_t lock_size) {
     wt *t = &T;
     wt_init(t);
     log_outcomes[0] = 0;
     int port = proxy_start();
+    atomic_store(&P.drop, drop);
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
     ferry_worker_options o;
@@ -227,13 +231,18 @@ static void run_lost_answer(const char *opts, int job_kept) {
     ro.url = url;
     o.callbacks.job_log = on_job_log;
     W = wt_start(&o, handler, NULL);
-
     atomic_store(&P.armed, 1);
     char *id = wt_add(t, "x", NULL, opts);
     assert_true(testenv_wait_until(cut_done, NULL, 15000));
-    /* the first send was written (the answer never came back) */
+    snprintf(lock, lock_size, "%s:lock", id);
+    return id;
+}
+
+static void run_lost_answer(const char *opts, int job_kept) {
+    wt *t = &T;
     char lock[160];
-    snprintf(lock, sizeof lock, "%s:lock", id);
+    char *id = add_and_cut(0, opts, lock, sizeof lock);
+    /* the first send was written (the answer never came back) */
     assert_int_equal(WT_EXISTS(t, lock), 0);
     assert_int_equal(WT_EXISTS(t, id), job_kept);
     assert_int_equal(WT_ZCARD(t, "completed"), job_kept);
@@ -292,23 +301,8 @@ static int teardown(void **state) {
 static void test_lost_request_lock_gone(void **state) {
     (void)state;
     wt *t = &T;
-    wt_init(t);
-    log_outcomes[0] = 0;
-    int port = proxy_start();
-    atomic_store(&P.drop, 1);
-    char url[64];
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
-    ferry_worker_options o;
-    ferry_redis_options ro;
-    wt_options(t, &o, &ro);
-    ro.url = url;
-    o.callbacks.job_log = on_job_log;
-    W = wt_start(&o, handler, NULL);
-    atomic_store(&P.armed, 1);
-    char *id = wt_add(t, "x", NULL, NULL);
-    assert_true(testenv_wait_until(cut_done, NULL, 15000));
     char lock[160];
-    snprintf(lock, sizeof lock, "%s:lock", id);
+    char *id = add_and_cut(1, NULL, lock, sizeof lock);
     assert_int_equal(WT_EXISTS(t, lock), 1); /* nothing was written */
     assert_int_equal(WT_LLEN(t, "active"), 1);
     freeReplyObject(wt_cmd(t, "DEL %s%s", t->base, lock));
