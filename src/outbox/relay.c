@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "outbox/relay_internal.h"
-#include "queue/queue_internal.h" /* ferry__queue_data_limit */
 #include "outbox/routes.h"
+#include "queue/queue_internal.h" /* ferry__queue_data_limit */
 #include "util/clock.h"
 #include "util/error.h"
 

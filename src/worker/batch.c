@@ -10,8 +10,8 @@
 
 #include "util/clock.h"
 #include "util/error.h"
-#include "worker/worker_internal.h"
 #include "util/numtext.h"
+#include "worker/worker_internal.h"
 
 /* Jobs finished per moveToFinished call: keeps one script's run time (and so Redis'
  * latency for everybody else) to a few milliseconds even with 1024 handler threads. */
