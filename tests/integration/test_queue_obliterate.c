@@ -12,6 +12,7 @@
 #include "ferry/worker.h"
 #include "queue_test_helpers.h"
 #include "redis/conn.h"
+#include "test_gate.h"
 
 /* ---- keys ------------------------------------------------------------------------------- */
 
@@ -129,35 +130,16 @@ static ferry_outcome ok_or_fail(ferry_job *j, void *ud) {
 }
 
 /* A handler that holds its job (active, locked) until the test opens the gate. */
-typedef struct gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int entered, open;
-} gate;
-
 static ferry_outcome hold_handler(ferry_job *j, void *ud) {
     (void)j;
-    gate *g = ud;
-    pthread_mutex_lock(&g->mu);
-    g->entered++;
-    int64_t end = ferry__mono_ms() + 30000;
-    while (!g->open && ferry__mono_ms() < end) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-    }
-    pthread_mutex_unlock(&g->mu);
+    gate_pass(ud);
     return FERRY_COMPLETED;
 }
 
 static int gate_entered(void *arg) {
-    gate *g = arg;
-    pthread_mutex_lock(&g->mu);
-    int v = g->entered > 0;
-    pthread_mutex_unlock(&g->mu);
-    return v;
+    int one = 1;
+    void *a[2] = {arg, &one};
+    return gate_entered_at_least(a);
 }
 
 static ferry_worker *start_worker(ferry_queue *q, ferry_handler_fn fn, void *ud) {
@@ -347,9 +329,8 @@ static void test_active_refused_then_forced(void **state) {
     char p[64], pat[128];
     snprintf(p, sizeof p, "%s", testenv_prefix());
     ferry_queue *q = open_q(p, "busy", NULL);
-    gate g = {.entered = 0};
-    pthread_mutex_init(&g.mu, NULL);
-    pthread_cond_init(&g.cv, NULL);
+    gate g;
+    gate_init(&g);
     ferry_worker *w = start_worker(q, hold_handler, &g);
     char *held = add(q, "hold", NULL, NULL);
     if (!testenv_wait_until(gate_entered, &g, 15000)) fail_msg("handler never started");
@@ -379,16 +360,12 @@ static void test_active_refused_then_forced(void **state) {
     expect_no_keys(p, "busy");
 
     /* the worker finds its job gone (lock lost) when it finishes it: nothing comes back */
-    pthread_mutex_lock(&g.mu);
-    g.open = 1;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
+    gate_open(&g);
     stop_worker(w);
     expect_no_keys(p, "busy");
     free(held);
     ferry_queue_close(q);
-    pthread_mutex_destroy(&g.mu);
-    pthread_cond_destroy(&g.cv);
+    gate_destroy(&g);
 }
 
 /* calls=N of `INFO commandstats` for EVALSHA */
@@ -537,9 +514,8 @@ static void test_cli(void **state) {
     expect_no_keys(p, "cq");
 
     /* an active job: refused (exit 1, nothing deleted), then --force */
-    gate g = {.entered = 0};
-    pthread_mutex_init(&g.mu, NULL);
-    pthread_cond_init(&g.cv, NULL);
+    gate g;
+    gate_init(&g);
     ferry_worker *w = start_worker(q, hold_handler, &g);
     free(add(q, "hold", NULL, NULL));
     if (!testenv_wait_until(gate_entered, &g, 15000)) fail_msg("handler never started");
@@ -557,13 +533,9 @@ static void test_cli(void **state) {
     assert_string_equal(r.out, want);
     cli_run_free(&r);
     expect_no_keys(p, "cq");
-    pthread_mutex_lock(&g.mu);
-    g.open = 1;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
+    gate_open(&g);
     stop_worker(w);
-    pthread_mutex_destroy(&g.mu);
-    pthread_cond_destroy(&g.cv);
+    gate_destroy(&g);
     ferry_queue_close(q);
 }
 

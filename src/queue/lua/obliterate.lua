@@ -34,6 +34,7 @@
 ]]
 local rcall = redis.call
 --@include common.lua
+--@include flow.lua
 
 local metaKey = KEYS[1]
 local base, budget = ARGV[1], tonumber(ARGV[2])

@@ -13,6 +13,7 @@
 ]]
 local rcall = redis.call
 --@include common.lua
+--@include flow.lua
 
 local jobKey, jobId, base = KEYS[1], ARGV[1], ARGV[2]
 
