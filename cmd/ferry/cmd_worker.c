@@ -29,7 +29,7 @@ extern char **environ;
 typedef struct worker_opts {
     long long concurrency, lock_duration, job_timeout, kill_grace, max_stalled, stalled_interval,
         shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
-        max_started, retry_later_default;
+        max_started, retry_later_default, lanes;
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
 } worker_opts;
 
@@ -42,6 +42,9 @@ enum { LOG_TEXT, LOG_JSON, LOG_NONE };
 static const opt_def worker_defs[] = {
     {"concurrency", OPT_INT, "K", offsetof(worker_opts, concurrency), 1, 1024,
      "Jobs run at the same time (default 1)."},
+    {"lanes", OPT_INT, "N", offsetof(worker_opts, lanes), 1, 4,
+     "Redis connection pairs sharing --concurrency, each with its own call in flight "
+     "(default: 2 from concurrency 8 up, else 1; never more than K)."},
     {"job-timeout", OPT_INT, "MS", offsetof(worker_opts, job_timeout), 0, 30 * DAY_MS,
      "Time limit per job: the command gets SIGTERM, then SIGKILL after --kill-grace, and "
      "the job fails (transient) with \"timeout after MS ms\". 0 = none (default)."},
@@ -626,6 +629,7 @@ static int worker_main(int argc, char **argv) {
     wo.prefix = conn.prefix;
     wo.name = o.name;
     wo.concurrency = (int)o.concurrency;
+    wo.lanes = (int)o.lanes;
     wo.lock_duration_ms = (int)o.lock_duration;
     wo.stalled_interval_ms = (int)o.stalled_interval;
     if (o.max_stalled == MAX_STALLED_UNSET)

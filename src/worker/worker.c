@@ -62,14 +62,32 @@ int64_t ferry__reconnect_delay_ms(int failures) {
 }
 
 int ferry__cb_enter(ferry_worker *w) {
-    pthread_mutex_lock(&w->cb_mu);
+    pthread_mutex_lock(&w->cbg->mu);
     if (!atomic_load(&w->abandon)) return 0;
-    pthread_mutex_unlock(&w->cb_mu);
+    pthread_mutex_unlock(&w->cbg->mu);
     return -1;
 }
 
 void ferry__cb_leave(ferry_worker *w) {
-    pthread_mutex_unlock(&w->cb_mu);
+    pthread_mutex_unlock(&w->cbg->mu);
+}
+
+static ferry__cbgate *cbgate_new(void) {
+    ferry__cbgate *g = malloc(sizeof *g);
+    if (!g) return NULL;
+    if (pthread_mutex_init(&g->mu, NULL) != 0) {
+        free(g);
+        return NULL;
+    }
+    atomic_init(&g->refs, 1);
+    return g;
+}
+
+static void cbgate_drop(ferry__cbgate *g) {
+    if (g && atomic_fetch_sub(&g->refs, 1) == 1) {
+        pthread_mutex_destroy(&g->mu);
+        free(g);
+    }
 }
 
 /* ---- options ------------------------------------------------------------------------ */
@@ -124,7 +142,7 @@ static void destroy(ferry_worker *w) {
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         free(keys[i]);
     pthread_mutex_destroy(&w->mu);
-    pthread_mutex_destroy(&w->cb_mu);
+    cbgate_drop(w->cbg);
     pthread_mutex_destroy(&w->rq_mu);
     pthread_cond_destroy(&w->rq_cv);
     pthread_cond_destroy(&w->disp_cv);
@@ -184,41 +202,15 @@ static char *make_client_name(const ferry_worker *w, int *oom) {
     return s;
 }
 
-int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
-                        ferry_handler_fn handler, void *handler_userdata, ferry_worker **out,
-                        ferry_error *err) {
-    if (!out) return ferry__err(err, FERRY_EINVAL, "worker: out is NULL");
-    *out = NULL;
-    ferry_worker_options defaults;
-    if (!opts) {
-        ferry_worker_options_init(&defaults);
-        opts = &defaults;
-    }
-    if (!handler) return ferry__err(err, FERRY_EINVAL, "worker: handler is NULL");
-    if (!queue) return ferry__err(err, FERRY_EINVAL, "worker: queue name is NULL");
-    int rc = check_range(err, "concurrency", opts->concurrency, 0, FERRY__MAX_CONCURRENCY);
-    if (!rc) rc = check_range(err, "lock_duration_ms", opts->lock_duration_ms, 0, INT_MAX);
-    if (!rc) rc = check_range(err, "stalled_interval_ms", opts->stalled_interval_ms, 0, INT_MAX);
-    if (!rc)
-        rc = check_range(err, "max_stalled_count", opts->max_stalled_count,
-                         FERRY_STALLED_FAIL_FIRST, INT_MAX);
-    if (!rc) rc = check_range(err, "max_started_attempts", opts->max_started_attempts, 0, INT_MAX);
-    if (!rc) rc = check_range(err, "drain_delay_ms", opts->drain_delay_ms, 0, INT_MAX);
-    if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY__MAX_CONCURRENCY);
-    if (!rc) rc = check_range(err, "limiter_max", opts->limiter_max, 0, INT_MAX);
-    if (!rc) rc = check_range(err, "limiter_duration_ms", opts->limiter_duration_ms, 0, INT_MAX);
-    if (!rc && (opts->limiter_max > 0) != (opts->limiter_duration_ms > 0))
-        rc = ferry__err(err, FERRY_EINVAL,
-                        "worker: limiter_max (%d) and limiter_duration_ms (%d) must both be > 0 "
-                        "for a limiter, or both 0 for none",
-                        opts->limiter_max, opts->limiter_duration_ms);
-    if (!rc && opts->name) rc = validate_name(opts->name, err);
-    if (!rc && opts->redis && opts->redis->url) rc = ferry_redis_url_check(opts->redis->url, err);
-    if (rc) return rc;
-
+/* One lane (or the whole worker when it has one lane): the options already validated,
+ * `concurrency` its share of the handler threads, `cbg` the worker's callback lock (a
+ * reference is taken). */
+static int create_lane(const char *queue, const ferry_worker_options *opts, int concurrency,
+                       ferry__cbgate *cbg, ferry_handler_fn handler, void *handler_userdata,
+                       ferry_worker **out, ferry_error *err) {
     ferry_worker *w = calloc(1, sizeof *w);
     if (!w) return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
-    rc = ferry__keys_init(&w->keys, opts->prefix ? opts->prefix : "bull", queue, err);
+    int rc = ferry__keys_init(&w->keys, opts->prefix ? opts->prefix : "bull", queue, err);
     if (!rc) rc = ferry__keep_jobs_parse(opts->remove_on_complete, &w->keep_complete, err);
     if (!rc) rc = ferry__keep_jobs_parse(opts->remove_on_fail, &w->keep_fail, err);
     if (rc) {
@@ -229,14 +221,8 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
         free(w);
         return ferry__err(err, FERRY_ENOMEM, "worker: cannot create a mutex");
     }
-    if (pthread_mutex_init(&w->cb_mu, NULL) != 0) {
-        pthread_mutex_destroy(&w->mu);
-        free(w);
-        return ferry__err(err, FERRY_ENOMEM, "worker: cannot create a mutex");
-    }
     if (pthread_mutex_init(&w->rq_mu, NULL) != 0) {
         pthread_mutex_destroy(&w->mu);
-        pthread_mutex_destroy(&w->cb_mu);
         free(w);
         return ferry__err(err, FERRY_ENOMEM, "worker: cannot create a mutex");
     }
@@ -249,6 +235,8 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     pthread_cond_init(&w->rq_cv, &ca);
     pthread_condattr_destroy(&ca);
     w->refs = 1;
+    w->cbg = cbg;
+    atomic_fetch_add(&cbg->refs, 1);
 
     int oom = 0;
     w->queue = dupz(queue, &oom);
@@ -264,7 +252,7 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     w->redis.tls_key_file = dupz(w->redis.tls_key_file, &oom);
     w->redis.tls_server_name = dupz(w->redis.tls_server_name, &oom);
 
-    w->concurrency = opts->concurrency ? opts->concurrency : 1;
+    w->concurrency = concurrency;
     w->lock_duration_ms = opts->lock_duration_ms ? opts->lock_duration_ms : 30000;
     w->stalled_interval_ms = opts->stalled_interval_ms ? opts->stalled_interval_ms : 30000;
     w->max_stalled_count = opts->max_stalled_count ? opts->max_stalled_count : 1;
@@ -337,6 +325,71 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
         !w->s_stalled || !w->s_throttle) {
         destroy(w);
         return ferry__err(err, FERRY_EINVAL, "worker: embedded scripts missing (build problem)");
+    }
+    *out = w;
+    return 0;
+}
+
+int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
+                        ferry_handler_fn handler, void *handler_userdata, ferry_worker **out,
+                        ferry_error *err) {
+    if (!out) return ferry__err(err, FERRY_EINVAL, "worker: out is NULL");
+    *out = NULL;
+    ferry_worker_options defaults;
+    if (!opts) {
+        ferry_worker_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (!handler) return ferry__err(err, FERRY_EINVAL, "worker: handler is NULL");
+    if (!queue) return ferry__err(err, FERRY_EINVAL, "worker: queue name is NULL");
+    int rc = check_range(err, "concurrency", opts->concurrency, 0, FERRY__MAX_CONCURRENCY);
+    if (!rc) rc = check_range(err, "lock_duration_ms", opts->lock_duration_ms, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "stalled_interval_ms", opts->stalled_interval_ms, 0, INT_MAX);
+    if (!rc)
+        rc = check_range(err, "max_stalled_count", opts->max_stalled_count,
+                         FERRY_STALLED_FAIL_FIRST, INT_MAX);
+    if (!rc) rc = check_range(err, "max_started_attempts", opts->max_started_attempts, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "drain_delay_ms", opts->drain_delay_ms, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY__MAX_CONCURRENCY);
+    if (!rc) rc = check_range(err, "limiter_max", opts->limiter_max, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "limiter_duration_ms", opts->limiter_duration_ms, 0, INT_MAX);
+    if (!rc) rc = check_range(err, "lanes", opts->lanes, 0, FERRY__MAX_LANES);
+    if (!rc && (opts->limiter_max > 0) != (opts->limiter_duration_ms > 0))
+        rc = ferry__err(err, FERRY_EINVAL,
+                        "worker: limiter_max (%d) and limiter_duration_ms (%d) must both be > 0 "
+                        "for a limiter, or both 0 for none",
+                        opts->limiter_max, opts->limiter_duration_ms);
+    if (!rc && opts->name) rc = validate_name(opts->name, err);
+    if (!rc && opts->redis && opts->redis->url) rc = ferry_redis_url_check(opts->redis->url, err);
+    if (rc) return rc;
+
+    int concurrency = opts->concurrency ? opts->concurrency : 1;
+    int nlanes =
+        opts->lanes ? opts->lanes : (concurrency >= FERRY__AUTO_LANES_MIN_CONCURRENCY ? 2 : 1);
+    if (nlanes > concurrency) nlanes = concurrency;
+    ferry__cbgate *cbg = cbgate_new();
+    if (!cbg) return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
+    if (nlanes == 1) {
+        rc = create_lane(queue, opts, concurrency, cbg, handler, handler_userdata, out, err);
+        cbgate_drop(cbg);
+        return rc;
+    }
+    ferry_worker *w = calloc(1, sizeof *w);
+    if (!w || pthread_mutex_init(&w->mu, NULL) != 0) {
+        free(w);
+        cbgate_drop(cbg);
+        return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
+    }
+    w->refs = 1;
+    for (int i = 0; i < nlanes && !rc; i++) {
+        int share = concurrency / nlanes + (i < concurrency % nlanes);
+        rc = create_lane(queue, opts, share, cbg, handler, handler_userdata, &w->lanes[i], err);
+        if (!rc) w->nlanes = i + 1;
+    }
+    cbgate_drop(cbg);
+    if (rc) {
+        ferry_worker_free(w);
+        return rc;
     }
     *out = w;
     return 0;
@@ -525,6 +578,19 @@ int ferry_worker_start(ferry_worker *w, ferry_error *err) {
     w->started = 1;
     pthread_mutex_unlock(&w->mu);
     if (started) return ferry__err(err, FERRY_ESTATE, "worker: already started");
+    if (w->nlanes) {
+        /* all lanes or none: a lane that cannot start closes those already running */
+        for (int i = 0; i < w->nlanes; i++) {
+            int rc = ferry_worker_start(w->lanes[i], err);
+            if (rc == 0) continue;
+            for (int k = 0; k < i; k++)
+                ferry_worker_stop(w->lanes[k]);
+            for (int k = 0; k < i; k++)
+                ferry_worker_close(w->lanes[k], 5000);
+            return rc;
+        }
+        return 0;
+    }
 
     int rc = ferry__conn_open(&w->redis, NULL, &w->d.conn, err);
     if (rc == 0) rc = ferry__conn_open(&w->redis, w->client_name, &w->bconn, err);
@@ -582,6 +648,9 @@ fail:
 
 void ferry_worker_stop(ferry_worker *w) {
     if (!w) return;
+    for (int i = 0; i < w->nlanes; i++)
+        ferry_worker_stop(w->lanes[i]);
+    if (w->nlanes) return;
     atomic_store(&w->stopping, 1);
     pthread_mutex_lock(&w->mu);
     pthread_cond_broadcast(&w->disp_cv);
@@ -589,16 +658,30 @@ void ferry_worker_stop(ferry_worker *w) {
     pthread_mutex_unlock(&w->mu);
 }
 
+/* Close every lane within one deadline: all stop fetching at once, then each is given
+ * what is left of the deadline. */
+static int close_lanes(ferry_worker *w, int deadline_ms) {
+    ferry_worker_stop(w);
+    int64_t deadline = ferry__mono_ms() + (deadline_ms > 0 ? deadline_ms : 0);
+    int rc = 0;
+    for (int i = 0; i < w->nlanes; i++) {
+        int64_t left = deadline - ferry__mono_ms();
+        if (ferry_worker_close(w->lanes[i], left > 0 ? (int)left : 0) != 0) rc = FERRY_ETIMEDOUT;
+    }
+    return rc;
+}
+
 int ferry_worker_close(ferry_worker *w, int deadline_ms) {
     if (!w) return 0;
     pthread_mutex_lock(&w->mu);
-    if (w->closed || !w->started || !w->threads) {
+    if (w->closed || !w->started || (!w->threads && !w->nlanes)) {
         w->closed = 1;
         pthread_mutex_unlock(&w->mu);
         return 0;
     }
     w->closed = 1;
     pthread_mutex_unlock(&w->mu);
+    if (w->nlanes) return close_lanes(w, deadline_ms);
     ferry_worker_stop(w);
 
     int64_t deadline = ferry__mono_ms() + (deadline_ms > 0 ? deadline_ms : 0);
@@ -615,12 +698,12 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
         if (w->threads[i].started && !w->threads[i].exited) all_exited = 0;
     int clean = all_exited && w->disp_exited_clean;
     if (!all_exited) {
-        /* no callback may start (or still run) once close returns; cb_mu is taken
+        /* no callback may start (or still run) once close returns; cbg->mu is taken
          * without mu held, as the dispatcher takes mu inside callbacks' callers */
         pthread_mutex_unlock(&w->mu);
-        pthread_mutex_lock(&w->cb_mu);
+        pthread_mutex_lock(&w->cbg->mu);
         atomic_store(&w->abandon, 1);
-        pthread_mutex_unlock(&w->cb_mu);
+        pthread_mutex_unlock(&w->cbg->mu);
         ferry__handlers_release(w);
         pthread_mutex_lock(&w->mu);
         pthread_cond_broadcast(&w->disp_cv);
@@ -647,6 +730,13 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
 void ferry_worker_free(ferry_worker *w) {
     if (!w) return;
     ferry_worker_close(w, 0);
+    if (w->nlanes || !w->cbg) { /* a shell (cbg is NULL only there) */
+        for (int i = 0; i < w->nlanes; i++)
+            ferry_worker_free(w->lanes[i]);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return;
+    }
     pthread_mutex_lock(&w->mu);
     int last = --w->refs == 0;
     pthread_mutex_unlock(&w->mu);
@@ -657,6 +747,21 @@ void ferry_worker_get_stats(ferry_worker *w, ferry_worker_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
     if (!w) return;
+    if (w->nlanes) {
+        for (int i = 0; i < w->nlanes; i++) {
+            ferry_worker_stats l;
+            ferry_worker_get_stats(w->lanes[i], &l);
+            out->completed += l.completed;
+            out->failed += l.failed;
+            out->retried += l.retried;
+            out->stalled += l.stalled;
+            out->lock_lost += l.lock_lost;
+            out->retried_later += l.retried_later;
+            out->throttled += l.throttled;
+            out->busy += l.busy;
+        }
+        return;
+    }
     pthread_mutex_lock(&w->mu);
     *out = w->stats;
     out->busy = atomic_load(&w->busy);

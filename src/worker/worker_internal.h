@@ -1,5 +1,5 @@
 /* worker_internal.h - state shared by the worker's files:
- *   worker.c    public API, options, thread start/stop, handler threads
+ *   worker.c    public API, options, lanes, thread start/stop, handler threads
  *   dispatch.c  the dispatcher thread (owns the command connection): collects results,
  *               runs the batched finish+fetch calls, timers, reconnects
  *   batch.c     building and sending the script calls, parsing their replies
@@ -29,6 +29,18 @@
 #define FERRY__MAX_CONCURRENCY 1024
 #define FERRY__NAME_MAX 256 /* worker name (pb, client name suffix) */
 #define FERRY__POSTED_MAX 8
+#define FERRY__MAX_LANES 4
+/* lanes = 0: two lanes from this concurrency up, else one (bench/run.sh measurements in
+ * docs/worker.md: two lanes gain from concurrency 8, cost at 2 and 4). */
+#define FERRY__AUTO_LANES_MIN_CONCURRENCY 8
+
+/* The callback lock of one ferry_worker, shared by its lanes so that their callbacks run
+ * one at a time too. Reference counted: each lane holds one and drops it when it is
+ * destroyed (a lane may outlive the public handle while abandoned threads finish). */
+typedef struct ferry__cbgate {
+    pthread_mutex_t mu;
+    atomic_int refs;
+} ferry__cbgate;
 
 /* What the finish of a job does (decided by ferry__job_plan on the handler thread). */
 typedef enum ferry__fin_kind {
@@ -143,9 +155,16 @@ struct ferry_worker {
     int pop_many;       /* server has RPOP with a count (>= 6.2): fetch pops in one call */
     int whole_second_block;
 
+    /* [const] A worker of two or more lanes (ferry_worker_options.lanes) is a shell around
+     * them: each lane is a complete worker of the same queue (its own connections,
+     * dispatcher, waiter and share of the handler threads) and the shell uses nothing but
+     * these fields and mu/started/closed. nlanes = 0 for a lane or a one-lane worker. */
+    int nlanes;
+    ferry_worker *lanes[FERRY__MAX_LANES];
+
     /* Held while a user callback runs; close takes it to set `abandon`, so no callback runs
-     * after ferry_worker_close returns (see ferry__cb_enter). */
-    pthread_mutex_t cb_mu;
+     * after ferry_worker_close returns (see ferry__cb_enter). Shared by the lanes. */
+    ferry__cbgate *cbg;
 
     /* [mu] shared state */
     pthread_mutex_t mu;
@@ -328,7 +347,7 @@ void ferry__ready_push(ferry_worker *w, ferry_job *head, ferry_job *tail, int n,
 /* Thread bookkeeping: mark *t exited, drop its reference, free the worker if last. */
 void ferry__thread_exit(ferry__thread *t);
 
-/* Bracket every user callback: enter returns 0 (and holds cb_mu) when callbacks may still
+/* Bracket every user callback: enter returns 0 (and holds cbg->mu) when callbacks may still
  * run, -1 once the worker was abandoned by close (nothing held). */
 int ferry__cb_enter(ferry_worker *w);
 void ferry__cb_leave(ferry_worker *w);

@@ -152,6 +152,20 @@ static void expect_state(const char *p, const char *q, const char *id, const cha
     if (!in_set(p, q, set, id)) fail_msg("job %s is not in %s", id, set);
 }
 
+/* Connections named as the blocking connections of worker `name` on queue b64q. */
+static int named_clients(const char *p, const char *b64q, const char *name) {
+    char want[192];
+    snprintf(want, sizeof want, "name=%s:%s:w:%s ", p, b64q, name);
+    ferry_conn *c = testenv_conn();
+    redisReply *r = testenv_cmd(c, "CLIENT LIST");
+    int n = 0;
+    for (const char *s = r->str; (s = strstr(s, want)); s += strlen(want))
+        n++;
+    freeReplyObject(r);
+    ferry__conn_close(c);
+    return n;
+}
+
 /* ---- tests ---------------------------------------------------------------------------- */
 
 static void test_exit_code_contract(void **state) {
@@ -170,16 +184,20 @@ static void test_exit_code_contract(void **state) {
 
     char errp[160];
     pid_t pid = start_worker(p, q,
-                             CLI_ARGV("--concurrency", "4", "--timeout", "500", "--kill-grace",
-                                      "200", "--name", "exec-test"),
+                             CLI_ARGV("--concurrency", "4", "--lanes", "2", "--timeout", "500",
+                                      "--kill-grace", "200", "--name", "exec-test"),
                              errp, sizeof errp);
     finished_arg fa = {p, q, 8};
     int ok = testenv_wait_until(all_finished, &fa, 60000);
+    /* --lanes 2 at concurrency 4: two blocking connections carry the worker's name */
+    int named = ok ? named_clients(p, "ZXhlYw==", "exec-test") : -1; /* base64("exec") */
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 60000);
     char *log = cli_slurp(errp);
     if (!ok) fail_msg("jobs did not all finish; worker log:\n%s", log);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
+
+    assert_int_equal(named, 2);
 
     /* exit 0 + JSON stdout: stored as JSON; env vars and stdin reached the command */
     expect_state(p, q, echo, "completed");
@@ -383,6 +401,8 @@ static void test_worker_option_validation(void **state) {
         {"--retry-later-default", "86400001", NULL, NULL, "--retry-later-default"},
         {"--max-started-attempts", "0", NULL, NULL, "--max-started-attempts"},
         {"--max-stalled-count", "-2", NULL, NULL, "--max-stalled-count"},
+        {"--lanes", "0", NULL, NULL, "--lanes"},
+        {"--lanes", "5", NULL, NULL, "--lanes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_run r;

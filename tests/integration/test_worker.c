@@ -611,6 +611,7 @@ static void test_batch_per_job_checks(void **state) {
     ferry_redis_options ro;
     wt_options(&t, &o, &ro);
     o.concurrency = K;
+    o.lanes = 1; /* all K results in one batch */
     ferry_worker *w = wt_start(&o, handler, &h);
     GATE_WAIT_ENTERED(&h.g, K);
     freeReplyObject(wt_cmd(&t, "SET %s%s:lock intruder:1 PX 60000", t.base, ids[2]));

@@ -1,0 +1,254 @@
+/* test_worker_lanes.c - a worker of several lanes (ferry_worker_options.lanes) against a
+ * private Redis: the concurrency is shared out between the lanes (each with its own lock
+ * tokens and blocking connection), the automatic choice and its caps, option checks,
+ * callbacks still one at a time across lanes, stats summed, and close covering every
+ * lane within one deadline (no callback after it returns). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_worker_support.h"
+
+typedef struct lctx {
+    gate g;
+    /* completed callback: how often it ran, and whether two ever overlapped */
+    atomic_int in_cb;
+    atomic_int overlaps;
+    atomic_int completed;
+} lctx;
+
+static void lctx_init(lctx *c) {
+    memset(c, 0, sizeof *c);
+    gate_init(&c->g);
+}
+
+static ferry_outcome handler(ferry_job *job, void *ud) {
+    lctx *c = ud;
+    if (strcmp(ferry_job_name(job), "gate") == 0 && !gate_pass(&c->g)) return FERRY_FAILED;
+    return FERRY_COMPLETED;
+}
+
+static void on_completed(const ferry_job *job, const char *rv, void *ud) {
+    (void)job;
+    (void)rv;
+    lctx *c = ud;
+    if (atomic_fetch_add(&c->in_cb, 1) != 0) atomic_fetch_add(&c->overlaps, 1);
+    usleep(50); /* widen the window another lane's callback would have to overlap */
+    atomic_fetch_sub(&c->in_cb, 1);
+    atomic_fetch_add(&c->completed, 1);
+}
+
+static int completed_at_least(void *arg) {
+    lctx *c = ((void **)arg)[0];
+    return atomic_load(&c->completed) >= *(int *)((void **)arg)[1];
+}
+
+/* Blocking connections of this test's workers (named "<prefix>:<base64(wq)>:w:wtest"). */
+static int blocking_conns(wt *t) {
+    char name[160];
+    snprintf(name, sizeof name, "name=%s:d3E=:w:wtest ", t->prefix);
+    redisReply *r = wt_cmd(t, "CLIENT LIST");
+    int n = 0;
+    for (const char *p = r->str; (p = strstr(p, name)); p += strlen(name))
+        n++;
+    freeReplyObject(r);
+    return n;
+}
+
+static ferry_worker *start_lanes(wt *t, lctx *c, int concurrency, int lanes) {
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(t, &o, &ro);
+    o.concurrency = concurrency;
+    o.lanes = lanes;
+    o.callbacks.completed = on_completed;
+    o.userdata = c;
+    return wt_start(&o, handler, c);
+}
+
+/* K gate jobs fill both lanes' slots: half each, with two distinct lock token prefixes
+ * (one per lane), two blocking connections, the summed busy count; then all complete. */
+static void test_lanes_share_concurrency(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    lctx c;
+    lctx_init(&c);
+    enum { K = 8 };
+    for (int i = 0; i < K + 2; i++)
+        free(wt_add(&t, "gate", NULL, NULL));
+    ferry_worker *w = start_lanes(&t, &c, K, 0); /* automatic: 2 lanes at 8 */
+    GATE_WAIT_ENTERED(&c.g, K);
+    assert_int_equal(blocking_conns(&t), 2);
+    ferry_worker_stats s;
+    ferry_worker_get_stats(w, &s);
+    assert_int_equal(s.busy, K);
+    assert_int_equal(WT_LLEN(&t, "active"), K);
+    assert_int_equal(WT_LLEN(&t, "wait"), 2);
+
+    /* lock tokens are "<lane uuid>:<n>": two prefixes, K/2 jobs each */
+    char prefixes[2][64] = {{0}};
+    int per[2] = {0, 0};
+    redisReply *ids = wt_cmd(&t, "LRANGE %sactive 0 -1", t.base);
+    for (size_t i = 0; i < ids->elements; i++) {
+        redisReply *r = wt_cmd(&t, "GET %s%s:lock", t.base, ids->element[i]->str);
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        const char *colon = strrchr(r->str, ':');
+        assert_non_null(colon);
+        int len = (int)(colon - r->str);
+        assert_true(len > 0 && len < 64);
+        int k = 0;
+        while (k < 2 && prefixes[k][0] && strncmp(prefixes[k], r->str, (size_t)len) != 0)
+            k++;
+        if (k == 2) fail_msg("a third lock token prefix: %s", r->str);
+        if (!prefixes[k][0]) memcpy(prefixes[k], r->str, (size_t)len);
+        per[k]++;
+        freeReplyObject(r);
+    }
+    freeReplyObject(ids);
+    assert_int_equal(per[0], K / 2);
+    assert_int_equal(per[1], K / 2);
+
+    gate_open(&c.g);
+    WT_WAIT_ZCARD(&t, "completed", K + 2);
+    assert_int_equal(c.g.max_inside, K);
+    int want = K + 2;
+    void *a[2] = {&c, &want};
+    assert_true(testenv_wait_until(completed_at_least, a, 15000));
+    ferry_worker_get_stats(w, &s);
+    assert_int_equal(s.completed, K + 2);
+    assert_int_equal(s.busy, 0);
+    wt_stop(w);
+    assert_int_equal(blocking_conns(&t), 0);
+    gate_destroy(&c.g);
+    wt_fini(&t);
+}
+
+/* How many lanes a worker gets: automatic below and from concurrency 8, explicit, and
+ * never more than its concurrency. Counted by their blocking connections. */
+static void test_lanes_automatic_and_capped(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    lctx c;
+    lctx_init(&c);
+    const struct {
+        int concurrency, lanes, want;
+    } cases[] = {{1, 0, 1}, {7, 0, 1}, {8, 0, 2},  {100, 0, 2},
+                 {8, 1, 1}, {3, 3, 3}, {10, 4, 4}, {2, 4, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ferry_worker *w = start_lanes(&t, &c, cases[i].concurrency, cases[i].lanes);
+        int have = blocking_conns(&t);
+        if (have != cases[i].want)
+            fail_msg("concurrency %d lanes %d: %d lanes, want %d", cases[i].concurrency,
+                     cases[i].lanes, have, cases[i].want);
+        wt_stop(w);
+    }
+    gate_destroy(&c.g);
+    wt_fini(&t);
+}
+
+static void test_lanes_out_of_range(void **state) {
+    (void)state;
+    ferry_worker_options o;
+    ferry_worker_options_init(&o);
+    const int bad[] = {-1, 5, 1000};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.lanes = bad[i];
+        ferry_worker *w = (ferry_worker *)&o; /* must be reset to NULL */
+        ferry_error e = {0};
+        assert_int_equal(ferry_worker_create(QNAME, &o, handler, NULL, &w, &e), FERRY_EINVAL);
+        assert_null(w);
+        char want[64];
+        snprintf(want, sizeof want, "lanes %d out of range (0..4)", bad[i]);
+        if (!strstr(e.message, want)) fail_msg("message '%s' lacks '%s'", e.message, want);
+    }
+}
+
+/* Callbacks of different lanes never run at the same time, and every job is reported
+ * once (stats summed over the lanes). */
+static void test_lanes_callbacks_one_at_a_time(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    lctx c;
+    lctx_init(&c);
+    enum { N = 400 };
+    ferry_job_spec specs[N];
+    for (int i = 0; i < N; i++)
+        specs[i] = (ferry_job_spec){"none", NULL, "{\"removeOnComplete\":true}"};
+    ferry_error e = {0};
+    if (ferry_queue_add_bulk(t.q, specs, N, NULL, &e) != 0) fail_msg("add_bulk: %s", e.message);
+    ferry_worker *w = start_lanes(&t, &c, 8, 4);
+    int want = N;
+    void *a[2] = {&c, &want};
+    assert_true(testenv_wait_until(completed_at_least, a, 30000));
+    assert_int_equal(atomic_load(&c.overlaps), 0);
+    ferry_worker_stats s;
+    ferry_worker_get_stats(w, &s);
+    assert_int_equal(s.completed, N);
+    wt_stop(w);
+    assert_int_equal(atomic_load(&c.completed), N);
+    assert_int_equal(WT_LLEN(&t, "wait"), 0);
+    assert_int_equal(WT_LLEN(&t, "active"), 0);
+    gate_destroy(&c.g);
+    wt_fini(&t);
+}
+
+static void *open_later(void *arg) {
+    usleep(300 * 1000);
+    gate_open(arg);
+    return NULL;
+}
+
+/* Close waits for the running handlers of every lane; with a deadline too short it
+ * reports the timeout and no callback runs after it returned. */
+static void test_lanes_close(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    lctx c;
+    lctx_init(&c);
+    free(wt_add(&t, "gate", NULL, NULL));
+    free(wt_add(&t, "gate", NULL, NULL));
+    ferry_worker *w = start_lanes(&t, &c, 2, 2); /* one slot per lane: each runs one */
+    GATE_WAIT_ENTERED(&c.g, 2);
+    pthread_t th;
+    pthread_create(&th, NULL, open_later, &c.g);
+    assert_int_equal(ferry_worker_close(w, 10000), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(WT_ZCARD(&t, "completed"), 2);
+    assert_int_equal(atomic_load(&c.completed), 2);
+    ferry_worker_free(w);
+    gate_destroy(&c.g);
+
+    lctx_init(&c);
+    free(wt_add(&t, "gate", NULL, NULL));
+    free(wt_add(&t, "gate", NULL, NULL));
+    w = start_lanes(&t, &c, 2, 2);
+    GATE_WAIT_ENTERED(&c.g, 2);
+    assert_int_equal(ferry_worker_close(w, 200), FERRY_ETIMEDOUT);
+    gate_open(&c.g);
+    usleep(300 * 1000); /* the abandoned handlers return meanwhile */
+    assert_int_equal(atomic_load(&c.completed), 0);
+    assert_int_equal(WT_LLEN(&t, "active"), 2); /* left for the stalled check */
+    ferry_worker_free(w);
+    gate_destroy(&c.g);
+    wt_fini(&t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lanes_share_concurrency),
+        cmocka_unit_test(test_lanes_automatic_and_capped),
+        cmocka_unit_test(test_lanes_out_of_range),
+        cmocka_unit_test(test_lanes_callbacks_one_at_a_time),
+        cmocka_unit_test(test_lanes_close),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
