@@ -24,7 +24,7 @@
 
 typedef struct bench_opts {
     const char *mode, *queue;
-    long long jobs, concurrency, payload, rate, wait_ms;
+    long long jobs, concurrency, lanes, payload, rate, wait_ms;
     int json, keep, no_fill;
     const char *redis_info_cmd;
 } bench_opts;
@@ -37,6 +37,8 @@ static const opt_def bench_defs[] = {
     {"jobs", OPT_INT, "N", offsetof(bench_opts, jobs), 1, 100000000, "Jobs (default 10000)."},
     {"concurrency", OPT_INT, "K", offsetof(bench_opts, concurrency), 1, 1024,
      "Worker concurrency (default 100)."},
+    {"lanes", OPT_INT, "N", offsetof(bench_opts, lanes), 1, 4,
+     "Worker lanes (default: the worker's automatic choice, 2 from concurrency 8 up)."},
     {"payload", OPT_INT, "BYTES", offsetof(bench_opts, payload), 0, 512 * 1024,
      "Approximate size of each job's data JSON (default 64)."},
     {"rate", OPT_INT, "R", offsetof(bench_opts, rate), 1, 1000000,
@@ -212,6 +214,7 @@ static int start_worker(bench_run *b, ferry_handler_fn fn, ferry_worker **out) {
     wo.redis = &b->conn->redis;
     wo.prefix = b->prefix;
     wo.concurrency = (int)b->o->concurrency;
+    wo.lanes = (int)b->o->lanes;
     wo.remove_on_complete = "true";
     wo.callbacks.completed = on_completed;
     wo.callbacks.failed = on_failed;

@@ -181,7 +181,9 @@ typedef struct ferry_worker_options {
     int max_stalled_count;
     int max_started_attempts; /* 0 = unlimited */
     int drain_delay_ms;       /* longest BZPOPMIN wait; 0 = 5000 */
-    int fetch_batch;          /* most jobs taken per fetch call; 0 = the lane's concurrency */
+    /* Most jobs taken per fetch call: 0 = the lane's concurrency (a larger value is capped
+     * at it, so with two lanes fetch_batch = concurrency means half per call). */
+    int fetch_batch;
     /* Worker-level removeOnComplete / removeOnFail (BullMQ JSON: true, false, n,
      * {"age":s,"count":n}; s may carry a fraction) used when a job has none. NULL = keep. */
     const char *remove_on_complete;

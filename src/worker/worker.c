@@ -1,5 +1,10 @@
 /* worker.c - the public worker API (include/ferry/worker.h): options, create, start,
- * stop, close, free, stats, and the handler threads.
+ * stop, close, free, stats, lanes, and the handler threads.
+ *
+ * Lanes: a worker of two or more lanes is a shell around complete inner workers (one per
+ * lane, each with its share of the concurrency); the public functions act on every lane,
+ * and everything below describes one lane. Start connects every lane before any lane
+ * starts a thread; close gives all lanes one deadline.
  *
  * Threads: one dispatcher (dispatch.c, command connection), one waiter (waiter.c,
  * blocking connection) and `concurrency` handler threads: each takes a job from the ready
@@ -571,35 +576,15 @@ static void probe_server(ferry_worker *w, ferry_conn *c) {
     freeReplyObject(r);
 }
 
-int ferry_worker_start(ferry_worker *w, ferry_error *err) {
-    if (!w) return ferry__err(err, FERRY_EINVAL, "worker: NULL");
-    pthread_mutex_lock(&w->mu);
-    int started = w->started;
-    w->started = 1;
-    pthread_mutex_unlock(&w->mu);
-    if (started) return ferry__err(err, FERRY_ESTATE, "worker: already started");
-    if (w->nlanes) {
-        /* all lanes or none: a lane that cannot start closes those already running */
-        for (int i = 0; i < w->nlanes; i++) {
-            int rc = ferry_worker_start(w->lanes[i], err);
-            if (rc == 0) continue;
-            for (int k = 0; k < i; k++)
-                ferry_worker_stop(w->lanes[k]);
-            for (int k = 0; k < i; k++)
-                ferry_worker_close(w->lanes[k], 5000);
-            return rc;
-        }
-        return 0;
-    }
+static int close_lanes(ferry_worker *w, int deadline_ms);
 
+/* Open a lane's two connections and probe the server. Nothing stays open on failure. */
+static int lane_connect(ferry_worker *w, ferry_error *err) {
     int rc = ferry__conn_open(&w->redis, NULL, &w->d.conn, err);
     if (rc == 0) rc = ferry__conn_open(&w->redis, w->client_name, &w->bconn, err);
     if (rc != 0) {
         ferry__conn_close(w->d.conn);
         w->d.conn = NULL;
-        pthread_mutex_lock(&w->mu);
-        w->started = 0;
-        pthread_mutex_unlock(&w->mu);
         return rc;
     }
     probe_server(w, w->d.conn);
@@ -609,7 +594,20 @@ int ferry_worker_start(ferry_worker *w, ferry_error *err) {
         if (r->type == REDIS_REPLY_INTEGER) w->bclient_id = r->integer;
         freeReplyObject(r);
     }
+    return 0;
+}
 
+static void lane_disconnect(ferry_worker *w) {
+    ferry__conn_close(w->d.conn);
+    ferry__conn_close(w->bconn);
+    w->d.conn = NULL;
+    w->bconn = NULL;
+}
+
+/* Start a connected lane's threads (its `started` already set). On failure the lane is
+ * closed again and may only be freed. */
+static int lane_launch(ferry_worker *w, ferry_error *err) {
+    int rc = 0;
     w->nthreads = 2 + w->concurrency;
     w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);
     if (!w->threads) {
@@ -644,6 +642,47 @@ fail:
     w->closed = 0; /* a failed start leaves a worker that may only be freed */
     pthread_mutex_unlock(&w->mu);
     return rc;
+}
+
+static void set_started(ferry_worker *w, int v) {
+    pthread_mutex_lock(&w->mu);
+    w->started = v;
+    pthread_mutex_unlock(&w->mu);
+}
+
+int ferry_worker_start(ferry_worker *w, ferry_error *err) {
+    if (!w) return ferry__err(err, FERRY_EINVAL, "worker: NULL");
+    pthread_mutex_lock(&w->mu);
+    int started = w->started;
+    w->started = 1;
+    pthread_mutex_unlock(&w->mu);
+    if (started) return ferry__err(err, FERRY_ESTATE, "worker: already started");
+    int n = w->nlanes ? w->nlanes : 1;
+    ferry_worker **lanes = w->nlanes ? w->lanes : &w;
+    /* Every lane connects before any thread starts: a lane that cannot connect leaves the
+     * worker as it was (no job taken, start may be tried again). */
+    for (int i = 0; i < n; i++) {
+        int rc = lane_connect(lanes[i], err);
+        if (rc == 0) continue;
+        for (int k = 0; k < i; k++)
+            lane_disconnect(lanes[k]);
+        set_started(w, 0);
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        if (w->nlanes) set_started(lanes[i], 1);
+        int rc = lane_launch(lanes[i], err);
+        if (rc == 0) continue;
+        if (w->nlanes) {
+            /* the lanes already running stop; this one closed itself */
+            close_lanes(w, 5000);
+            pthread_mutex_lock(&w->mu);
+            w->closed = 0;
+            pthread_mutex_unlock(&w->mu);
+        }
+        return rc;
+    }
+    return 0;
 }
 
 void ferry_worker_stop(ferry_worker *w) {

@@ -20,6 +20,7 @@ typedef struct lctx {
     atomic_int in_cb;
     atomic_int overlaps;
     atomic_int completed;
+    atomic_int failed, errors;
 } lctx;
 
 static void lctx_init(lctx *c) {
@@ -43,6 +44,20 @@ static void on_completed(const ferry_job *job, const char *rv, void *ud) {
     atomic_fetch_add(&c->completed, 1);
 }
 
+static void on_failed(const ferry_job *job, const char *reason, int final, void *ud) {
+    (void)job;
+    (void) final;
+    lctx *c = ud;
+    fprintf(stderr, "job failed: %s\n", reason);
+    atomic_fetch_add(&c->failed, 1);
+}
+
+static void on_error(const ferry_error *e, void *ud) {
+    lctx *c = ud;
+    fprintf(stderr, "worker error: %s\n", e->message);
+    atomic_fetch_add(&c->errors, 1);
+}
+
 static int completed_at_least(void *arg) {
     lctx *c = ((void **)arg)[0];
     return atomic_load(&c->completed) >= *(int *)((void **)arg)[1];
@@ -60,15 +75,48 @@ static int blocking_conns(wt *t) {
     return n;
 }
 
+typedef struct conns_arg {
+    wt *t;
+    int want;
+} conns_arg;
+
+static int conns_are(void *arg) {
+    conns_arg *a = arg;
+    return blocking_conns(a->t) == a->want;
+}
+
+/* Wait until exactly `want` blocking connections are listed (a closed worker's sockets
+ * may take the server a moment to notice). */
+static void expect_blocking_conns(wt *t, int want, const char *what) {
+    conns_arg a = {t, want};
+    if (!testenv_wait_until(conns_are, &a, 5000))
+        fail_msg("%s: %d blocking connections, want %d", what, blocking_conns(t), want);
+}
+
+static void lane_options(wt *t, lctx *c, ferry_worker_options *o, ferry_redis_options *ro,
+                         int concurrency, int lanes) {
+    wt_options(t, o, ro);
+    o->concurrency = concurrency;
+    o->lanes = lanes;
+    o->callbacks.completed = on_completed;
+    o->callbacks.failed = on_failed;
+    o->callbacks.stalled = NULL;
+    o->callbacks.error = on_error;
+    o->userdata = c;
+}
+
 static ferry_worker *start_lanes(wt *t, lctx *c, int concurrency, int lanes) {
     ferry_worker_options o;
     ferry_redis_options ro;
-    wt_options(t, &o, &ro);
-    o.concurrency = concurrency;
-    o.lanes = lanes;
-    o.callbacks.completed = on_completed;
-    o.userdata = c;
+    lane_options(t, c, &o, &ro, concurrency, lanes);
     return wt_start(&o, handler, c);
+}
+
+/* Close, then read the stats (every result is counted once close returned), then free. */
+static void stop_with_stats(ferry_worker *w, ferry_worker_stats *s) {
+    assert_int_equal(ferry_worker_close(w, 10000), 0);
+    ferry_worker_get_stats(w, s);
+    ferry_worker_free(w);
 }
 
 /* K gate jobs fill both lanes' slots: half each, with two distinct lock token prefixes
@@ -84,7 +132,7 @@ static void test_lanes_share_concurrency(void **state) {
         free(wt_add(&t, "gate", NULL, NULL));
     ferry_worker *w = start_lanes(&t, &c, K, 0); /* automatic: 2 lanes at 8 */
     GATE_WAIT_ENTERED(&c.g, K);
-    assert_int_equal(blocking_conns(&t), 2);
+    expect_blocking_conns(&t, 2, "running");
     ferry_worker_stats s;
     ferry_worker_get_stats(w, &s);
     assert_int_equal(s.busy, K);
@@ -120,11 +168,11 @@ static void test_lanes_share_concurrency(void **state) {
     int want = K + 2;
     void *a[2] = {&c, &want};
     assert_true(testenv_wait_until(completed_at_least, a, 15000));
-    ferry_worker_get_stats(w, &s);
+    stop_with_stats(w, &s);
     assert_int_equal(s.completed, K + 2);
     assert_int_equal(s.busy, 0);
-    wt_stop(w);
-    assert_int_equal(blocking_conns(&t), 0);
+    assert_int_equal(atomic_load(&c.errors), 0);
+    expect_blocking_conns(&t, 0, "closed");
     gate_destroy(&c.g);
     wt_fini(&t);
 }
@@ -143,11 +191,12 @@ static void test_lanes_automatic_and_capped(void **state) {
                  {8, 1, 1}, {3, 3, 3}, {10, 4, 4}, {2, 4, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ferry_worker *w = start_lanes(&t, &c, cases[i].concurrency, cases[i].lanes);
-        int have = blocking_conns(&t);
-        if (have != cases[i].want)
-            fail_msg("concurrency %d lanes %d: %d lanes, want %d", cases[i].concurrency,
-                     cases[i].lanes, have, cases[i].want);
+        char what[64];
+        snprintf(what, sizeof what, "concurrency %d lanes %d", cases[i].concurrency,
+                 cases[i].lanes);
+        expect_blocking_conns(&t, cases[i].want, what);
         wt_stop(w);
+        expect_blocking_conns(&t, 0, what);
     }
     gate_destroy(&c.g);
     wt_fini(&t);
@@ -190,10 +239,10 @@ static void test_lanes_callbacks_one_at_a_time(void **state) {
     assert_true(testenv_wait_until(completed_at_least, a, 30000));
     assert_int_equal(atomic_load(&c.overlaps), 0);
     ferry_worker_stats s;
-    ferry_worker_get_stats(w, &s);
+    stop_with_stats(w, &s);
     assert_int_equal(s.completed, N);
-    wt_stop(w);
     assert_int_equal(atomic_load(&c.completed), N);
+    assert_int_equal(atomic_load(&c.errors), 0);
     assert_int_equal(WT_LLEN(&t, "wait"), 0);
     assert_int_equal(WT_LLEN(&t, "active"), 0);
     gate_destroy(&c.g);
@@ -242,6 +291,50 @@ static void test_lanes_close(void **state) {
     wt_fini(&t);
 }
 
+/* A lane that cannot connect (the server's maxclients reached after the first lane's two
+ * connections) fails the start before any lane takes a job, and the worker can be started
+ * again once the server accepts it. */
+static void test_lanes_start_all_or_nothing(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    lctx c;
+    lctx_init(&c);
+    char *id = wt_add(&t, "none", NULL, NULL);
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    lane_options(&t, &c, &o, &ro, 2, 2);
+    ferry_worker *w = NULL;
+    ferry_error e = {0};
+    if (ferry_worker_create(QNAME, &o, handler, &c, &w, &e) != 0) fail_msg("create: %s", e.message);
+
+    redisReply *r = wt_cmd(&t, "CONFIG GET maxclients");
+    char saved[32];
+    snprintf(saved, sizeof saved, "%s", r->element[1]->str);
+    freeReplyObject(r);
+    r = wt_cmd(&t, "INFO clients");
+    const char *cc = strstr(r->str, "connected_clients:");
+    assert_non_null(cc);
+    long now = strtol(cc + 18, NULL, 10);
+    freeReplyObject(r);
+    freeReplyObject(wt_cmd(&t, "CONFIG SET maxclients %ld", now + 3)); /* lane 1 gets one */
+    int rc = ferry_worker_start(w, &e);
+    freeReplyObject(wt_cmd(&t, "CONFIG SET maxclients %s", saved));
+    if (rc == 0) fail_msg("start succeeded with maxclients %ld", now + 3);
+    usleep(200 * 1000); /* a lane that had started would have fetched by now */
+    assert_int_equal(WT_LLEN(&t, "wait"), 1);
+    assert_int_equal(WT_LLEN(&t, "active"), 0);
+    assert_int_equal(atomic_load(&c.completed), 0);
+    expect_blocking_conns(&t, 0, "after the failed start");
+
+    if (ferry_worker_start(w, &e) != 0) fail_msg("second start: %s", e.message);
+    WT_WAIT_ZCARD(&t, "completed", 1);
+    wt_stop(w);
+    free(id);
+    gate_destroy(&c.g);
+    wt_fini(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lanes_share_concurrency),
@@ -249,6 +342,7 @@ int main(void) {
         cmocka_unit_test(test_lanes_out_of_range),
         cmocka_unit_test(test_lanes_callbacks_one_at_a_time),
         cmocka_unit_test(test_lanes_close),
+        cmocka_unit_test(test_lanes_start_all_or_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
