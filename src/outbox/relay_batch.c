@@ -64,10 +64,11 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
     /* The claim picks (oldest first, FOR UPDATE SKIP LOCKED), measures and marks in one
      * statement: one index scan and two TID scans per batch (one reads the locked rows back,
      * one updates the kept ones), cheaper in server CPU than a SELECT and an UPDATE (a join
-     * on ctid instead would rescan the TID per row). The locking subquery carries ctids
-     * alone: its sort may see a whole created_at group (thousands of events of one
-     * transaction) and must stay narrow. The picked rows are locked, so their ctids cannot
-     * change under us. A row picked after a concurrent update of it has a version the
+     * on ctid instead would rescan the TID per row). The locking subquery reads the
+     * partial index outbox_claim (created_at, id) in order (migration 006): no sort, however
+     * many events of one transaction share created_at; it carries ctids alone, narrow if a
+     * plan ever sorts (a schema without the index). The picked rows are locked, so their ctids
+     * cannot change under us. A row picked after a concurrent update of it has a version the
      * statement's snapshot does not see: it is neither read back nor updated, and stays for
      * the next batch. RETURNING has no order: sort by age again. Events of one transaction
      * share created_at (now() is the transaction's start): the id breaks the tie, and

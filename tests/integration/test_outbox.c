@@ -125,6 +125,37 @@ static void test_migrate_adopts_seed_table(void **state) {
     PQclear(ob_sql(db, "DROP SCHEMA %s CASCADE", schema));
 }
 
+/* The relay's claim (rows of one transaction share created_at) reads rows in (created_at,
+ * id) order straight from the outbox_claim index: no sort of the whole created_at group. */
+static void test_claim_reads_index_order(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload) "
+                   "SELECT gen_random_uuid(), 'order.placed', gen_random_uuid(), '{}' "
+                   "FROM generate_series(1, 20000)",
+                   schema));
+    PQclear(ob_sql(db, "ANALYZE %s.outbox_events", schema));
+    /* the locking subquery of relay_batch.c's claim */
+    PGresult *r = ob_sql(db,
+                         "EXPLAIN SELECT ctid FROM %s.outbox_events WHERE published_at IS NULL "
+                         "AND quarantined_at IS NULL AND topic = ANY('{order.placed}'::text[]) "
+                         "ORDER BY created_at, id LIMIT 1000 FOR UPDATE SKIP LOCKED",
+                         schema);
+    int uses_index = 0, sorts = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *line = PQgetvalue(r, i, 0);
+        if (strstr(line, "outbox_claim")) uses_index = 1;
+        if (strstr(line, "Sort")) sorts = 1;
+    }
+    if (!uses_index || sorts) {
+        for (int i = 0; i < PQntuples(r); i++)
+            fprintf(stderr, "%s\n", PQgetvalue(r, i, 0));
+        fail_msg("the claim does not read outbox_claim in order");
+    }
+    PQclear(r);
+}
+
 /* ---- append -------------------------------------------------------------------------- */
 
 static void test_append_validation_and_transactions(void **state) {
@@ -607,6 +638,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_migrate_concurrent_and_idempotent),
         cmocka_unit_test(test_migrate_adopts_seed_table),
+        cmocka_unit_test(test_claim_reads_index_order),
         cmocka_unit_test(test_append_validation_and_transactions),
         cmocka_unit_test(test_relay_end_to_end),
         cmocka_unit_test(test_relay_refuses_to_start),
