@@ -49,5 +49,8 @@ int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const 
 /* Open the queue handle for `name` with the resolved connection; on failure reports and
  * returns the exit code (never 0), with *out NULL. */
 int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out);
+/* The same without writing the queue's meta (skip_meta_update): for subcommands that only
+ * read, or delete the queue, so that naming a queue that does not exist creates no key. */
+int cli_open_queue_ro(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out);
 
 #endif

@@ -110,7 +110,7 @@ static int job_show(int argc, char **argv) {
     ferry_queue *q = NULL;
     ferry_job_info *info = NULL;
     if ((rc = cli_conn_resolve(&show_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&show_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue_ro(&show_spec, &conn, r.pos[0], &q))) goto out;
     ferry_error err = {0};
     if (ferry_queue_get_job(q, r.pos[1], &info, &err) != 0) {
         info = NULL;

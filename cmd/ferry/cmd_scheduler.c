@@ -256,7 +256,7 @@ static int scheduler_list(int argc, char **argv) {
     ferry_scheduler_info *all = NULL;
     size_t nall = 0;
     if ((rc = cli_conn_resolve(&list_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&list_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue_ro(&list_spec, &conn, r.pos[0], &q))) goto out;
     for (;;) {
         ferry_scheduler_info *page = NULL;
         size_t n = 0;

@@ -30,6 +30,10 @@ typedef struct ferry_queue_options {
     const char *global_default_job_opts;
     const char *default_job_opts;
     size_t max_payload_bytes; /* limit on a job's data JSON; 0 = 512 KiB */
+    /* BullMQ's skipMetasUpdate: open without writing the queue's meta (version and events
+     * length, as Node's Queue constructor does), so that looking at a queue that does not
+     * exist creates no key. For read-only tools; 0 = write it. */
+    int skip_meta_update;
 } ferry_queue_options;
 
 /* Fill *o with defaults. Thread-safe; no allocation. */
@@ -37,7 +41,8 @@ FERRY_API void ferry_queue_options_init(ferry_queue_options *o);
 
 /* Open queue `name` (no ':' allowed): validates options, connects, loads scripts.
  * On success *out is a new handle the caller frees with ferry_queue_close().
- * Blocks up to the connect timeout plus one command timeout (it writes the queue's meta).
+ * Blocks up to the connect timeout plus one command timeout (it writes the queue's meta,
+ * unless skip_meta_update).
  * Returns 0 or a ferry_err (detail in *err). */
 FERRY_API int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_queue **out,
                                ferry_error *err);
@@ -89,7 +94,7 @@ typedef struct ferry_job_info {
                                                completed, failed, waiting-children, unknown */
     char *returnvalue, *failed_reason, *stacktrace, *progress, *processed_by;
     long long timestamp, delay, priority, processed_on, finished_on; /* -1 when absent */
-    long long attempts_made, attempts_started, stalled_count;         /* 0 when absent */
+    long long attempts_made, attempts_started, stalled_count;        /* 0 when absent */
 } ferry_job_info;
 
 /* Fetch a job. FERRY_ENOTFOUND when no such job. *out is freed with ferry_job_info_free. */

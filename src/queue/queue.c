@@ -253,7 +253,7 @@ int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_qu
     if (rc == 0) rc = copy_redis_options(q, opts->redis, err);
     if (rc == 0) rc = load_defaults(q, opts, err);
     if (rc == 0) rc = ferry__conn_open(&q->ropts, NULL, &q->conn, err);
-    if (rc == 0) rc = write_meta(q, err);
+    if (rc == 0 && !opts->skip_meta_update) rc = write_meta(q, err);
     if (rc) {
         ferry_queue_close(q);
         return rc;

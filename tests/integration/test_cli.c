@@ -336,6 +336,49 @@ static void test_job_missing_and_remove(void **state) {
     cli_run_free(&r);
 }
 
+/* Looking at (or obliterating) a queue that does not exist creates no key: those
+ * subcommands open the queue without writing its meta (BullMQ's skipMetasUpdate), where
+ * adding a job writes it as Node's Queue does. */
+static void test_read_only_leaves_no_key(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    const char *cmds[][4] = {
+        {"queue", "counts", "ghost", NULL},
+        {"job", "show", "ghost", "1"},
+        {"queue", "concurrency", "ghost", NULL},
+        {"queue", "rate-limit", "ghost", "--show"},
+        {"queue", "global-rate-limit", "ghost", NULL},
+        {"scheduler", "list", "ghost", NULL},
+        {"queue", "obliterate", "ghost", "--yes"},
+    };
+    ferry_conn *c = testenv_conn();
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        cli_run r;
+        if (cmds[i][3])
+            CLI(r, cmds[i][0], cmds[i][1], cmds[i][2], cmds[i][3], "--redis", url(), "--prefix", p);
+        else
+            CLI(r, cmds[i][0], cmds[i][1], cmds[i][2], "--redis", url(), "--prefix", p);
+        if (r.code != 0 && r.code != 1)
+            fail_msg("%s %s: exit %d: %s", cmds[i][0], cmds[i][1], r.code, r.err);
+        if (i == sizeof cmds / sizeof cmds[0] - 1)
+            assert_non_null(strstr(r.out, "obliterated, 0 keys deleted"));
+        cli_run_free(&r);
+        redisReply *k = testenv_cmd(c, "KEYS %s:ghost:*", p);
+        if (k->elements != 0) fail_msg("%s %s left %s", cmds[i][0], cmds[i][1], k->element[0]->str);
+        freeReplyObject(k);
+    }
+    /* adding a job writes meta, as Node's Queue constructor does */
+    cli_run r;
+    CLI(r, "queue", "add", "ghost", "n", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    redisReply *v = testenv_cmd(c, "HGET %s:ghost:meta version", p);
+    assert_int_equal(v->type, REDIS_REPLY_STRING);
+    assert_non_null(strstr(v->str, "bullmq:"));
+    freeReplyObject(v);
+    ferry__conn_close(c);
+}
+
 static void test_usage_errors(void **state) {
     (void)state;
     cli_run r;
@@ -415,6 +458,7 @@ int main(void) {
         cmocka_unit_test(test_counts_json),
         cmocka_unit_test(test_pause_resume),
         cmocka_unit_test(test_job_missing_and_remove),
+        cmocka_unit_test(test_read_only_leaves_no_key),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_unreachable_redis),
     };
