@@ -12,6 +12,7 @@
 
 #include "cli_spawn.h"
 #include "support/testenv.h"
+#include "util/clock.h"
 
 static const char job_script[] =
     "#!/bin/sh\n"
@@ -812,6 +813,58 @@ static void test_worker_unreachable_redis(void **state) {
     cli_run_free(&r);
 }
 
+/* --max-stalled-count 0 is BullMQ's maxStalledCount 0: a job whose worker died (taken with
+ * a short lock that nobody renews) fails at its first stall instead of running again. */
+static void test_max_stalled_count_zero_fails_first_stall(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "stall0";
+    char id[64];
+    add_job(p, q, "echo", "{}", "{\"attempts\":3}", id, sizeof id);
+    /* a worker that then dies: moveToActive with a 200 ms lock, never renewed */
+    const ferry_script *s = ferry__script_get("moveToActive");
+    assert_non_null(s);
+    char k[9][160];
+    const char *sfx[] = {"wait",    "active", "prioritized", "events", "limiter",
+                         "delayed", "meta",   "pc",          "marker"};
+    const char *keys[9];
+    for (int i = 0; i < 9; i++) {
+        snprintf(k[i], sizeof k[i], "%s:%s:%s", p, q, sfx[i]);
+        keys[i] = k[i];
+    }
+    char base[160], now[24];
+    snprintf(base, sizeof base, "%s:%s:", p, q);
+    snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
+    const char *args[] = {base, now, "1", "dead-worker:", "1", "200", "", "", ""};
+    ferry_conn *c = testenv_conn();
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    if (ferry__conn_evalsha(c, s, 9, keys, 9, args, NULL, &r, &e) != 0) fail_msg("%s", e.message);
+    assert_int_equal(r->element[0]->elements, 2);
+    assert_string_equal(r->element[0]->element[0]->str, id);
+    freeReplyObject(r);
+    ferry__conn_close(c);
+
+    char errp[160];
+    pid_t pid =
+        start_worker(p, q, CLI_ARGV("--max-stalled-count", "0", "--stalled-interval", "1000"), errp,
+                     sizeof errp);
+    finished_arg fa = {p, q, 1};
+    int ok = testenv_wait_until(all_finished, &fa, 20000);
+    kill(pid, SIGTERM);
+    int code = cli_wait(pid, 30000);
+    char *log = cli_slurp(errp);
+    if (!ok) fail_msg("the stalled job was not settled; worker log:\n%s", log);
+    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
+    free(log);
+    expect_state(p, q, id, "failed");
+    expect_field(p, q, id, "failedReason", "job stalled more than allowable limit");
+    expect_field(p, q, id, "stc", "1");
+    /* failed with attempts left and no returnvalue: the fetch that followed the stall
+     * failed it without running the command (ats still counts that fetch, as in BullMQ) */
+    char *rv = hget(p, q, id, "returnvalue");
+    if (rv) fail_msg("job %s ran: returnvalue %s", id, rv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_code_contract),
@@ -823,6 +876,7 @@ int main(void) {
         cmocka_unit_test(test_retry_later_and_throttled_without_limiter),
         cmocka_unit_test(test_throttled_with_limiter),
         cmocka_unit_test(test_log_lines),
+        cmocka_unit_test(test_max_stalled_count_zero_fails_first_stall),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     cli_tmpdir_remove();
