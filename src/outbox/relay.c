@@ -329,6 +329,11 @@ static int check_schema(ferry_relay *r, ferry_error *err) {
         return ferry__err(err, FERRY_ESTATE,
                           "schema %s is at version %d, the relay needs %d: run `ferry migrate`",
                           r->schema, version, FERRY__RELAY_SCHEMA_VERSION);
+    if (version < ferry_outbox_schema_version())
+        ferry__relay_log(r, FERRY_LOG_WARN,
+                         "relay: schema %s is at version %d of %d; it works, but run `ferry "
+                         "migrate` for the later ones (006: the claim's index)",
+                         r->schema, version, ferry_outbox_schema_version());
     return 0;
 }
 

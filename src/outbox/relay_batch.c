@@ -42,6 +42,52 @@
 #define NOT_ALONE_TRUST_MS 1000 /* and the answer "other relays" */
 #define POOL_MAX 8              /* threads adding to queues besides the relay's own */
 
+/* The claim picks (oldest first, FOR UPDATE SKIP LOCKED), measures and marks in one
+ * statement: one index scan and two TID scans per batch (one reads the locked rows back,
+ * one updates the kept ones), cheaper in server CPU than a SELECT and an UPDATE (a join
+ * on ctid instead would rescan the TID per row). The locking subquery reads the
+ * partial index outbox_unpublished (created_at, id) in order (migration 006): no sort,
+ * however many events of one transaction share created_at; it carries ctids alone, narrow
+ * if a plan ever sorts (a schema before 006). The picked rows are locked, so their ctids
+ * cannot change under us. A row picked after a concurrent update of it has a version the
+ * statement's snapshot does not see: it is neither read back nor updated, and stays for
+ * the next batch. RETURNING has no order: sort by age again. Events of one transaction
+ * share created_at (now() is the transaction's start): the id breaks the tie, and
+ * ferry_outbox_append's UUIDv7 ids sort in append order (rows in physical order would
+ * not: a row can land in an earlier page than one added before it).
+ *
+ * The byte budget ($3): of the $2 rows locked, only the oldest whose payloads add up to
+ * at most $3 are marked, and always the first (a row over the budget moves alone). The
+ * rest stay unpublished, locked until this transaction ends, and go to a later batch;
+ * the last column (rows locked) tells the relay that rows were left behind, so the
+ * batch counts as full. The size is the payload's JSON text, octet_length(payload::text),
+ * because that text is what the relay holds (libpq's result, the envelopes, the Redis
+ * commands). pg_column_size would cost nothing but measures the stored form, which
+ * TOAST compresses (100 KiB of repetitive JSON can take 2 KiB) and which is smaller or
+ * larger than the text depending on the content: no bound on the relay's memory. The
+ * conversion (detoast and print: a few hundred MB/s) runs again when the kept rows are
+ * sent; returning the text computed here instead was no cheaper (measured: the window's
+ * sort and the CTEs then copy every payload, spilling to disk), and adapt_claim_limit
+ * keeps the rows converted in vain (locked, then left behind) few. */
+int ferry__relay_claim_sql(char *out, size_t cap, const char *qs) {
+    int n = snprintf(
+        out, cap,
+        "WITH locked AS (SELECT ctid, created_at, id, octet_length(payload::text) AS bytes "
+        "FROM %s.outbox_events WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s.outbox_events "
+        "WHERE published_at IS NULL AND quarantined_at IS NULL AND topic = ANY($1::text[]) "
+        "ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED))), "
+        "kept AS (SELECT ctid FROM (SELECT ctid, sum(bytes) OVER w AS total, "
+        "row_number() OVER w AS n FROM locked WINDOW w AS (ORDER BY created_at, id)) k "
+        "WHERE total <= $3::bigint OR n = 1), "
+        "claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
+        "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM kept)) AND o.published_at IS NULL "
+        "RETURNING o.id, o.topic, o.payload, o.trace_id, o.created_at) "
+        "SELECT id, topic, payload, trace_id, (SELECT count(*) FROM locked) FROM claimed "
+        "ORDER BY created_at, id",
+        qs, qs, qs);
+    return n >= 0 && (size_t)n < cap ? 0 : -1;
+}
+
 int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
     char sql[3 * FERRY__QSCHEMA_MAX + 1200];
     const char *qs = r->qs;
@@ -61,47 +107,7 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
                                 ", hashtext($1)) ELSE false END",
                                 1, err);
     if (rc) return rc;
-    /* The claim picks (oldest first, FOR UPDATE SKIP LOCKED), measures and marks in one
-     * statement: one index scan and two TID scans per batch (one reads the locked rows back,
-     * one updates the kept ones), cheaper in server CPU than a SELECT and an UPDATE (a join
-     * on ctid instead would rescan the TID per row). The locking subquery reads the
-     * partial index outbox_claim (created_at, id) in order (migration 006): no sort, however
-     * many events of one transaction share created_at; it carries ctids alone, narrow if a
-     * plan ever sorts (a schema without the index). The picked rows are locked, so their ctids
-     * cannot change under us. A row picked after a concurrent update of it has a version the
-     * statement's snapshot does not see: it is neither read back nor updated, and stays for
-     * the next batch. RETURNING has no order: sort by age again. Events of one transaction
-     * share created_at (now() is the transaction's start): the id breaks the tie, and
-     * ferry_outbox_append's UUIDv7 ids sort in append order (rows in physical order would
-     * not: a row can land in an earlier page than one added before it).
-     *
-     * The byte budget ($3): of the $2 rows locked, only the oldest whose payloads add up to
-     * at most $3 are marked, and always the first (a row over the budget moves alone). The
-     * rest stay unpublished, locked until this transaction ends, and go to a later batch;
-     * the last column (rows locked) tells the relay that rows were left behind, so the
-     * batch counts as full. The size is the payload's JSON text, octet_length(payload::text),
-     * because that text is what the relay holds (libpq's result, the envelopes, the Redis
-     * commands). pg_column_size would cost nothing but measures the stored form, which
-     * TOAST compresses (100 KiB of repetitive JSON can take 2 KiB) and which is smaller or
-     * larger than the text depending on the content: no bound on the relay's memory. The
-     * conversion (detoast and print: a few hundred MB/s) runs again when the kept rows are
-     * sent; returning the text computed here instead was no cheaper (measured: the window's
-     * sort and the CTEs then copy every payload, spilling to disk), and adapt_claim_limit
-     * keeps the rows converted in vain (locked, then left behind) few. */
-    snprintf(sql, sizeof sql,
-             "WITH locked AS (SELECT ctid, created_at, id, octet_length(payload::text) AS bytes "
-             "FROM %s.outbox_events WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s.outbox_events "
-             "WHERE published_at IS NULL AND quarantined_at IS NULL AND topic = ANY($1::text[]) "
-             "ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED))), "
-             "kept AS (SELECT ctid FROM (SELECT ctid, sum(bytes) OVER w AS total, "
-             "row_number() OVER w AS n FROM locked WINDOW w AS (ORDER BY created_at, id)) k "
-             "WHERE total <= $3::bigint OR n = 1), "
-             "claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
-             "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM kept)) AND o.published_at IS NULL "
-             "RETURNING o.id, o.topic, o.payload, o.trace_id, o.created_at) "
-             "SELECT id, topic, payload, trace_id, (SELECT count(*) FROM locked) FROM claimed "
-             "ORDER BY created_at, id",
-             qs, qs, qs);
+    ferry__relay_claim_sql(sql, sizeof sql, qs);
     rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_CLAIM, sql, 3, err);
     if (rc) return rc;
     /* Claimed rows that do not become jobs: unpublished again, and set aside when they have

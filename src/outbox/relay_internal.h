@@ -90,6 +90,11 @@ typedef enum relay_batch_rc {
 /* Prepare the batch statements on a fresh connection of the relay. */
 int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err);
 
+/* The claim statement for quoted schema `qs` ($1 routed topics text[], $2 row limit, $3 byte
+ * budget; see relay_batch.c), written into out[cap]. 0, or -1 when cap is too small (the
+ * relay's buffer never is). Pure; thread-safe. The relay and its tests use it. */
+int ferry__relay_claim_sql(char *out, size_t cap, const char *qs);
+
 /* pg2, connected (and prepared) when missing and not failed in the last while; 1 when it
  * can be used. A failure is logged; the relay then publishes on pg alone. */
 int ferry__relay_lane2(ferry_relay *r);
