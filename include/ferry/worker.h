@@ -225,7 +225,11 @@ FERRY_API int ferry_worker_create(const char *queue, const ferry_worker_options 
 
 /* Connect and start the dispatcher and handler threads; returns once running. Fails
  * (connect errors) within the connect timeout. After a successful start, connection loss
- * is handled by reconnecting with capped backoff (reported through callbacks.error). */
+ * is handled by reconnecting with capped backoff (reported through callbacks.error).
+ * Every lane connects before any lane starts a thread, so a start that failed to connect
+ * took no job and may be tried again; after any other failure (no thread could be made),
+ * or once ferry_worker_close was called, start fails with FERRY_ESTATE and the worker may
+ * only be freed. */
 FERRY_API int ferry_worker_start(ferry_worker *w, ferry_error *err);
 
 /* Ask the worker to stop fetching. Returns at once. Any thread. */

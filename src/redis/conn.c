@@ -149,6 +149,15 @@ static int flush_read(ferry_conn *c, size_t n, redisReply **replies, int64_t dea
     for (size_t i = 0; i < n; i++) {
         rc = read_reply(c, &replies[i], deadline, err);
         if (rc != 0) {
+            /* A server that refuses a connection (maxclients, protected mode) answers with an
+             * error and closes: that answer, not the close, is what explains it. */
+            for (size_t j = 0; j < i; j++)
+                if (replies[j]->type == REDIS_REPLY_ERROR && err) {
+                    size_t len = strlen(err->message);
+                    snprintf(err->message + len, sizeof err->message - len,
+                             " (after the server answered: %.200s)", replies[j]->str);
+                    break;
+                }
             for (size_t j = 0; j < i; j++) {
                 freeReplyObject(replies[j]);
                 replies[j] = NULL;

@@ -653,9 +653,10 @@ static void set_started(ferry_worker *w, int v) {
 int ferry_worker_start(ferry_worker *w, ferry_error *err) {
     if (!w) return ferry__err(err, FERRY_EINVAL, "worker: NULL");
     pthread_mutex_lock(&w->mu);
-    int started = w->started;
-    w->started = 1;
+    int started = w->started, closed = w->closed;
+    if (!closed) w->started = 1;
     pthread_mutex_unlock(&w->mu);
+    if (closed) return ferry__err(err, FERRY_ESTATE, "worker: closed (it may only be freed)");
     if (started) return ferry__err(err, FERRY_ESTATE, "worker: already started");
     int n = w->nlanes ? w->nlanes : 1;
     ferry_worker **lanes = w->nlanes ? w->lanes : &w;

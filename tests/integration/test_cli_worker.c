@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_spawn.h"
+#include "dead_worker.h"
 #include "support/testenv.h"
 #include "util/clock.h"
 
@@ -820,28 +821,11 @@ static void test_max_stalled_count_zero_fails_first_stall(void **state) {
     const char *p = testenv_prefix(), *q = "stall0";
     char id[64];
     add_job(p, q, "echo", "{}", "{\"attempts\":3}", id, sizeof id);
-    /* a worker that then dies: moveToActive with a 200 ms lock, never renewed */
-    const ferry_script *s = ferry__script_get("moveToActive");
-    assert_non_null(s);
-    char k[9][160];
-    const char *sfx[] = {"wait",    "active", "prioritized", "events", "limiter",
-                         "delayed", "meta",   "pc",          "marker"};
-    const char *keys[9];
-    for (int i = 0; i < 9; i++) {
-        snprintf(k[i], sizeof k[i], "%s:%s:%s", p, q, sfx[i]);
-        keys[i] = k[i];
-    }
-    char base[160], now[24];
+    /* a worker that then dies: it takes the job with a 200 ms lock, never renewed */
+    char base[160];
     snprintf(base, sizeof base, "%s:%s:", p, q);
-    snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
-    const char *args[] = {base, now, "1", "dead-worker:", "1", "200", "", "", ""};
     ferry_conn *c = testenv_conn();
-    redisReply *r = NULL;
-    ferry_error e = {0};
-    if (ferry__conn_evalsha(c, s, 9, keys, 9, args, NULL, &r, &e) != 0) fail_msg("%s", e.message);
-    assert_int_equal(r->element[0]->elements, 2);
-    assert_string_equal(r->element[0]->element[0]->str, id);
-    freeReplyObject(r);
+    dead_worker_fetch(c, base, id, 200);
     ferry__conn_close(c);
 
     char errp[160];

@@ -291,6 +291,24 @@ static void test_lanes_close(void **state) {
     wt_fini(&t);
 }
 
+static long connected_clients(wt *t) {
+    redisReply *r = wt_cmd(t, "INFO clients");
+    const char *cc = strstr(r->str, "connected_clients:");
+    long n = cc ? strtol(cc + 18, NULL, 10) : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+typedef struct clients_arg {
+    wt *t;
+    long want;
+} clients_arg;
+
+static int clients_are(void *arg) {
+    clients_arg *a = arg;
+    return connected_clients(a->t) == a->want;
+}
+
 /* A lane that cannot connect (the server's maxclients reached after the first lane's two
  * connections) fails the start before any lane takes a job, and the worker can be started
  * again once the server accepts it. */
@@ -312,24 +330,29 @@ static void test_lanes_start_all_or_nothing(void **state) {
     char saved[32];
     snprintf(saved, sizeof saved, "%s", r->element[1]->str);
     freeReplyObject(r);
-    r = wt_cmd(&t, "INFO clients");
-    const char *cc = strstr(r->str, "connected_clients:");
-    assert_non_null(cc);
-    long now = strtol(cc + 18, NULL, 10);
-    freeReplyObject(r);
+    long now = connected_clients(&t); /* this test's own connections only (it runs first) */
     freeReplyObject(wt_cmd(&t, "CONFIG SET maxclients %ld", now + 3)); /* lane 1 gets one */
     int rc = ferry_worker_start(w, &e);
     freeReplyObject(wt_cmd(&t, "CONFIG SET maxclients %s", saved));
     if (rc == 0) fail_msg("start succeeded with maxclients %ld", now + 3);
+    if (!strstr(e.message, "max number of clients")) fail_msg("start: %s", e.message);
     usleep(200 * 1000); /* a lane that had started would have fetched by now */
     assert_int_equal(WT_LLEN(&t, "wait"), 1);
     assert_int_equal(WT_LLEN(&t, "active"), 0);
     assert_int_equal(atomic_load(&c.completed), 0);
     expect_blocking_conns(&t, 0, "after the failed start");
+    /* lane 0's connections (2) and lane 1's first (1) were closed again */
+    clients_arg ca = {&t, now};
+    if (!testenv_wait_until(clients_are, &ca, 5000))
+        fail_msg("%ld clients after the failed start, want %ld", connected_clients(&t), now);
 
     if (ferry_worker_start(w, &e) != 0) fail_msg("second start: %s", e.message);
     WT_WAIT_ZCARD(&t, "completed", 1);
-    wt_stop(w);
+    assert_int_equal(ferry_worker_close(w, 10000), 0);
+    /* once closed, it may only be freed */
+    assert_int_equal(ferry_worker_start(w, &e), FERRY_ESTATE);
+    assert_non_null(strstr(e.message, "closed"));
+    ferry_worker_free(w);
     free(id);
     gate_destroy(&c.g);
     wt_fini(&t);
@@ -337,12 +360,12 @@ static void test_lanes_start_all_or_nothing(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lanes_start_all_or_nothing), /* first: counts connections */
         cmocka_unit_test(test_lanes_share_concurrency),
         cmocka_unit_test(test_lanes_automatic_and_capped),
         cmocka_unit_test(test_lanes_out_of_range),
         cmocka_unit_test(test_lanes_callbacks_one_at_a_time),
         cmocka_unit_test(test_lanes_close),
-        cmocka_unit_test(test_lanes_start_all_or_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

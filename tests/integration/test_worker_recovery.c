@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include "dead_worker.h"
 #include "test_worker_support.h"
 
 static ferry_outcome handler(ferry_job *job, void *ud) {
@@ -16,32 +17,6 @@ static ferry_outcome handler(ferry_job *job, void *ud) {
     if (!strcmp(ferry_job_name(job), "gate")) gate_pass(&h->g);
     ferry_job_set_return(job, "\"done\"");
     return FERRY_COMPLETED;
-}
-
-/* What a worker that then dies does: fetch one job with a short lock and never renew it. */
-static void dead_worker_fetch(wt *t, const char *want_id, int lock_ms) {
-    const ferry_script *s = ferry__script_get("moveToActive");
-    assert_non_null(s);
-    char k[9][160];
-    const char *sfx[] = {"wait",    "active", "prioritized", "events", "limiter",
-                         "delayed", "meta",   "pc",          "marker"};
-    const char *keys[9];
-    for (int i = 0; i < 9; i++) {
-        snprintf(k[i], sizeof k[i], "%s%s", t->base, sfx[i]);
-        keys[i] = k[i];
-    }
-    char now[24], lock[16];
-    snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
-    snprintf(lock, sizeof lock, "%d", lock_ms);
-    const char *args[] = {t->base, now, "1", "dead-worker:", "1", lock, "", "", ""};
-    redisReply *r = NULL;
-    ferry_error e = {0};
-    if (ferry__conn_evalsha(t->c, s, 9, keys, 9, args, NULL, &r, &e) != 0)
-        fail_msg("%s", e.message);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->element[0]->elements, 2);
-    assert_string_equal(r->element[0]->element[0]->str, want_id);
-    freeReplyObject(r);
 }
 
 /* ---- stalled ------------------------------------------------------------------------- */
@@ -53,7 +28,7 @@ static void test_stalled_job_recovered(void **state) {
     hctx h;
     hctx_init(&h);
     char *id = wt_add(&t, "work", "{\"x\":1}", NULL);
-    dead_worker_fetch(&t, id, 300);
+    dead_worker_fetch(t.c, t.base, id, 300);
     wt_expect_field(&t, id, "ats", "1");
 
     ferry_worker_options o;
@@ -87,7 +62,7 @@ static void test_stalled_too_often_fails_without_running(void **state) {
     hctx_init(&h);
     char *id = wt_add(&t, "work", NULL, "{\"attempts\":3}");
     freeReplyObject(wt_cmd(&t, "HSET %s%s stc 1", t.base, id)); /* it stalled once before */
-    dead_worker_fetch(&t, id, 200);
+    dead_worker_fetch(t.c, t.base, id, 200);
 
     ferry_worker_options o;
     ferry_redis_options ro;
@@ -124,7 +99,7 @@ static void test_stalled_once_fails_with_fail_first(void **state) {
     hctx h;
     hctx_init(&h);
     char *id = wt_add(&t, "work", NULL, "{\"attempts\":3}");
-    dead_worker_fetch(&t, id, 200);
+    dead_worker_fetch(t.c, t.base, id, 200);
 
     ferry_worker_options o;
     ferry_redis_options ro;
