@@ -1,5 +1,6 @@
 /* worker_internal.h - state shared by the worker's files:
- *   worker.c    public API, options, lanes, thread start/stop, handler threads
+ *   worker.c    public API, options, lanes, thread start/stop
+ *   handlers.c  the handler threads and the ready queue of fetched jobs
  *   dispatch.c  the dispatcher thread (owns the command connection): collects results,
  *               runs the batched finish+fetch calls, timers, reconnects
  *   batch.c     building and sending the script calls, parsing their replies
@@ -33,6 +34,9 @@
 /* lanes = 0: two lanes from this concurrency up, else one (bench/run.sh measurements in
  * docs/worker.md: two lanes gain from concurrency 8, cost at 2 and 4). */
 #define FERRY__AUTO_LANES_MIN_CONCURRENCY 8
+/* Handlers slower than this on average get a thread each at once (a wake-up is cheap next
+ * to them); faster ones are drained by the threads already awake (handlers.c). */
+#define FERRY__EAGER_HANDLER_US 50
 
 /* The callback lock of one ferry_worker, shared by its lanes so that their callbacks run
  * one at a time too. Reference counted: each lane holds one and drops it when it is
@@ -298,6 +302,7 @@ int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error 
 
 void *ferry__dispatcher_main(void *arg);
 void *ferry__waiter_main(void *arg);
+void *ferry__handler_main(void *arg); /* handlers.c */
 
 /* Static texts for messages and job logs about finishes (job.c); never NULL, not freed.
  * code_text: a finish script's negative code; kind_text: "completion", "failure", ...;
