@@ -225,6 +225,27 @@ suite.check('worker-level --remove-on-complete applies only to jobs without thei
   assert.strictEqual(await redis.exists(`${h.PREFIX}:${nq.name}:${j1.id}`), 0, 'trimmed job deleted');
 });
 
+suite.check('a two-lane ferry worker (concurrency 8) runs each Node-added job once; Node counts them all; getWorkers lists each lane', async () => {
+  const nq = await h.nodeQueue(suite, h.uniqueQueue('n2f-lanes'));
+  const N = 40;
+  await nq.queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'echo', data: { i } })));
+  const w = h.startFerryWorker(nq.name, { concurrency: 8, name: 'ferry-lanes' });
+  await h.waitFor(async () => (await nq.queue.getJobCounts('completed')).completed === N, {
+    what: `${N} completed`,
+    timeout: 60000,
+  });
+  const starts = w.runs().filter((r) => r.ev === 'start');
+  assert.strictEqual(starts.length, N, 'one run per job');
+  assert.strictEqual(new Set(starts.map((r) => r.id)).size, N, 'every job ran');
+  const counts = await nq.queue.getJobCounts();
+  for (const k of ['active', 'waiting', 'failed', 'delayed', 'prioritized']) assert.strictEqual(counts[k], 0, `${k} is 0`);
+  // one blocking connection per lane, each named as the worker
+  const workers = await nq.queue.getWorkers();
+  assert.strictEqual(workers.length, 2, `getWorkers: ${JSON.stringify(workers)}`);
+  const st = await w.stop();
+  assert.deepStrictEqual(st, { code: 0, signal: null });
+});
+
 suite.check('ferry job show reads a Node-written job', async () => {
   const nq = await h.nodeQueue(suite, h.uniqueQueue('n2f-show'));
   const job = await nq.queue.add('shown', { k: [1, 'x'] }, { attempts: 4, backoff: { type: 'fixed', delay: 10 }, priority: 3 });
