@@ -491,13 +491,18 @@ static int batch_full(const batch *b) {
  * rows the budget leaves behind (a claim of 1000 rows of 512 KiB keeps 32 of them). After a
  * batch cut short, lock about what fitted plus a quarter; back up to batch_size, doubling,
  * while batches fill up without being cut. */
+int ferry__relay_next_claim_limit(int current, int batch_size, int n, int limit, int left_behind) {
+    long next = current;
+    if (left_behind)
+        next = (long)n + n / 4 + 1;
+    else if (n >= limit)
+        next = 2L * current;
+    return next < batch_size ? (int)next : batch_size;
+}
+
 static void adapt_claim_limit(ferry_relay *r, const batch *b) {
-    long next = r->claim_limit;
-    if (b->left_behind)
-        next = (long)b->n + b->n / 4 + 1;
-    else if (b->n >= b->limit)
-        next = 2L * r->claim_limit;
-    r->claim_limit = next < r->batch_size ? (int)next : r->batch_size;
+    r->claim_limit = ferry__relay_next_claim_limit(r->claim_limit, r->batch_size, b->n, b->limit,
+                                                   b->left_behind);
 }
 
 /* lane_send's statements: a commit is at most 3 (set rows aside, SET LOCAL, COMMIT), a

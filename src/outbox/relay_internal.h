@@ -95,6 +95,12 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err);
  * relay's buffer never is). Pure; thread-safe. The relay and its tests use it. */
 int ferry__relay_claim_sql(char *out, size_t cap, const char *qs);
 
+/* The claim limit after a batch that kept n rows of a claim locking up to `limit`, given the
+ * current claim limit and --batch (relay_batch.c adapt_claim_limit): after a batch the byte
+ * budget cut short (left_behind), what fitted plus a quarter, plus one; after a full batch,
+ * double; otherwise unchanged; never above batch_size. Pure; thread-safe. */
+int ferry__relay_next_claim_limit(int current, int batch_size, int n, int limit, int left_behind);
+
 /* pg2, connected (and prepared) when missing and not failed in the last while; 1 when it
  * can be used. A failure is logged; the relay then publishes on pg alone. */
 int ferry__relay_lane2(ferry_relay *r);

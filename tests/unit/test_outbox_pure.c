@@ -15,6 +15,7 @@
 #include "outbox/envelope.h"
 #include "outbox/migrations.h"
 #include "outbox/pg.h"
+#include "outbox/relay_internal.h"
 #include "outbox/trace.h"
 #include "outbox/uuid7.h"
 
@@ -267,6 +268,33 @@ static void test_text_array(void **state) {
     free(a);
 }
 
+/* The relay's claim limit: big payloads that the byte budget cuts shrink it to what fitted
+ * plus a quarter (fewer rows locked and converted in vain); full batches grow it back,
+ * doubling, up to --batch; a batch that ran the queue dry leaves it alone. */
+static void test_claim_limit_adapts(void **state) {
+    (void)state;
+    /* 1000 locked, 32 fitted the budget: next claim locks 32 + 8 + 1 */
+    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 32, 1000, 1), 41);
+    /* one row over the budget moves alone: lock 2 next time */
+    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 1, 1000, 1), 2);
+    /* full batches double it back, capped at --batch */
+    int limit = 41, steps = 0;
+    int want[] = {82, 164, 328, 656, 1000, 1000};
+    for (; steps < 6; steps++) {
+        limit = ferry__relay_next_claim_limit(limit, 1000, limit, limit, 0);
+        assert_int_equal(limit, want[steps]);
+    }
+    /* a partial batch (the queue ran dry) changes nothing; nor does an empty one */
+    assert_int_equal(ferry__relay_next_claim_limit(164, 1000, 50, 164, 0), 164);
+    assert_int_equal(ferry__relay_next_claim_limit(164, 1000, 0, 164, 0), 164);
+    /* what fitted plus a quarter never goes past --batch */
+    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 999, 1000, 1), 1000);
+    /* no overflow at the extremes */
+    assert_int_equal(
+        ferry__relay_next_claim_limit(2000000000, 2147483647, 2000000000, 2000000000, 0),
+        2147483647);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uuid7_rfc_vector),
@@ -280,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_migration_list),
         cmocka_unit_test(test_quote_schema),
         cmocka_unit_test(test_text_array),
+        cmocka_unit_test(test_claim_limit_adapts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
