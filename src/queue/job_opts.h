@@ -12,8 +12,8 @@
 
 /* removeOnComplete / removeOnFail, resolved: count 0 = delete at once, -1 = keep all. */
 typedef struct ferry__keep_jobs {
-    int set;           /* option present */
-    long long count;   /* -1 keep all, 0 delete now, n keep newest n */
+    int set;         /* option present */
+    long long count; /* -1 keep all, 0 delete now, n keep newest n */
     /* age_set: an age was given; age_s: BullMQ's age in seconds, fraction kept (0 trims
      * everything finished up to now, this job included; a Node-written negative age even
      * later ones). The finish script computes Node's bound `now - age * 1000` itself, in
@@ -21,7 +21,7 @@ typedef struct ferry__keep_jobs {
      * every clock: near 1.7e12 a fraction of a ms below 2^-13 is rounded away). */
     int age_set;
     double age_s;
-    long long limit;   /* max deletions per call for age trimming; 0 = 1000 */
+    long long limit; /* max deletions per call for age trimming; 0 = 1000 */
 } ferry__keep_jobs;
 
 typedef struct ferry__backoff {
@@ -32,18 +32,18 @@ typedef struct ferry__backoff {
 } ferry__backoff;
 
 typedef struct ferry__job_opts {
-    char *job_id;            /* custom id (malloc'd) or NULL */
-    long long attempts;      /* 0 when absent (BullMQ default) */
+    char *job_id;       /* custom id (malloc'd) or NULL */
+    long long attempts; /* 0 when absent (BullMQ default) */
     ferry__backoff backoff;
-    long long delay_ms;      /* >= 0 */
-    long long priority;      /* 0..2097151 */
+    long long delay_ms; /* >= 0 */
+    long long priority; /* 0..2097151 */
     int lifo;
-    long long timestamp;     /* -1 = absent (use now) */
+    long long timestamp;         /* -1 = absent (use now) */
     long long stack_trace_limit; /* -1 = absent (ferry's worker then keeps the last 10;
                                     Node 6.7.0 keeps all) */
     ferry__keep_jobs remove_on_complete;
     ferry__keep_jobs remove_on_fail;
-    char *stored_json;       /* canonical opts JSON to store in the job hash (malloc'd) */
+    char *stored_json; /* canonical opts JSON to store in the job hash (malloc'd) */
 } ferry__job_opts;
 
 /* Strict parse of a JobsOptions JSON object (NULL/"" = {}). Rejects unknown types,
@@ -54,6 +54,10 @@ int ferry__job_opts_parse(const char *json, ferry__job_opts *out, ferry_error *e
 
 /* Lenient parse of stored opts (never fails on odd but valid JSON; garbage -> defaults). */
 void ferry__job_opts_from_stored(const char *json, ferry__job_opts *out);
+
+/* Reset *o to no options (BullMQ's defaults; timestamp and stackTraceLimit unset = -1).
+ * Frees nothing: for an uninitialised or already freed struct. */
+void ferry__job_opts_init(ferry__job_opts *o);
 
 void ferry__job_opts_free(ferry__job_opts *o);
 
