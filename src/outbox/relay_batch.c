@@ -492,11 +492,11 @@ static int batch_full(const batch *b) {
  * batch cut short, lock about what fitted plus a quarter; back up to batch_size, doubling,
  * while batches fill up without being cut. */
 int ferry__relay_next_claim_limit(int current, int batch_size, int n, int limit, int left_behind) {
-    long next = current;
+    long long next = current;
     if (left_behind)
-        next = (long)n + n / 4 + 1;
+        next = (long long)n + n / 4 + 1;
     else if (n >= limit)
-        next = 2L * current;
+        next = 2LL * current;
     return next < batch_size ? (int)next : batch_size;
 }
 

@@ -150,8 +150,9 @@ static int flush_read(ferry_conn *c, size_t n, redisReply **replies, int64_t dea
         rc = read_reply(c, &replies[i], deadline, err);
         if (rc != 0) {
             /* A server that refuses a connection (maxclients, protected mode) answers with an
-             * error and closes: that answer, not the close, is what explains it. */
-            for (size_t j = 0; j < i; j++)
+             * error and closes: that answer, not the close, is what explains it. Only for a
+             * closed or failed connection (FERRY_EIO), not a timeout. */
+            for (size_t j = 0; rc == FERRY_EIO && j < i; j++)
                 if (replies[j]->type == REDIS_REPLY_ERROR && err) {
                     size_t len = strlen(err->message);
                     snprintf(err->message + len, sizeof err->message - len,

@@ -36,7 +36,7 @@
 #define IDLE_CHECK_MS 1000
 #define UNBLOCK_EVERY_MS 100
 /* The dispatcher thread looks this often while results or queued jobs wait for handlers
- * that may have turned slow (= worker.c STALE_READY_US). */
+ * that may have turned slow (= handlers.c STALE_READY_US). */
 #define WATCH_MS 1
 /* Results held back for imminent completions are written anyway past this many. */
 #define COALESCE_MAX 128

@@ -180,7 +180,7 @@ struct ferry_worker {
     atomic_int abandon;  /* close deadline passed: every thread leaves at once */
     /* Ready queue of fetched jobs waiting for a handler thread. Waking a thread costs more
      * than a fast handler, so sleepers are woken only when the jobs need them (see
-     * worker.c: handler_wanted): always for slow handlers, for fast ones only when the
+     * handlers.c: handler_wanted): always for slow handlers, for fast ones only when the
      * queue is longer than the awake threads drain quickly or a job has waited a while. */
     pthread_mutex_t rq_mu;
     pthread_cond_t rq_cv;
@@ -300,9 +300,12 @@ int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error 
 
 /* ---- dispatch.c / waiter.c / worker.c -------------------------------------------- */
 
+/* Thread entry points (dispatch.c, waiter.c, handlers.c). `arg` is the thread's
+ * ferry__thread, which holds a reference on its worker (lane); each drops it with
+ * ferry__thread_exit when it leaves. */
 void *ferry__dispatcher_main(void *arg);
 void *ferry__waiter_main(void *arg);
-void *ferry__handler_main(void *arg); /* handlers.c */
+void *ferry__handler_main(void *arg);
 
 /* Static texts for messages and job logs about finishes (job.c); never NULL, not freed.
  * code_text: a finish script's negative code; kind_text: "completion", "failure", ...;

@@ -64,33 +64,46 @@ static int completed_at_least(void *arg) {
 }
 
 /* Blocking connections of this test's workers (named "<prefix>:<base64(wq)>:w:wtest"). */
-static int blocking_conns(wt *t) {
+static long blocking_conns(wt *t) {
     char name[160];
     snprintf(name, sizeof name, "name=%s:d3E=:w:wtest ", t->prefix);
     redisReply *r = wt_cmd(t, "CLIENT LIST");
-    int n = 0;
+    long n = 0;
     for (const char *p = r->str; (p = strstr(p, name)); p += strlen(name))
         n++;
     freeReplyObject(r);
     return n;
 }
 
-typedef struct conns_arg {
-    wt *t;
-    int want;
-} conns_arg;
-
-static int conns_are(void *arg) {
-    conns_arg *a = arg;
-    return blocking_conns(a->t) == a->want;
+static long connected_clients(wt *t) {
+    redisReply *r = wt_cmd(t, "INFO clients");
+    const char *cc = strstr(r->str, "connected_clients:");
+    long n = cc ? strtol(cc + 18, NULL, 10) : -1;
+    freeReplyObject(r);
+    return n;
 }
 
-/* Wait until exactly `want` blocking connections are listed (a closed worker's sockets
- * may take the server a moment to notice). */
+/* Wait until count(t) == want (a closed worker's sockets may take the server a moment to
+ * notice); fails the test with `what` otherwise. */
+typedef struct count_arg {
+    wt *t;
+    long (*count)(wt *);
+    long want;
+} count_arg;
+
+static int count_is(void *arg) {
+    count_arg *a = arg;
+    return a->count(a->t) == a->want;
+}
+
+static void expect_count(wt *t, long (*count)(wt *), long want, const char *what) {
+    count_arg a = {t, count, want};
+    if (!testenv_wait_until(count_is, &a, 5000))
+        fail_msg("%s: %ld, want %ld", what, count(t), want);
+}
+
 static void expect_blocking_conns(wt *t, int want, const char *what) {
-    conns_arg a = {t, want};
-    if (!testenv_wait_until(conns_are, &a, 5000))
-        fail_msg("%s: %d blocking connections, want %d", what, blocking_conns(t), want);
+    expect_count(t, blocking_conns, want, what);
 }
 
 static void lane_options(wt *t, lctx *c, ferry_worker_options *o, ferry_redis_options *ro,
@@ -291,24 +304,6 @@ static void test_lanes_close(void **state) {
     wt_fini(&t);
 }
 
-static long connected_clients(wt *t) {
-    redisReply *r = wt_cmd(t, "INFO clients");
-    const char *cc = strstr(r->str, "connected_clients:");
-    long n = cc ? strtol(cc + 18, NULL, 10) : -1;
-    freeReplyObject(r);
-    return n;
-}
-
-typedef struct clients_arg {
-    wt *t;
-    long want;
-} clients_arg;
-
-static int clients_are(void *arg) {
-    clients_arg *a = arg;
-    return connected_clients(a->t) == a->want;
-}
-
 /* A lane that cannot connect (the server's maxclients reached after the first lane's two
  * connections) fails the start before any lane takes a job, and the worker can be started
  * again once the server accepts it. */
@@ -342,9 +337,7 @@ static void test_lanes_start_all_or_nothing(void **state) {
     assert_int_equal(atomic_load(&c.completed), 0);
     expect_blocking_conns(&t, 0, "after the failed start");
     /* lane 0's connections (2) and lane 1's first (1) were closed again */
-    clients_arg ca = {&t, now};
-    if (!testenv_wait_until(clients_are, &ca, 5000))
-        fail_msg("%ld clients after the failed start, want %ld", connected_clients(&t), now);
+    expect_count(&t, connected_clients, now, "connected clients after the failed start");
 
     if (ferry_worker_start(w, &e) != 0) fail_msg("second start: %s", e.message);
     WT_WAIT_ZCARD(&t, "completed", 1);
