@@ -218,13 +218,13 @@ int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const 
                                                                    : CLI_EXIT_RUNTIME;
 }
 
-static int open_queue(const cmd_spec *spec, cli_conn *c, const char *name, int skip_meta,
-                      ferry_queue **out) {
+int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, cli_queue_use use,
+                   ferry_queue **out) {
     ferry_queue_options qo;
     ferry_queue_options_init(&qo);
     qo.redis = &c->redis;
     qo.prefix = c->prefix;
-    qo.skip_meta_update = skip_meta;
+    qo.skip_meta_update = use == CLI_QUEUE_READS;
     ferry_error err = {0};
     *out = NULL;
     if (ferry_queue_open(name, &qo, out, &err) != 0) {
@@ -232,12 +232,4 @@ static int open_queue(const cmd_spec *spec, cli_conn *c, const char *name, int s
         return cli_report(spec, c, NULL, &err);
     }
     return 0;
-}
-
-int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out) {
-    return open_queue(spec, c, name, 0, out);
-}
-
-int cli_open_queue_ro(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out) {
-    return open_queue(spec, c, name, 1, out);
 }

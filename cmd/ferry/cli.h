@@ -46,11 +46,14 @@ int cli_conn_resolve(const cmd_spec *spec, cli_conn *c);
  * is flattened to one line and any occurrence of the URL's password is masked. */
 int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const ferry_error *err);
 
+/* What a subcommand does with the queue it opens. CLI_QUEUE_READS (only reads, or deletes
+ * the queue) opens it without writing its meta (skip_meta_update), so that naming a queue
+ * that does not exist creates no key; CLI_QUEUE_WRITES writes meta as Node's Queue does. */
+typedef enum { CLI_QUEUE_WRITES, CLI_QUEUE_READS } cli_queue_use;
+
 /* Open the queue handle for `name` with the resolved connection; on failure reports and
  * returns the exit code (never 0), with *out NULL. */
-int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out);
-/* The same without writing the queue's meta (skip_meta_update): for subcommands that only
- * read, or delete the queue, so that naming a queue that does not exist creates no key. */
-int cli_open_queue_ro(const cmd_spec *spec, cli_conn *c, const char *name, ferry_queue **out);
+int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, cli_queue_use use,
+                   ferry_queue **out);
 
 #endif

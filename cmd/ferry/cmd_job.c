@@ -110,7 +110,7 @@ static int job_show(int argc, char **argv) {
     ferry_queue *q = NULL;
     ferry_job_info *info = NULL;
     if ((rc = cli_conn_resolve(&show_spec, &conn))) goto out;
-    if ((rc = cli_open_queue_ro(&show_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(&show_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
     ferry_error err = {0};
     if (ferry_queue_get_job(q, r.pos[1], &info, &err) != 0) {
         info = NULL;
@@ -147,7 +147,7 @@ static int job_remove(int argc, char **argv) {
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     ferry_queue *q = NULL;
     if ((rc = cli_conn_resolve(&remove_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
     ferry_error err = {0};
     if (ferry_queue_remove_job(q, r.pos[1], &err) != 0)
         rc = job_report(&remove_spec, &conn, r.pos[0], r.pos[1], &err);

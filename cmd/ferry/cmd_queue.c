@@ -184,7 +184,7 @@ static int queue_counts(int argc, char **argv) {
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     ferry_queue *q = NULL;
     if ((rc = cli_conn_resolve(&counts_spec, &conn))) goto out;
-    if ((rc = cli_open_queue_ro(&counts_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(&counts_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
     ferry_job_counts jc;
     ferry_error err = {0};
     int paused = 0;
@@ -242,7 +242,7 @@ static int pause_or_resume(const cmd_spec *spec, int pause, int argc, char **arg
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     ferry_queue *q = NULL;
     if ((rc = cli_conn_resolve(spec, &conn))) goto out;
-    if ((rc = cli_open_queue(spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
     ferry_error err = {0};
     if ((pause ? ferry_queue_pause(q, &err) : ferry_queue_resume(q, &err)) != 0)
         rc = cli_report(spec, &conn, NULL, &err);
@@ -304,7 +304,7 @@ static int queue_obliterate(int argc, char **argv) {
         goto out;
     }
     if ((rc = cli_conn_resolve(&obliterate_spec, &conn))) goto out;
-    if ((rc = cli_open_queue_ro(&obliterate_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(&obliterate_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
     ferry_error err = {0};
     long long deleted = 0;
     if (ferry_queue_obliterate(q, oo.force, &deleted, &err) != 0)
@@ -396,9 +396,9 @@ static int queue_rate_limit(int argc, char **argv) {
         goto out;
     }
     if ((rc = cli_conn_resolve(&rate_limit_spec, &conn))) goto out;
-    rc = ms || lo.clear ? cli_open_queue(&rate_limit_spec, &conn, r.pos[0], &q)
-                        : cli_open_queue_ro(&rate_limit_spec, &conn, r.pos[0], &q);
-    if (rc) goto out;
+    if ((rc = cli_open_queue(&rate_limit_spec, &conn, r.pos[0],
+                             ms || lo.clear ? CLI_QUEUE_WRITES : CLI_QUEUE_READS, &q)))
+        goto out;
     ferry_error err = {0};
     long long ttl = 0;
     if (ms) {
@@ -471,9 +471,9 @@ static int queue_concurrency(int argc, char **argv) {
         goto out;
     }
     if ((rc = cli_conn_resolve(&concurrency_spec, &conn))) goto out;
-    rc = n || lo.remove ? cli_open_queue(&concurrency_spec, &conn, r.pos[0], &q)
-                        : cli_open_queue_ro(&concurrency_spec, &conn, r.pos[0], &q);
-    if (rc) goto out;
+    if ((rc = cli_open_queue(&concurrency_spec, &conn, r.pos[0],
+                             n || lo.remove ? CLI_QUEUE_WRITES : CLI_QUEUE_READS, &q)))
+        goto out;
     ferry_error err = {0};
     long cur = 0;
     if (n) {
@@ -555,9 +555,9 @@ static int queue_global_rate_limit(int argc, char **argv) {
         goto out;
     }
     if ((rc = cli_conn_resolve(&global_rate_spec, &conn))) goto out;
-    rc = set || lo.remove ? cli_open_queue(&global_rate_spec, &conn, r.pos[0], &q)
-                          : cli_open_queue_ro(&global_rate_spec, &conn, r.pos[0], &q);
-    if (rc) goto out;
+    if ((rc = cli_open_queue(&global_rate_spec, &conn, r.pos[0],
+                             set || lo.remove ? CLI_QUEUE_WRITES : CLI_QUEUE_READS, &q)))
+        goto out;
     ferry_error err = {0};
     long max = 0;
     long long duration = 0;

@@ -92,7 +92,7 @@ static int scheduler_upsert(int argc, char **argv) {
         goto out;
     }
     if ((rc = cli_conn_resolve(&upsert_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&upsert_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(&upsert_spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
     ferry_scheduler_spec s;
     ferry_scheduler_spec_init(&s);
     s.pattern = uo.cron;
@@ -256,7 +256,7 @@ static int scheduler_list(int argc, char **argv) {
     ferry_scheduler_info *all = NULL;
     size_t nall = 0;
     if ((rc = cli_conn_resolve(&list_spec, &conn))) goto out;
-    if ((rc = cli_open_queue_ro(&list_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(&list_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
     for (;;) {
         ferry_scheduler_info *page = NULL;
         size_t n = 0;
@@ -311,7 +311,7 @@ static int scheduler_remove(int argc, char **argv) {
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     ferry_queue *q = NULL;
     if ((rc = cli_conn_resolve(&remove_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], &q))) goto out;
+    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
     ferry_error err = {0};
     if (ferry_scheduler_remove(q, r.pos[1], &err) != 0) {
         if (err.code == FERRY_ENOTFOUND) {

@@ -619,7 +619,7 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
 void ferry_worker_free(ferry_worker *w) {
     if (!w) return;
     ferry_worker_close(w, 0);
-    if (w->nlanes || !w->cbg) { /* a shell (cbg is NULL only there) */
+    if (!w->cbg) { /* a shell: every lane (and a one-lane worker) holds the callback lock */
         for (int i = 0; i < w->nlanes; i++)
             ferry_worker_free(w->lanes[i]);
         pthread_mutex_destroy(&w->mu);
