@@ -28,12 +28,22 @@ static int lenient_number(const json_t *v, double *d) {
     return -1;
 }
 
-static long long lenient_int(const json_t *v, long long lo, long long hi, long long dflt) {
-    double d;
-    if (lenient_number(v, &d)) return dflt;
+/* A finite double as a whole number in lo..hi (a cast out of range is undefined). */
+static long long clamp_ll(double d, long long lo, long long hi) {
     if (d < (double)lo) return lo;
     if (d > (double)hi) return hi;
     return (long long)d;
+}
+
+static long long lenient_int(const json_t *v, long long lo, long long hi, long long dflt) {
+    double d;
+    return lenient_number(v, &d) ? dflt : clamp_ll(d, lo, hi);
+}
+
+/* A count, limit or delay: 0..JS_SAFE_MAX (past what JavaScript holds exactly, Node too
+ * treats it as unbounded). */
+static long long whole(double d) {
+    return clamp_ll(d, 0, FERRY__JS_SAFE_MAX);
 }
 
 static void keep_lenient(const json_t *v, ferry__keep_jobs *k) {
@@ -45,15 +55,15 @@ static void keep_lenient(const json_t *v, ferry__keep_jobs *k) {
     } else if (json_is_object(v)) {
         const json_t *c = json_object_get(v, "count"), *a = json_object_get(v, "age"),
                      *l = json_object_get(v, "limit");
-        k->count = (c && !lenient_number(c, &d)) ? (d < 0 ? -1 : (long long)d) : -1;
+        k->count = (c && !lenient_number(c, &d)) ? (d < 0 ? -1 : whole(d)) : -1;
         if (a && !lenient_number(a, &d)) {
             const double max = (double)(FERRY__JS_SAFE_MAX / 1000);
             k->age_set = 1;
             k->age_s = d > max ? max : d < -max ? -max : d;
         }
-        if (l && !lenient_number(l, &d) && d >= 1) k->limit = (long long)d;
+        if (l && !lenient_number(l, &d) && d >= 1) k->limit = whole(d);
     } else if (!lenient_number(v, &d)) {
-        k->count = d < 0 ? -1 : (long long)d;
+        k->count = d < 0 ? -1 : whole(d);
     } else {
         k->count = -1; /* false, or anything unreadable: keep */
     }
@@ -65,7 +75,7 @@ static void backoff_lenient(const json_t *v, ferry__backoff *b) {
     if (!lenient_number(v, &d)) {
         b->set = 1;
         strcpy(b->type, "fixed");
-        b->delay_ms = d > 0 ? (long long)d : 0;
+        b->delay_ms = whole(d);
         return;
     }
     if (!json_is_object(v)) return;

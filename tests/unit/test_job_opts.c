@@ -459,6 +459,15 @@ static void test_from_stored_node_forms(void **state) {
     assert_int_equal(o.remove_on_fail.count, -1);
     assert_true(o.remove_on_fail.age_set && o.remove_on_fail.age_s == 0);
     ferry__job_opts_free(&o);
+    /* numbers past what JavaScript holds exactly are clamped, never cast out of range */
+    ferry__job_opts_from_stored("{\"removeOnComplete\":2e27,\"backoff\":1e300,"
+                                "\"removeOnFail\":{\"count\":1e300,\"limit\":9e18}}",
+                                &o);
+    assert_int_equal(o.remove_on_complete.count, FERRY__JS_SAFE_MAX);
+    assert_int_equal(o.backoff.delay_ms, FERRY__JS_SAFE_MAX);
+    assert_int_equal(o.remove_on_fail.count, FERRY__JS_SAFE_MAX);
+    assert_int_equal(o.remove_on_fail.limit, FERRY__JS_SAFE_MAX);
+    ferry__job_opts_free(&o);
     /* a Node-written negative age is passed on as it is (Node trims later scores too) */
     ferry__job_opts_from_stored("{\"removeOnFail\":{\"age\":-2.5}}", &o);
     assert_true(o.remove_on_fail.age_set && o.remove_on_fail.age_s == -2.5);
