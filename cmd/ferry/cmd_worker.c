@@ -669,8 +669,9 @@ static int worker_main(int argc, char **argv) {
         snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o.limiter_max,
                  o.limiter_duration);
     fprintf(stderr,
-            "ferry worker: queue=%s redis=%s prefix=%s concurrency=%lld%s command=%s started\n",
-            queue, conn.host, conn.prefix, o.concurrency, limiter, cmd[0]);
+            "ferry worker: queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s "
+            "started\n",
+            queue, conn.host, conn.prefix, o.concurrency, ferry_worker_lanes(w), limiter, cmd[0]);
     wait_for_stop(&xw);
     ferry_worker_stop(w);
     if (ferry_worker_close(w, (int)o.shutdown_timeout) == FERRY_ETIMEDOUT) {

@@ -244,6 +244,10 @@ FERRY_API void ferry_worker_stop(ferry_worker *w);
  * once their locks expire). */
 FERRY_API int ferry_worker_close(ferry_worker *w, int deadline_ms);
 
+/* How many lanes the worker runs (1..4: the `lanes` option, or the automatic choice, capped
+ * at concurrency). Fixed at create; any thread. */
+FERRY_API int ferry_worker_lanes(const ferry_worker *w);
+
 /* Free a closed (or never started) worker. NULL accepted. */
 FERRY_API void ferry_worker_free(ferry_worker *w);
 

@@ -616,6 +616,10 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
     return clean ? 0 : FERRY_ETIMEDOUT;
 }
 
+int ferry_worker_lanes(const ferry_worker *w) {
+    return w->nlanes ? w->nlanes : 1;
+}
+
 void ferry_worker_free(ferry_worker *w) {
     if (!w) return;
     ferry_worker_close(w, 0);

@@ -53,6 +53,8 @@ static void test_exit_code_contract(void **state) {
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
 
     assert_int_equal(named, 2);
+    if (!strstr(log, "concurrency=4 lanes=2 "))
+        fail_msg("started line does not give the lanes; log:\n%s", log);
 
     /* exit 0 + JSON stdout: stored as JSON; env vars and stdin reached the command */
     expect_state(p, q, echo, "completed");

@@ -191,7 +191,8 @@ static void test_lanes_share_concurrency(void **state) {
 }
 
 /* How many lanes a worker gets: automatic below and from concurrency 8, explicit, and
- * never more than its concurrency. Counted by their blocking connections. */
+ * never more than its concurrency. Counted by their blocking connections, and as
+ * ferry_worker_lanes reports them. */
 static void test_lanes_automatic_and_capped(void **state) {
     (void)state;
     wt t;
@@ -208,6 +209,7 @@ static void test_lanes_automatic_and_capped(void **state) {
         snprintf(what, sizeof what, "concurrency %d lanes %d", cases[i].concurrency,
                  cases[i].lanes);
         expect_blocking_conns(&t, cases[i].want, what);
+        assert_int_equal(ferry_worker_lanes(w), cases[i].want);
         wt_stop(w);
         expect_blocking_conns(&t, 0, what);
     }
