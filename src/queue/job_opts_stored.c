@@ -28,22 +28,15 @@ static int lenient_number(const json_t *v, double *d) {
     return -1;
 }
 
-/* A finite double as a whole number in lo..hi (a cast out of range is undefined). */
-static long long clamp_ll(double d, long long lo, long long hi) {
-    if (d < (double)lo) return lo;
-    if (d > (double)hi) return hi;
-    return (long long)d;
-}
-
 static long long lenient_int(const json_t *v, long long lo, long long hi, long long dflt) {
     double d;
-    return lenient_number(v, &d) ? dflt : clamp_ll(d, lo, hi);
+    return lenient_number(v, &d) ? dflt : ferry__clamp_ll(d, lo, hi);
 }
 
 /* A count, limit or delay: 0..JS_SAFE_MAX (past what JavaScript holds exactly, Node too
  * treats it as unbounded). */
 static long long whole(double d) {
-    return clamp_ll(d, 0, FERRY__JS_SAFE_MAX);
+    return ferry__clamp_ll(d, 0, FERRY__JS_SAFE_MAX);
 }
 
 static void keep_lenient(const json_t *v, ferry__keep_jobs *k) {

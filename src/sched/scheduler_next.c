@@ -14,6 +14,7 @@
 #include "sched/scheduler_internal.h"
 #include "sched/tz.h"
 #include "util/error.h"
+#include "util/numtext.h"
 
 #define NEXT_KEYS 4
 #define NEXT_ARGS 11
@@ -41,12 +42,9 @@ static int truthy_num(const json_t *obj, const char *key, double *out) {
     return 1;
 }
 
-/* A double from JSON as a long long, clamped to JavaScript's safe integers (casting a larger
- * double is undefined behaviour in C). */
+/* A double from JSON as a long long, clamped to JavaScript's safe integers. */
 static long long js_ll(double d) {
-    if (!(d > -9007199254740991.0)) return d != d ? 0 : -9007199254740991LL;
-    if (d > 9007199254740991.0) return 9007199254740991LL;
-    return (long long)d;
+    return ferry__clamp_ll(d, -FERRY__JS_SAFE_MAX, FERRY__JS_SAFE_MAX);
 }
 
 int ferry__sched_cron_next(const char *pattern, const char *tz, long long from_ms,

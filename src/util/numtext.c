@@ -45,3 +45,13 @@ double ferry__strtod_c(const char *s, char **end) {
     }
     return v;
 }
+
+long long ferry__clamp_ll(double d, long long lo, long long hi) {
+    if (d != d) d = 0;
+    /* (double)lo and (double)hi may round away from the bound (2^63 - 1 becomes 2^63): test
+     * with <= / >= so the cast below only sees values strictly inside. */
+    if (d <= (double)lo) return lo;
+    if (d >= (double)hi) return hi;
+    long long v = (long long)d;
+    return v < lo ? lo : v > hi ? hi : v;
+}

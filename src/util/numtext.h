@@ -12,6 +12,11 @@
  * starting threads, as POSIX asks). No allocation. */
 int ferry__fmt_g(char *buf, size_t size, int prec, double x);
 
+/* d as a whole number in lo..hi (lo <= hi): truncated toward zero, out-of-range values
+ * clamped to the nearer bound, NaN read as 0 (then clamped). Casting a double outside
+ * long long's range is undefined behaviour in C; this never does. Pure. */
+long long ferry__clamp_ll(double d, long long lo, long long hi);
+
 /* strtod that reads '.' as the decimal separator whatever the locale; *end as strtod's. */
 double ferry__strtod_c(const char *s, char **end);
 

@@ -14,12 +14,11 @@
 #include <openssl/rand.h>
 
 #include "util/error.h"
+#include "util/numtext.h"
 #include "worker/worker_internal.h"
 
 static long long clamp_delay(double d) {
-    if (!(d > 0)) return 0; /* also catches NaN */
-    if (d >= (double)FERRY_BACKOFF_MAX_MS) return FERRY_BACKOFF_MAX_MS;
-    return (long long)d;
+    return ferry__clamp_ll(d, 0, FERRY_BACKOFF_MAX_MS);
 }
 
 static double jitter_of(const ferry__backoff *b) {

@@ -88,11 +88,32 @@ static void test_job_opts_json(void **state) {
     ferry__job_opts_free(&o);
 }
 
+/* Whole numbers from doubles: truncation, clamping at both bounds (including a bound that
+ * is not exactly representable as a double), NaN and infinities. UBSan fails this on any
+ * out-of-range cast. */
+static void test_clamp_ll(void **state) {
+    (void)state;
+    assert_int_equal(ferry__clamp_ll(41.9, 0, 100), 41);
+    assert_int_equal(ferry__clamp_ll(-41.9, -100, 100), -41);
+    assert_int_equal(ferry__clamp_ll(-0.5, 0, 100), 0);
+    assert_int_equal(ferry__clamp_ll(1e300, 0, 100), 100);
+    assert_int_equal(ferry__clamp_ll(-1e300, -7, 100), -7);
+    assert_int_equal(ferry__clamp_ll(0.0 / 0.0, -7, 100), 0);
+    assert_int_equal(ferry__clamp_ll(0.0 / 0.0, 5, 100), 5);
+    assert_int_equal(ferry__clamp_ll(1.0 / 0.0, 0, 9007199254740991LL), 9007199254740991LL);
+    assert_int_equal(ferry__clamp_ll(-1.0 / 0.0, -9007199254740991LL, 0), -9007199254740991LL);
+    assert_true(ferry__clamp_ll(2e27, INT64_MIN, INT64_MAX) == INT64_MAX);
+    assert_true(ferry__clamp_ll(9.2233720368547758e18, 0, INT64_MAX) == INT64_MAX);
+    assert_true(ferry__clamp_ll(-9.2233720368547758e18, INT64_MIN, 0) == INT64_MIN);
+    assert_true(ferry__clamp_ll(9007199254740993.0, 0, 9007199254740991LL) == 9007199254740991LL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_job_opts_json),
+        cmocka_unit_test(test_clamp_ll),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
