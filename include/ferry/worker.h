@@ -71,12 +71,23 @@ typedef enum ferry_outcome {
  * [0, FERRY_RETRY_AFTER_MAX_MS] (one day). Only from inside the handler. No allocation. */
 FERRY_API void ferry_job_set_delay(ferry_job *j, long long delay_ms);
 
+/* The most bytes a job's return value may have as stored (16 MiB), and a failure reason or
+ * stack trace given with ferry_job_set_failure (64 KiB each). Both are also written into the
+ * events stream, so each costs Redis several copies. */
+#define FERRY_RETURN_MAX_BYTES (16u * 1024 * 1024)
+#define FERRY_REASON_MAX_BYTES (64u * 1024)
+
 /* Set the completed job's return value (JSON text; non-JSON is stored as a JSON string).
- * Copied. Only from inside the handler, on the job it was given. 0 or FERRY_ENOMEM. */
+ * Copied. Only from inside the handler, on the job it was given. 0, FERRY_ENOMEM, or
+ * FERRY_ETOOBIG when the value (as stored) is over FERRY_RETURN_MAX_BYTES: then no value is
+ * kept, and returning FERRY_COMPLETED fails the attempt instead (retried while attempts
+ * remain) with a failedReason giving the size. */
 FERRY_API int ferry_job_set_return(ferry_job *j, const char *json);
 /* Set the failure reason (plain text, stored as failedReason) and an optional stack-like
  * trace appended to the job's stacktrace array (NULL = "Error: <reason>\n    at ferry
- * handler (queue Q, job ID)"). Copied. Only from inside the handler. */
+ * handler (queue Q, job ID)"). Copied; a reason or trace over FERRY_REASON_MAX_BYTES is cut
+ * to that size, ending with "... [cut: N bytes]". Only from inside the handler.
+ * 0 or FERRY_ENOMEM. */
 FERRY_API int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack);
 
 /* Map an HTTP verdict (ferry/http_classify.h) onto the outcome to return: OK ->
@@ -97,8 +108,9 @@ typedef ferry_outcome (*ferry_handler_fn)(ferry_job *job, void *userdata);
  * first retry, BullMQ's attemptsMade + 1); `reason` is the failure reason; `job` is
  * valid only during the call. Returns the delay in ms (0 = retry at once), or -1 for "do
  * not retry" (the job fails now). Other negative values count as -1; delays over 2^40 ms
- * are clamped. Called on the handler thread that ran the job, possibly on several
- * threads at once: must be thread-safe and must not block. */
+ * are clamped. Called on the handler thread that ran the job, under the worker's callback
+ * lock: never at the same time as a callback or another strategy call of the same worker,
+ * and never once ferry_worker_close has returned. Must not block (it holds up callbacks). */
 typedef long long (*ferry_backoff_fn)(long attempts_made, const char *type, const char *reason,
                                       const ferry_job *job, void *userdata);
 

@@ -67,16 +67,30 @@ static int check_idle(ferry_conn *c, ferry_error *err) {
     return 0;
 }
 
+/* A failed append drops every command appended since the last flush, and returns rc. None
+ * of them was sent and no caller reads replies after a failed append, so the connection
+ * stays usable; left in the buffer, they would be counted as pending forever and make every
+ * later call fail ("commands not read yet"), or be sent with the next request. */
+static int drop_unsent(ferry_conn *c, int rc) {
+    if (c->secret_len) {
+        explicit_bzero(c->obuf, c->secret_len);
+        c->secret_len = 0;
+    }
+    c->olen = 0;
+    c->pending = 0;
+    return rc;
+}
+
 static int obuf_append(ferry_conn *c, const char *cmd, size_t len, ferry_error *err) {
     if (len > OBUF_MAX - c->olen)
-        return ferry__err(err, FERRY_ETOOBIG, "redis %s: request over %zu MiB", c->endpoint,
-                          OBUF_MAX >> 20);
+        return drop_unsent(c, ferry__err(err, FERRY_ETOOBIG, "redis %s: request over %zu MiB",
+                                         c->endpoint, OBUF_MAX >> 20));
     if (c->olen + len > c->ocap) {
         size_t cap = c->ocap ? c->ocap : 4096;
         while (cap < c->olen + len)
             cap *= 2;
         char *nb = realloc(c->obuf, cap);
-        if (!nb) return ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+        if (!nb) return drop_unsent(c, ferry__err(err, FERRY_ENOMEM, "redis: out of memory"));
         c->obuf = nb;
         c->ocap = cap;
     }
@@ -91,7 +105,8 @@ static int append_argv(ferry_conn *c, int argc, const char **argv, const size_t 
     if (argc <= 0 || !argv) return ferry__err(err, FERRY_EINVAL, "redis: empty command");
     char *cmd = NULL;
     int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
-    if (len < 0) return ferry__err(err, FERRY_ENOMEM, "redis: cannot encode command");
+    if (len < 0)
+        return drop_unsent(c, ferry__err(err, FERRY_ENOMEM, "redis: cannot encode command"));
     int rc = obuf_append(c, cmd, (size_t)len, err);
     redisFreeCommand(cmd);
     return rc;
@@ -307,18 +322,20 @@ static int append_evalsha(ferry_conn *c, const ferry_script *s, int nkeys, const
                           int nargs, const char **args, const size_t *arglens, ferry_error *err) {
     if (!s || nkeys < 0 || nargs < 0 || (nkeys && !keys) || (nargs && !args) ||
         nkeys > EVAL_ARGS_MAX || nargs > EVAL_ARGS_MAX - nkeys)
-        return ferry__err(err, FERRY_EINVAL, "redis: bad EVALSHA arguments (at most %d keys+args)",
-                          EVAL_ARGS_MAX);
+        return drop_unsent(c, ferry__err(err, FERRY_EINVAL,
+                                         "redis: bad EVALSHA arguments (at most %d keys+args)",
+                                         EVAL_ARGS_MAX));
     char sha[41], numkeys[16];
     if (ferry__script_sha1(s, sha) != 0)
-        return ferry__err(err, FERRY_EINVAL, "redis: cannot compute SHA-1 of script %s", s->name);
+        return drop_unsent(
+            c, ferry__err(err, FERRY_EINVAL, "redis: cannot compute SHA-1 of script %s", s->name));
     snprintf(numkeys, sizeof numkeys, "%d", nkeys);
     size_t argc = 3 + (size_t)nkeys + (size_t)nargs;
     const char **argv = malloc(argc * sizeof *argv);
     size_t *lens = malloc(argc * sizeof *lens);
     int rc;
     if (!argv || !lens) {
-        rc = ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
+        rc = drop_unsent(c, ferry__err(err, FERRY_ENOMEM, "redis: out of memory"));
     } else {
         argv[0] = "EVALSHA", lens[0] = 7;
         argv[1] = sha, lens[1] = 40;

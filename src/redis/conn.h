@@ -39,8 +39,11 @@ int ferry__conn_command(ferry_conn *c, redisReply **reply, ferry_error *err, con
 int ferry__conn_vcommand(ferry_conn *c, redisReply **reply, ferry_error *err, const char *fmt,
                          va_list ap);
 
-/* Pipelining: append commands to the output buffer, then ferry__conn_flush_read to write
- * them all and read `n` replies into replies[0..n-1] (each owned by the caller). */
+/* Pipelining: append commands to the output buffer, then ferry__conn_pipeline_read to write
+ * them all and read `n` replies into replies[0..n-1] (each owned by the caller). A failed
+ * append (request over 512 MiB, out of memory, bad arguments) drops every command appended
+ * since the last read, none of which was sent: the connection stays usable, and the caller
+ * must not read replies for them. */
 int ferry__conn_append_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
                             ferry_error *err);
 int ferry__conn_pipeline_read(ferry_conn *c, size_t n, redisReply **replies, ferry_error *err);

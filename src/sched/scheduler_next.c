@@ -386,17 +386,21 @@ int ferry__scheduler_on_fetch(ferry_conn *c, const char *base, const ferry__sche
         size_t k = 0;
         ferry_error ae = {0};
         int arc = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; arc == 0 && i < n; i++) {
             if (!calls[i].sent) continue;
-            if (arc == 0) arc = append_call(c, base, &jobs[i], &calls[i], s, &ae);
-            if (arc == 0) {
-                k++;
-            } else { /* out of memory: the ones appended are still read, keeping the
-                        connection in step */
-                calls[i].sent = 0;
-                results[i].outcome =
-                    fail(&results[i], arc, "job %s: %s", jobs[i].job_id, ae.message);
-            }
+            arc = append_call(c, base, &jobs[i], &calls[i], s, &ae);
+            if (arc == 0) k++;
+        }
+        if (arc != 0) {
+            /* out of memory, or over the request limit: the connection dropped every call
+             * appended in this round (none was sent), so none of them is read */
+            for (size_t i = 0; i < n; i++)
+                if (calls[i].sent) {
+                    calls[i].sent = 0;
+                    results[i].outcome =
+                        fail(&results[i], arc, "job %s: %s", jobs[i].job_id, ae.message);
+                }
+            break;
         }
         if (k == 0) break;
         rc = ferry__conn_pipeline_read(c, k, replies, err);

@@ -376,6 +376,10 @@ int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_
     }
     if (nfin == 0 && fetch_n > 0) items[ni++] = (item){ITEM_FETCH, 0, 0, fetch_n};
 
+    /* Lua writes the token counter with "%.14g": keep it below 10^14 (a wrap after 10^13
+     * fetched jobs cannot meet a job still holding its old token) */
+    if (w->d.token_counter + (unsigned long long)fetch_n >= 10000000000000ULL)
+        w->d.token_counter = 1;
     call_ctx ctx = {w, jobs, fin, trim, now, w->d.token_counter};
     /* Tokens are consumed even if the reply is lost: a job fetched by a call whose reply
      * never arrived keeps its lock token, and no later job should share it. */

@@ -30,6 +30,9 @@
 #define MAX_RATE_LIMIT_DELAY_MS 30000 /* BullMQ maximumRateLimitDelay */
 #define SCRIPT_ERROR_RETRIES 3        /* a result refused by a failing script is tried 3x */
 #define SCRIPT_ERROR_DELAY_MS 1000
+/* At most this many bytes of results in one round trip (always at least one result), so a
+ * request stays far below the connection's 512 MiB limit whatever the results' sizes. */
+#define BATCH_BYTES_MAX (64u << 20)
 /* A command connection unused for this long is checked (one non-blocking poll) before the
  * next call: a server restarted meanwhile has closed it, and finding that out before
  * sending keeps results from being treated as "sent, outcome unknown". */
@@ -348,10 +351,30 @@ out:
 
 /* Write every pending result and fetch for the free slots, in one round trip. With
  * `mine`, one fetched job is handed to the caller (see take_jobs). */
+/* Bytes a result adds to a finish call, roughly (the fixed part covers the other
+ * arguments). */
+static size_t result_bytes(const ferry_job *j) {
+    return 256 + strlen(j->id) + (j->value ? strlen(j->value) : 0) +
+           (j->stacktrace ? strlen(j->stacktrace) : 0);
+}
+
+/* How many pending results (from the head) the next call carries: within BATCH_BYTES_MAX,
+ * or just one after a call was refused as too big. */
+static size_t batch_take(const ferry__disp *d) {
+    size_t n = 0, bytes = 0;
+    for (const ferry_job *j = d->pending; j; j = j->next) {
+        size_t b = result_bytes(j);
+        if (n > 0 && (d->one_result || bytes + b > BATCH_BYTES_MAX)) break;
+        bytes += b;
+        n++;
+    }
+    return n;
+}
+
 static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     ferry__disp *d = &w->d;
     int64_t now = ferry__mono_ms();
-    size_t n = now >= d->retry_at ? d->npending : 0;
+    size_t n = now >= d->retry_at ? batch_take(d) : 0;
     int fetch_n =
         fetch_allowed ? (d->free_slots < w->fetch_batch ? d->free_slots : w->fetch_batch) : 0;
     /* Results kept after a script error (and jobs failed without running) still hold a
@@ -381,10 +404,12 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     }
     size_t i = 0;
     if (n) {
-        for (ferry_job *j = d->pending; j; j = j->next)
-            jobs[i++] = j;
-        d->pending = d->pending_tail = NULL;
-        d->npending = 0;
+        ferry_job *j = d->pending;
+        for (; i < n; i++, j = j->next)
+            jobs[i] = j;
+        d->pending = j; /* the rest (over the byte bound) go in the next call */
+        if (!j) d->pending_tail = NULL;
+        d->npending -= n;
     }
 
     ferry__batch_result res;
@@ -395,6 +420,17 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     int64_t sent_ms = ferry__mono_ms();
     int rc = ferry__batch_run(w, jobs, n, fetch_n, codes, &res, &e);
     d->last_io = ferry__mono_ms();
+    if (rc == FERRY_ETOOBIG && !ferry__conn_broken(d->conn)) {
+        /* Refused before anything was sent: the request would be over the connection's
+         * limit. Send one result per call from now on; a single result that cannot be sent
+         * fails the job with the reason, keeping its stored stacktrace (what made it big). */
+        if (n == 1)
+            ferry__job_plan_unsendable(jobs[0], e.message);
+        else
+            d->one_result = 1;
+    } else if (rc == 0) {
+        d->one_result = 0;
+    }
     if (rc != 0) {
         /* Nothing is known about this call: keep every result and send it again. */
         for (i = 0; i < n; i++) {

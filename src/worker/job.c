@@ -22,6 +22,16 @@ static int reply_is_str(const redisReply *r) {
     return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
 }
 
+/* A stored attempt counter (atm, ats): 0..2^31 - 1, so the +1 of the next attempt never
+ * overflows; garbage reads as 0, as Node's Number() would make it NaN and its compares
+ * false. */
+static long counter_of(const char *s) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s) return 0;
+    return v < 0 ? 0 : v > 2147483647LL ? 2147483647L : (long)v;
+}
+
 ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const redisReply *hash,
                                  const char *token) {
     if (!reply_is_str(id) || !hash || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
@@ -96,8 +106,8 @@ ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const re
     if (!j->data) j->data = "{}";
     if (!j->opts) j->opts = "{}";
     if (!atm) atm = legacy_atm;
-    j->attempts_made = atm ? strtol(atm, NULL, 10) : 0;
-    j->attempts_started = ats ? strtol(ats, NULL, 10) : 0;
+    j->attempts_made = atm ? counter_of(atm) : 0;
+    j->attempts_started = ats ? counter_of(ats) : 0;
     j->timestamp = ts ? strtoll(ts, NULL, 10) : 0;
     j->own_idx = -1;
     return j;
@@ -234,25 +244,58 @@ char *ferry__json_quote(const char *s, size_t n) {
 int ferry_job_set_return(ferry_job *j, const char *json) {
     if (!j) return FERRY_EINVAL;
     char *copy;
+    size_t n = json ? strlen(json) : 0;
     if (!json) {
         copy = strdup("null");
+    } else if (n > FERRY_RETURN_MAX_BYTES) {
+        copy = NULL;
+    } else if (ferry__json_check(json, n, RETURN_JSON_MAX_DEPTH, NULL) == 0) {
+        copy = strdup(json);
     } else {
-        size_t n = strlen(json);
-        if (ferry__json_check(json, n, RETURN_JSON_MAX_DEPTH, NULL) == 0)
-            copy = strdup(json);
-        else
-            copy = ferry__json_quote(json, n); /* not JSON: store it as a JSON string */
+        copy = ferry__json_quote(json, n); /* not JSON: store it as a JSON string */
+        if (copy && strlen(copy) > FERRY_RETURN_MAX_BYTES) {
+            n = strlen(copy);
+            free(copy);
+            copy = NULL;
+        } else if (!copy) {
+            return FERRY_ENOMEM;
+        }
+    }
+    if (!copy && json && n > FERRY_RETURN_MAX_BYTES) {
+        /* remembered: a completion with this value fails (ferry__job_plan) */
+        free(j->ret);
+        j->ret = NULL;
+        j->ret_over = n;
+        return FERRY_ETOOBIG;
     }
     if (!copy) return FERRY_ENOMEM;
     free(j->ret);
     j->ret = copy;
+    j->ret_over = 0;
     return 0;
+}
+
+/* A copy of s cut to FERRY_REASON_MAX_BYTES, ending with a note of the full size (cut at
+ * a UTF-8 character boundary), or NULL when out of memory. */
+static char *dup_capped(const char *s) {
+    size_t n = strlen(s);
+    if (n <= FERRY_REASON_MAX_BYTES) return strdup(s);
+    char tail[64];
+    size_t t = (size_t)snprintf(tail, sizeof tail, "... [cut: %zu bytes]", n);
+    size_t keep = FERRY_REASON_MAX_BYTES - t;
+    while (keep > 0 && ((unsigned char)s[keep] & 0xC0) == 0x80)
+        keep--;
+    char *o = malloc(keep + t + 1);
+    if (!o) return NULL;
+    memcpy(o, s, keep);
+    memcpy(o + keep, tail, t + 1);
+    return o;
 }
 
 int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack) {
     if (!j) return FERRY_EINVAL;
-    char *r = reason ? strdup(reason) : NULL;
-    char *s = stack ? strdup(stack) : NULL;
+    char *r = reason ? dup_capped(reason) : NULL;
+    char *s = stack ? dup_capped(stack) : NULL;
     if ((reason && !r) || (stack && !s)) {
         free(r);
         free(s);
@@ -421,6 +464,18 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
     free(j->stacktrace);
     j->value = j->stacktrace = NULL;
 
+    if (outcome == FERRY_COMPLETED && j->ret_over) {
+        /* a return value too long to store: the attempt fails, saying why (as a Node job
+         * whose completion cannot be written fails) */
+        char *why = dup_printf("return value of %zu bytes is over the %u-byte limit "
+                               "(FERRY_RETURN_MAX_BYTES)",
+                               j->ret_over, FERRY_RETURN_MAX_BYTES);
+        free(j->reason);
+        free(j->stack);
+        j->reason = why;
+        j->stack = NULL;
+        outcome = j->outcome = FERRY_FAILED;
+    }
     if (outcome == FERRY_COMPLETED) {
         j->kind = FERRY__FIN_COMPLETE;
         j->keep = o->remove_on_complete.set ? o->remove_on_complete : w->keep_complete;
@@ -494,6 +549,17 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
         j->keep = o->remove_on_fail.set ? o->remove_on_fail : w->keep_fail;
     }
     if (o == &local) ferry__job_opts_free(&local);
+}
+
+void ferry__job_plan_unsendable(ferry_job *j, const char *why) {
+    free(j->reason);
+    free(j->stack);
+    j->reason = dup_printf("result not written: %s", why);
+    j->stack = NULL;
+    j->outcome = FERRY_FAILED_PERMANENT;
+    ferry__job_plan(j, FERRY_FAILED_PERMANENT, NULL);
+    free(j->stacktrace);
+    j->stacktrace = NULL;
 }
 
 long long ferry__job_backoff_delay(const ferry_job *j) {

@@ -74,6 +74,7 @@ struct ferry_job {
 
     /* Written by the handler (ferry_job_set_*), then by ferry__job_plan. */
     char *ret;              /* JSON text, owned */
+    size_t ret_over;        /* length of a refused return value (> FERRY_RETURN_MAX_BYTES) */
     char *reason;           /* owned */
     char *stack;            /* owned */
     long long req_delay_ms; /* ferry_job_set_delay, clamped */
@@ -128,6 +129,7 @@ typedef struct ferry__disp {
     long long block_until; /* next delayed due time (wall ms) or 0 */
     int64_t limit_until;   /* mono ms: no fetch before (rate limited) */
     int64_t next_renew, next_stalled, reconnect_at, retry_at, last_unblock;
+    int one_result;  /* the last call was refused as too big: one result per call */
     int64_t last_io; /* mono ms of the last batch call (idle connections are checked) */
     int reconnect_failures;
     int reported_broken;
@@ -241,6 +243,10 @@ void ferry__opts_cache_free(ferry__opts_cache *c); /* empties it; NULL accepted 
  * to a final failure with an empty reason. `cache` (the calling thread's own, or NULL)
  * spares parsing the same opts text again. */
 void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache);
+/* Re-plan a job whose finish call could not be sent at all (request too big, `why`): a
+ * final failure saying so, leaving the stored stacktrace alone. Never fails (ENOMEM: an
+ * empty reason). Dispatcher only. */
+void ferry__job_plan_unsendable(ferry_job *j, const char *why);
 
 /* The job's backoff.delay (ms, 0 when none): from the option being planned when called
  * from a strategy, else parsed from the stored opts. */
