@@ -248,9 +248,11 @@ FERRY_API int ferry_worker_start(ferry_worker *w, ferry_error *err);
 FERRY_API void ferry_worker_stop(ferry_worker *w);
 
 /* Graceful close: stop fetching, wait up to deadline_ms for running handlers to finish and
- * their results to be written, then release connections and join threads. Handlers still
- * running at the deadline are abandoned: their jobs keep their locks until they expire and
- * are recovered as stalled by any worker. Returns 0, or FERRY_ETIMEDOUT when the deadline
+ * their results to be written, then release connections and join threads. Jobs already
+ * fetched but not started yet are run too. Handlers still running at the deadline are
+ * abandoned, and fetched jobs not started by then are never started: both keep their locks
+ * until they expire and are recovered as stalled by any worker (counting a stall, as for a
+ * worker that died). Returns 0, or FERRY_ETIMEDOUT when the deadline
  * passed with handlers still running (threads of those handlers are detached) or with
  * finished results not yet written (Redis unreachable; those jobs are recovered as stalled
  * once their locks expire). */
