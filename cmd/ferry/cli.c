@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define CONN_COMMON_DEFS                                                                           \
@@ -15,38 +16,41 @@
      0,                                                                                            \
      0,                                                                                            \
      "Redis URL: redis://[user:pass@]host[:port][/db], rediss://... (TLS) or "                     \
-     "unix:///path[?db=N]. Default: $REDIS_URL, else " FERRY_DEFAULT_REDIS_URL "."},               \
+     "unix:///path[?db=N]. Default: $REDIS_URL (an empty one is refused), "                        \
+     "else " FERRY_DEFAULT_REDIS_URL "."},                                                         \
         {"prefix",                                                                                 \
          OPT_STRING,                                                                               \
          "P",                                                                                      \
          offsetof(cli_conn, prefix),                                                               \
          0,                                                                                        \
          0,                                                                                        \
-         "Key prefix. Default: $FERRY_PREFIX, else " FERRY_DEFAULT_PREFIX "."},                    \
+         "Key prefix. Default: $FERRY_PREFIX (an empty one is refused), "                          \
+         "else " FERRY_DEFAULT_PREFIX "."},                                                        \
         {"tls-ca",                                                                                 \
          OPT_STRING,                                                                               \
          "FILE",                                                                                   \
          offsetof(cli_conn, tls_ca),                                                               \
          0,                                                                                        \
          0,                                                                                        \
-         "CA bundle (PEM) to verify the server (rediss://). Default: system store."},              \
+         "CA bundle (PEM) to verify the server. Default: system store. The TLS options "           \
+         "need a rediss:// URL."},                                                                 \
         {"tls-cert",                                                                               \
          OPT_STRING,                                                                               \
          "FILE",                                                                                   \
          offsetof(cli_conn, tls_cert),                                                             \
          0,                                                                                        \
          0,                                                                                        \
-         "Client certificate (PEM) for TLS."},                                                     \
+         "Client certificate (PEM) for TLS (rediss://)."},                                         \
         {"tls-key",                                                                                \
          OPT_STRING,                                                                               \
          "FILE",                                                                                   \
          offsetof(cli_conn, tls_key),                                                              \
          0,                                                                                        \
          0,                                                                                        \
-         "Client private key (PEM) for TLS."},                                                     \
+         "Client private key (PEM) for TLS (rediss://)."},                                         \
     {                                                                                              \
         "tls-insecure", OPT_FLAG, NULL, offsetof(cli_conn, tls_insecure), 0, 0,                    \
-            "Do not verify the server certificate (testing only)."                                 \
+            "Do not verify the server certificate (rediss://; testing only)."                      \
     }
 
 static const opt_def conn_defs[] = {
@@ -109,11 +113,24 @@ static int tls_file_check(const cmd_spec *spec, const char *opt, const char *pat
     return 0;
 }
 
+/* The first TLS option given, for the "TLS needs rediss://" message; NULL when none. */
+static const char *tls_option_given(const cli_conn *c) {
+    return c->tls_ca         ? "--tls-ca"
+           : c->tls_cert     ? "--tls-cert"
+           : c->tls_key      ? "--tls-key"
+           : c->tls_insecure ? "--tls-insecure"
+                             : NULL;
+}
+
 int cli_conn_resolve(const cmd_spec *spec, cli_conn *c) {
     c->url_source = "--redis";
+    /* A variable set but empty is refused like an empty option (`--prefix ''` is exit 2):
+     * it is almost always an unset shell variable, and falling back to the default server
+     * or prefix would silently work on the wrong keys. */
     if (!c->redis_url) {
         const char *env = getenv("REDIS_URL");
-        if (env && *env) {
+        if (env && !*env) return opts_usage_error(spec, "REDIS_URL is set but empty");
+        if (env) {
             c->redis_url = env;
             c->url_source = "REDIS_URL";
         } else {
@@ -127,8 +144,18 @@ int cli_conn_resolve(const cmd_spec *spec, cli_conn *c) {
     url_display_host(c->redis_url, c->host, sizeof c->host);
     if (!c->prefix) {
         const char *env = getenv("FERRY_PREFIX");
-        c->prefix = env && *env ? env : FERRY_DEFAULT_PREFIX;
+        if (env && !*env) return opts_usage_error(spec, "FERRY_PREFIX is set but empty");
+        c->prefix = env ? env : FERRY_DEFAULT_PREFIX;
     }
+    /* The library ignores TLS settings on a plain connection: a certificate given for a
+     * redis:// URL would silently not be used, and the traffic would go in clear text. */
+    const char *tls_opt = tls_option_given(c);
+    if (tls_opt && strncasecmp(c->redis_url, "rediss://", 9) != 0)
+        return opts_usage_error(spec,
+                                "%s applies to rediss:// (TLS) URLs only; the URL (%s) is "
+                                "%.*s://",
+                                tls_opt, c->url_source, (int)strcspn(c->redis_url, ":"),
+                                c->redis_url);
     if (tls_file_check(spec, "tls-ca", c->tls_ca) ||
         tls_file_check(spec, "tls-cert", c->tls_cert) ||
         tls_file_check(spec, "tls-key", c->tls_key))

@@ -35,9 +35,10 @@ typedef struct cli_conn {
  * the per-job limit) only `--command-timeout MS` exists. */
 opt_group cli_conn_group(cli_conn *c, int worker_style);
 
-/* Apply env fallbacks (REDIS_URL, FERRY_PREFIX) and defaults, check the URL and the TLS
- * files, fill c->redis. Prints a usage error and returns CLI_EXIT_USAGE on a bad value,
- * else 0. */
+/* Apply env fallbacks (REDIS_URL, FERRY_PREFIX; set but empty is an error, as an empty
+ * option is) and defaults, check the URL, that TLS options come with a rediss:// URL and
+ * that the TLS files are readable, fill c->redis. Prints a usage error and returns
+ * CLI_EXIT_USAGE on a bad value, else 0. */
 int cli_conn_resolve(const cmd_spec *spec, cli_conn *c);
 
 /* Print "ferry <cmd>: <what>: <detail>" for a library failure and return the exit code

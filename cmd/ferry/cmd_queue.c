@@ -1,6 +1,5 @@
 /* cmd_queue.c - `ferry queue add | counts | pause | resume | obliterate | rate-limit |
  * concurrency | global-rate-limit`: producer-side and queue-administration commands. */
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,59 +39,96 @@ static const cmd_spec add_spec = {
     3,
     0};
 
-/* Read all of stdin into a malloc'd NUL-terminated buffer, refusing more than `limit`
- * bytes. Returns 0, or prints the problem and returns an exit code. */
+/* Most trailing whitespace accepted after DATA on stdin beyond the payload limit: it is
+ * dropped, not stored, but an endless stream of blanks must still end the read. */
+#define STDIN_BLANK_TAIL_MAX (1024 * 1024)
+
+static int is_blank_byte(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Read all of stdin into a malloc'd NUL-terminated buffer with trailing whitespace dropped
+ * (`echo '{...}' | ferry queue add` leaves a newline: not part of the data), refusing DATA
+ * over `limit` bytes once trimmed. At most `limit` bytes are kept: beyond them only blanks
+ * may follow (up to STDIN_BLANK_TAIL_MAX), so a huge input fails at its first byte past the
+ * limit that is not a blank, without reading the rest. Returns 0, or prints the problem and
+ * returns an exit code. */
 static int read_stdin(size_t limit, char **out) {
-    size_t cap = 4096, len = 0;
+    size_t cap = 4096, len = 0, tail = 0; /* tail: blanks read past the limit */
     char *buf = malloc(cap);
     if (!buf) return opts_usage_error(&add_spec, "out of memory");
+    char scratch[4096];
+    int rc = 0;
     for (;;) {
-        if (len + 1 >= cap) {
-            size_t ncap = cap * 2;
+        if (len < limit && len + 1 >= cap) {
+            size_t ncap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
             char *nb = realloc(buf, ncap);
             if (!nb) {
-                free(buf);
-                return opts_usage_error(&add_spec, "out of memory");
+                rc = opts_usage_error(&add_spec, "out of memory");
+                goto fail;
             }
             buf = nb;
             cap = ncap;
         }
-        ssize_t n = read(STDIN_FILENO, buf + len, cap - len - 1);
+        /* Up to the limit into buf; past it into scratch, only to check for blanks. */
+        char *dst = len < limit ? buf + len : scratch;
+        size_t room = len < limit ? cap - len - 1 : sizeof scratch;
+        if (len < limit && room > limit - len) room = limit - len;
+        ssize_t n = read(STDIN_FILENO, dst, room);
         if (n < 0) {
-            free(buf);
             perror("ferry queue add: reading standard input");
-            return CLI_EXIT_RUNTIME;
+            rc = CLI_EXIT_RUNTIME;
+            goto fail;
         }
         if (n == 0) break;
-        len += (size_t)n;
-        if (len > limit) {
-            free(buf);
-            return opts_usage_error(&add_spec,
-                                    "DATA from standard input is over the payload limit of %zu "
-                                    "bytes (see --max-payload)",
-                                    limit);
+        if (dst == scratch) {
+            for (ssize_t i = 0; i < n; i++)
+                if (!is_blank_byte(scratch[i])) {
+                    rc = opts_usage_error(&add_spec,
+                                          "DATA from standard input is over the payload limit "
+                                          "of %zu bytes (see --max-payload)",
+                                          limit);
+                    goto fail;
+                }
+            if ((tail += (size_t)n) > STDIN_BLANK_TAIL_MAX) {
+                rc = opts_usage_error(&add_spec,
+                                      "more than %d bytes of whitespace after DATA on standard "
+                                      "input, past the payload limit",
+                                      STDIN_BLANK_TAIL_MAX);
+                goto fail;
+            }
+            continue;
         }
+        len += (size_t)n;
     }
     buf[len] = 0;
     if (strlen(buf) != len) {
-        free(buf);
-        return opts_usage_error(&add_spec, "DATA from standard input contains a NUL byte");
+        rc = opts_usage_error(&add_spec, "DATA from standard input contains a NUL byte");
+        goto fail;
     }
-    /* `echo '{...}' | ferry queue add` leaves a newline: not part of the data. */
-    while (len && strchr(" \t\r\n", buf[len - 1]))
+    while (len && is_blank_byte(buf[len - 1]))
         buf[--len] = 0;
     *out = buf;
     return 0;
+fail:
+    free(buf);
+    return rc;
 }
 
-/* opts JSON with jobId replaced by `job_id`; malloc'd. */
-static char *opts_with_job_id(const char *opts_json, const char *job_id) {
+/* opts JSON with jobId replaced by `job_id`, into *out (malloc'd). Returns 0, or prints
+ * the problem and returns the exit code: a job id that is not UTF-8 cannot be a JSON string,
+ * and dropping it would add a job under a new id each time (no idempotency). */
+static int opts_with_job_id(const char *opts_json, const char *job_id, char **out) {
+    *out = NULL;
+    json_t *id = json_string(job_id);
+    if (!id) return opts_usage_error(&add_spec, "--job-id: not valid UTF-8");
     json_t *o = opts_json ? json_loads(opts_json, 0, NULL) : json_object();
-    if (!o) return NULL;
-    json_object_set_new(o, "jobId", json_string(job_id));
-    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (o && json_object_set_new(o, "jobId", id) == 0)
+        *out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    else if (!o)
+        json_decref(id); /* set_new consumed it otherwise */
     json_decref(o);
-    return s;
+    return *out ? 0 : opts_usage_error(&add_spec, "out of memory");
 }
 
 static int queue_add(int argc, char **argv) {
@@ -112,7 +148,8 @@ static int queue_add(int argc, char **argv) {
         if ((rc = read_stdin(limit, &data))) goto out;
         data_json = data;
     } else if (strlen(data_json) > limit) {
-        rc = opts_usage_error(&add_spec, "DATA is over the payload limit of %zu bytes", limit);
+        rc = opts_usage_error(
+            &add_spec, "DATA is over the payload limit of %zu bytes (see --max-payload)", limit);
         goto out;
     }
     char msg[256];
@@ -122,10 +159,7 @@ static int queue_add(int argc, char **argv) {
     }
     const char *opts_json = ao.opts_json;
     if (ao.job_id) {
-        if (!(opts_owned = opts_with_job_id(ao.opts_json, ao.job_id))) {
-            rc = opts_usage_error(&add_spec, "--job-id: cannot encode (not valid UTF-8?)");
-            goto out;
-        }
+        if ((rc = opts_with_job_id(ao.opts_json, ao.job_id, &opts_owned))) goto out;
         opts_json = opts_owned;
     }
     ferry_queue_options qo;
@@ -323,10 +357,8 @@ out:
 /* A positional integer in [min, max]; prints the usage error and returns its code. */
 static int parse_pos_int(const cmd_spec *spec, const char *what, const char *text, long long min,
                          long long max, long long *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
+    long long v = 0;
+    if (opts_parse_ll(text, &v) || v < min || v > max)
         return opts_usage_error(spec, "%s: expected an integer from %lld to %lld, got '%s'", what,
                                 min, max, text);
     *out = v;

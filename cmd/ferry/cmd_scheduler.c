@@ -12,7 +12,11 @@
 #include "ferry/scheduler.h"
 #include "jsonw.h"
 
-#define MS_MAX 2199023255551LL /* 2039-09: where delayed scores stop being exact */
+/* Latest --start: the first run must come before 2039-09, where delayed scores stop being
+ * exact (the library refuses later ones). --end only bounds the runs, so it may be any
+ * instant JavaScript can hold (Number.MAX_SAFE_INTEGER), as in Node. */
+#define START_MS_MAX 2199023255551LL
+#define END_MS_MAX 9007199254740991LL
 
 /* ---- scheduler upsert ------------------------------------------------------------------ */
 
@@ -28,8 +32,9 @@ static const opt_def upsert_defs[] = {
      "@daily, @hourly... Quote it: --cron '0 3 * * *'."},
     {"tz", OPT_STRING, "ZONE", offsetof(upsert_opts, tz), 0, 0,
      "IANA time zone of the cron pattern, e.g. Asia/Ho_Chi_Minh (default UTC)."},
-    {"every", OPT_INT, "MS", offsetof(upsert_opts, every), 1, 315360000000LL,
-     "Run every MS milliseconds instead of on a cron pattern."},
+    {"every", OPT_INT, "MS", offsetof(upsert_opts, every), 1, FERRY_SCHEDULER_EVERY_MAX,
+     "Run every MS milliseconds instead of on a cron pattern (1 to 315360000000: ten "
+     "years)."},
     {"name", OPT_STRING, "NAME", offsetof(upsert_opts, name), 0, 0,
      "Job name of the iterations (default: the scheduler ID)."},
     {"data", OPT_JSON, "JSON", offsetof(upsert_opts, data), 0, 0,
@@ -38,13 +43,17 @@ static const opt_def upsert_defs[] = {
      "BullMQ job options of the iterations, e.g. '{\"attempts\":3,\"removeOnComplete\":100}' "
      "(jobId, delay and repeat are set by the scheduler)."},
     {"limit", OPT_INT, "N", offsetof(upsert_opts, limit), 1, 9007199254740991LL,
-     "Stop after N iterations."},
-    {"start", OPT_INT, "MS", offsetof(upsert_opts, start), 1, MS_MAX,
-     "No iteration before this time (Unix epoch milliseconds)."},
-    {"end", OPT_INT, "MS", offsetof(upsert_opts, end), 1, 9007199254740991LL,
-     "No iteration after this time (Unix epoch milliseconds, in the future)."},
-    {"offset", OPT_INT, "MS", offsetof(upsert_opts, offset), 1, 315360000000LL,
-     "With --every: run at multiples of the interval plus MS."},
+     "Stop after N iterations (1 to 9007199254740991)."},
+    {"start", OPT_INT, "MS", offsetof(upsert_opts, start), 1, START_MS_MAX,
+     "No iteration before this time (Unix epoch milliseconds, 1 to 2199023255551: the first "
+     "run must come before 2039-09)."},
+    {"end", OPT_INT, "MS", offsetof(upsert_opts, end), 1, END_MS_MAX,
+     "No iteration after this time (Unix epoch milliseconds in the future, up to "
+     "9007199254740991)."},
+    {"offset", OPT_INT, "MS", offsetof(upsert_opts, offset), 1, FERRY_SCHEDULER_EVERY_MAX,
+     "With --every: run at multiples of the interval plus MS (1 to 315360000000; MS equal to "
+     "the interval aligns runs to its exact multiples). Without it (BullMQ has no offset 0) "
+     "the first run is now and the next ones follow every interval from it."},
     {"immediately", OPT_FLAG, NULL, offsetof(upsert_opts, immediately), 0, 0,
      "With --cron: run the first iteration now, then on the pattern."},
     {"json", OPT_FLAG, NULL, offsetof(upsert_opts, json), 0, 0,
@@ -89,6 +98,22 @@ static int scheduler_upsert(int argc, char **argv) {
     }
     if (uo.immediately && !uo.cron) {
         rc = opts_usage_error(&upsert_spec, "--immediately applies to --cron only");
+        goto out;
+    }
+    /* Checked here too (the library would refuse them as well) so that the message names
+     * the options, not the API's fields. */
+    if (uo.immediately && uo.start) {
+        rc = opts_usage_error(&upsert_spec, "--immediately cannot be combined with --start");
+        goto out;
+    }
+    if (uo.start && uo.end && uo.start > uo.end) {
+        rc = opts_usage_error(&upsert_spec, "--start %lld is after --end %lld", uo.start, uo.end);
+        goto out;
+    }
+    long long now_ms = (long long)time(NULL) * 1000;
+    if (uo.end && uo.end < now_ms) {
+        rc = opts_usage_error(&upsert_spec, "--end %lld is in the past (now is about %lld)", uo.end,
+                              now_ms);
         goto out;
     }
     if ((rc = cli_conn_resolve(&upsert_spec, &conn))) goto out;
@@ -171,8 +196,7 @@ static void decode_opts(json_t *o) {
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         json_t *v = json_object_get(o, names[k][0]);
         if (!v) continue;
-        json_object_set(o, names[k][1], v);
-        json_object_del(o, names[k][0]);
+        if (json_object_set(o, names[k][1], v) == 0) json_object_del(o, names[k][0]);
     }
     const char *tele[][2] = {{"tm", "metadata"}, {"omc", "omitContext"}};
     for (size_t k = 0; k < 2; k++) {
@@ -181,26 +205,45 @@ static void decode_opts(json_t *o) {
         json_t *t = json_object_get(o, "telemetry");
         if (!json_is_object(t)) {
             t = json_object();
-            json_object_set_new(o, "telemetry", t);
+            if (json_object_set_new(o, "telemetry", t) != 0) return; /* no memory */
         }
-        json_object_set(t, tele[k][1], v);
-        json_object_del(o, tele[k][0]);
+        if (json_object_set(t, tele[k][1], v) == 0) json_object_del(o, tele[k][0]);
     }
 }
 
-/* {"data": ..., "opts": ...} as Node's template (only the parts stored), or NULL. malloc'd. */
-static char *template_json(const ferry_scheduler_info *i) {
+/* A stored part that is not JSON, as a JSON string. Text that is not UTF-8 either (written
+ * by some other client) cannot be one: its non-ASCII bytes are shown as '?'. */
+static json_t *text_as_json(const char *text) {
+    json_t *v = json_string(text);
+    if (v) return v;
+    char *ascii = strdup(text);
+    if (!ascii) return NULL;
+    for (char *p = ascii; *p; p++)
+        if ((unsigned char)*p >= 0x80) *p = '?';
+    v = json_string(ascii);
+    free(ascii);
+    return v;
+}
+
+/* {"data": ..., "opts": ...} as Node's template (only the parts stored), or NULL when none
+ * is stored. malloc'd. *oom is set when memory ran out (the template then cannot be shown:
+ * better said than silently missing). */
+static char *template_json(const ferry_scheduler_info *i, int *oom) {
+    *oom = 0;
     if (!i->data_json && !i->opts_json) return NULL;
     json_t *t = json_object();
     const char *parts[2][2] = {{"data", i->data_json}, {"opts", i->opts_json}};
-    for (int k = 0; t && k < 2; k++) {
+    int ok = t != NULL;
+    for (int k = 0; ok && k < 2; k++) {
         if (!parts[k][1]) continue;
         json_t *v = json_loads(parts[k][1], JSON_DECODE_ANY, NULL);
         if (k == 1) decode_opts(v);
-        json_object_set_new(t, parts[k][0], v ? v : json_string(parts[k][1]));
+        if (!v) v = text_as_json(parts[k][1]);
+        ok = v && json_object_set_new(t, parts[k][0], v) == 0;
     }
-    char *s = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *s = ok ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(t);
+    *oom = !s;
     return s;
 }
 
@@ -218,9 +261,13 @@ static void list_json_one(const ferry_scheduler_info *i) {
     if (i->pattern) jsonw_str(&w, "pattern", i->pattern);
     if (i->every_ms) jsonw_int(&w, "every", i->every_ms);
     if (i->offset_ms >= 0) jsonw_int(&w, "offset", i->offset_ms);
-    char *t = template_json(i);
+    int oom = 0;
+    char *t = template_json(i, &oom);
     if (t) jsonw_raw(&w, "template", t);
     free(t);
+    if (oom)
+        fprintf(stderr, "ferry %s: out of memory: template of %s not shown\n", list_spec.name,
+                i->id);
     jsonw_end(&w);
 }
 
@@ -233,9 +280,10 @@ static void list_human(const ferry_scheduler_info *items, size_t n) {
             snprintf(sched, sizeof sched, "(no scheduler hash: legacy repeatable job?)");
         else if (i->pattern)
             snprintf(sched, sizeof sched, "cron '%s' %s", i->pattern, i->tz ? i->tz : "UTC");
+        else if (i->offset_ms > 0)
+            snprintf(sched, sizeof sched, "every %lld ms +%lld ms", i->every_ms, i->offset_ms);
         else
-            snprintf(sched, sizeof sched, "every %lld ms%s", i->every_ms,
-                     i->offset_ms > 0 ? " +offset" : "");
+            snprintf(sched, sizeof sched, "every %lld ms", i->every_ms);
         iso_ms(i->next_ms, next, sizeof next);
         if (i->limit)
             snprintf(iters, sizeof iters, "%lld of %lld", i->iteration_count, i->limit);

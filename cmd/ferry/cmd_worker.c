@@ -67,14 +67,15 @@ static const opt_def worker_defs[] = {
      "{\"age\":SECONDS,\"count\":N}."},
     {"remove-on-fail", OPT_JSON, "JSON", offsetof(worker_opts, remove_on_fail), 0, 0,
      "Default removeOnFail for jobs without one (same forms)."},
-    {"max-output", OPT_INT, "BYTES", offsetof(worker_opts, max_output), 1, 64LL * 1024 * 1024,
+    {"max-output", OPT_INT, "BYTES", offsetof(worker_opts, max_output), 1, FERRY_RETURN_MAX_BYTES,
      "Most stdout kept per job (default 1048576); more stops the command and fails the job."},
     {"shutdown-timeout", OPT_INT, "MS", offsetof(worker_opts, shutdown_timeout), 0, DAY_MS,
-     "On SIGTERM/SIGINT, how long to wait for running jobs (default 30000). Jobs still "
+     "On SIGTERM/SIGINT/SIGHUP, how long to wait for running jobs (default 30000). Jobs still "
      "running then are killed and later recovered as stalled; exit status 1."},
     {"max-jobs", OPT_INT, "N", offsetof(worker_opts, max_jobs), 1, 1LL << 40,
-     "Exit (gracefully, status 0) after N job outcomes have been stored (every run counts, "
-     "postponed ones too)."},
+     "Run the command for N jobs at most (every run counts, postponed ones too), then exit "
+     "(gracefully, status 0) once their outcomes are stored. Jobs fetched beyond N are not "
+     "run: they go back to the queue at once, no attempt spent (as exit 118 with delay 0)."},
     {"idle-exit", OPT_INT, "MS", offsetof(worker_opts, idle_exit), 1, 30 * DAY_MS,
      "Exit (gracefully, status 0) once no job has run for MS."},
     {"limiter-max", OPT_INT, "N", offsetof(worker_opts, limiter_max), 1, 1000000,
@@ -116,12 +117,14 @@ static const cmd_spec worker_spec = {
     "--retry-later-default and 119 10000 ms. A malformed FERRY_RETRY_AFTER_MS line fails\n"
     "the job as 75 would. `ferry http-outcome STATUS [RETRY_AFTER]` prints the line and\n"
     "exits with the code for an HTTP response.\n"
-    "failedReason is the last non-empty line the command wrote to stderr, else\n"
-    "\"exit N\" / \"signal N\". The command's stderr is passed through, each line prefixed\n"
-    "with [job ID]. One log line per job outcome goes to stderr (--log-format; never job\n"
-    "data or return values).\n"
-    "SIGTERM/SIGINT: stop fetching, let running jobs finish, exit 0. A second signal sends\n"
-    "SIGTERM to the running commands, a third SIGKILL.\n",
+    "failedReason is the last non-empty line the command wrote to stderr (a line of 1 KiB\n"
+    "or more keeps its first 1020 bytes, then \"...\"), else \"exit N\" / \"signal N\".\n"
+    "The command's stderr is passed through, each line prefixed with [job ID]. One log\n"
+    "line per job outcome goes to stderr (--log-format; never job data or return values).\n"
+    "CMD must be an executable file (by path or in PATH) when the worker starts, else\n"
+    "exit 2; a run that cannot start it later fails the job as 75 would.\n"
+    "SIGTERM/SIGINT/SIGHUP: stop fetching, let running jobs finish, exit 0. A second signal\n"
+    "sends SIGTERM to the running commands, a third SIGKILL.\n",
     1,
     1,
     1};
@@ -144,10 +147,14 @@ typedef struct exec_worker {
     size_t nbase;
     const cli_conn *conn;
 
+    ferry_worker *w; /* set before start; for ferry_worker_stop from a handler */
+
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop_requested;
-    unsigned long long finished;
+    /* --max-jobs: runs begun (at most max_jobs), runs whose outcome is stored, and fetched
+     * jobs handed back without running once max_jobs runs had begun */
+    unsigned long long runs_claimed, runs_stored, handed_back;
     int running;
     long long last_activity;
     outcome_note *notes;
@@ -227,13 +234,28 @@ static void job_env_free(const exec_worker *xw, char **env) {
 
 /* ---- result -> outcome -------------------------------------------------------------------- */
 
-/* Length of the UTF-8 sequence at s[0..n), or 0 when it is not valid there. (Structural
- * check only; overlong forms are left to the JSON encoder.) */
+/* Length of the UTF-8 sequence at s[0..n), or 0 when it is not valid there: strict RFC 3629
+ * (no overlong forms, no surrogates, nothing above U+10FFFF), as jansson checks it, so text
+ * that passes here can always be stored as a JSON string. */
 static size_t utf8_seq(const unsigned char *s, size_t n) {
     unsigned char c = s[0];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (!len || len > n) return 0;
-    for (size_t k = 1; k < len; k++)
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else
+        return 0;
+    if (len > n || s[1] < lo || s[1] > hi) return 0;
+    for (size_t k = 2; k < len; k++)
         if ((s[k] & 0xc0) != 0x80) return 0;
     return len;
 }
@@ -280,12 +302,20 @@ static int set_return_value(ferry_job *job, exec_result *res, const char **why) 
             return -1;
         }
         json_t *s = json_stringn(out, n);
-        char *text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+        if (!s) { /* valid_utf8 is as strict as jansson: only memory is left */
+            *why = "out of memory storing the return value";
+            return -1;
+        }
+        char *text = json_dumps(s, JSON_ENCODE_ANY);
         json_decref(s);
         rc = text ? ferry_job_set_return(job, text) : FERRY_ENOMEM;
         free(text);
     }
-    if (rc) *why = "out of memory storing the return value";
+    if (rc == FERRY_ETOOBIG)
+        *why = "stdout as a JSON string is over the 16 MiB return value limit "
+               "(FERRY_RETURN_MAX_BYTES)";
+    else if (rc)
+        *why = "out of memory storing the return value";
     return rc ? -1 : 0;
 }
 
@@ -371,26 +401,50 @@ static ferry_outcome outcome_of(const exec_worker *xw, ferry_job *job, exec_resu
 
 /* ---- handler and callbacks ---------------------------------------------------------------- */
 
-static void activity(exec_worker *xw, int running_delta, int finished) {
+static void activity(exec_worker *xw, int running_delta, int stored) {
     pthread_mutex_lock(&xw->lock);
     xw->running += running_delta;
-    xw->finished += (unsigned)finished;
+    xw->runs_stored += (unsigned)stored;
     xw->last_activity = mono_ms();
     pthread_cond_signal(&xw->cond);
     pthread_mutex_unlock(&xw->lock);
 }
 
-static void note_add(exec_worker *xw, const char *id, const char *status) {
+/* Status of the outcome note of a job handed back unrun (--max-jobs). */
+#define STATUS_HANDED_BACK "not-run"
+
+/* --max-jobs: may this handler run its job? Exactly max_jobs runs are granted. The one that
+ * takes the last run stops fetching at once, so that few jobs are fetched for nothing; the
+ * jobs already fetched (a batch, the job fetched with the last finish) still reach a handler
+ * and are handed back. */
+static int claim_run(exec_worker *xw) {
+    long long max = xw->o->max_jobs;
+    if (!max) return 1;
+    pthread_mutex_lock(&xw->lock);
+    int granted = xw->runs_claimed < (unsigned long long)max;
+    if (granted)
+        xw->runs_claimed++;
+    else
+        xw->handed_back++;
+    int last = granted && xw->runs_claimed == (unsigned long long)max;
+    pthread_mutex_unlock(&xw->lock);
+    if (last) ferry_worker_stop(xw->w);
+    return granted;
+}
+
+/* Returns 0, or -1 when out of memory (the log line then lacks status). */
+static int note_add(exec_worker *xw, const char *id, const char *status) {
     outcome_note *n = calloc(1, sizeof *n);
     if (!n || !(n->id = strdup(id))) {
         free(n);
-        return; /* the log line then lacks status; nothing else depends on it */
+        return -1;
     }
     snprintf(n->status, sizeof n->status, "%s", status);
     pthread_mutex_lock(&xw->lock);
     n->next = xw->notes;
     xw->notes = n;
     pthread_mutex_unlock(&xw->lock);
+    return 0;
 }
 
 static outcome_note *note_take(exec_worker *xw, const char *id) {
@@ -408,6 +462,14 @@ static outcome_note *note_take(exec_worker *xw, const char *id) {
 
 static ferry_outcome handle_job(ferry_job *job, void *userdata) {
     exec_worker *xw = userdata;
+    if (!claim_run(xw)) {
+        /* Back to the queue unharmed for another worker: delayed with no delay (ready at
+         * once), no attempt spent, failedReason untouched; only attemptsStarted counts
+         * this fetch, as for any postponed run. */
+        note_add(xw, ferry_job_id(job), STATUS_HANDED_BACK);
+        ferry_job_set_delay(job, 0);
+        return FERRY_RETRY_LATER;
+    }
     activity(xw, +1, 0);
     long long attempt = ferry_job_attempts_made(job) + 1;
     char prefix[160], idp[128];
@@ -436,7 +498,9 @@ static ferry_outcome handle_job(ferry_job *job, void *userdata) {
     }
     char status[48];
     ferry_outcome how = outcome_of(xw, job, &res, spawn_rc, status, sizeof status);
-    note_add(xw, ferry_job_id(job), status);
+    /* Without a note (no memory) on_job_log cannot tell this run's record: count it now,
+     * ferry_worker_close still waits for its outcome to be written. */
+    if (note_add(xw, ferry_job_id(job), status) != 0) activity(xw, 0, 1);
     exec_result_free(&res);
     job_env_free(xw, env);
     activity(xw, -1, 0);
@@ -469,14 +533,16 @@ static void print_job_log(const exec_worker *xw, const ferry_job_log *rec, const
 }
 
 /* Every outcome (completed, retry, failed, permanent, retry-later, throttled, lock-lost) ends
- * here once written to Redis: the log line, and the count for --max-jobs. */
+ * here once written to Redis: the log line, and for a job this worker ran, the count for
+ * --max-jobs (not for jobs failed without running, nor for jobs handed back). */
 static void on_job_log(const ferry_job_log *rec, void *userdata) {
     exec_worker *xw = userdata;
     outcome_note *n = rec->id ? note_take(xw, rec->id) : NULL;
     if (xw->log_format != LOG_NONE) print_job_log(xw, rec, n ? n->status : NULL);
+    int ran = n && strcmp(n->status, STATUS_HANDED_BACK) != 0;
     if (n) free(n->id);
     free(n);
-    activity(xw, 0, 1);
+    activity(xw, 0, ran);
 }
 
 static void on_stalled(const char *job_id, void *userdata) {
@@ -551,14 +617,16 @@ static int build_base_env(exec_worker *xw) {
     return 0;
 }
 
-/* Wait until a stop is requested, --max-jobs is reached or --idle-exit passes. */
+/* Wait until a stop is requested, --max-jobs runs have their outcomes stored or
+ * --idle-exit passes. */
 static void wait_for_stop(exec_worker *xw) {
     pthread_mutex_lock(&xw->lock);
     while (!xw->stop_requested) {
         const worker_opts *o = xw->o;
-        if (o->max_jobs && xw->finished >= (unsigned long long)o->max_jobs) {
-            fprintf(stderr, "ferry worker: %llu job outcomes stored (--max-jobs), stopping\n",
-                    xw->finished);
+        if (o->max_jobs && xw->runs_stored >= (unsigned long long)o->max_jobs) {
+            fprintf(stderr,
+                    "ferry worker: ran %llu job%s, outcomes stored (--max-jobs), stopping\n",
+                    xw->runs_stored, xw->runs_stored == 1 ? "" : "s");
             break;
         }
         if (o->idle_exit && xw->running == 0 && mono_ms() - xw->last_activity >= o->idle_exit) {
@@ -655,6 +723,7 @@ static int worker_main(int argc, char **argv) {
         rc = cli_report(&worker_spec, &conn, NULL, &err);
         goto out;
     }
+    xw.w = w;
     if (cli_signals_start(&sigs, on_signal, &xw) != 0) {
         fprintf(stderr, "ferry worker: cannot start the signal thread\n");
         rc = CLI_EXIT_RUNTIME;
@@ -683,6 +752,12 @@ static int worker_main(int argc, char **argv) {
         /* Handler threads may still be inside the worker: do not free it, just leave. */
         w = NULL;
         rc = CLI_EXIT_RUNTIME;
+    } else if (xw.handed_back) {
+        /* after close: no handler runs any more */
+        fprintf(stderr,
+                "ferry worker: queue=%s stopped; %llu fetched job%s handed back without "
+                "running (--max-jobs)\n",
+                queue, xw.handed_back, xw.handed_back == 1 ? "" : "s");
     } else {
         fprintf(stderr, "ferry worker: queue=%s stopped\n", queue);
     }

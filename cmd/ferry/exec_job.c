@@ -78,44 +78,90 @@ static void close_fd(int *fd) {
     *fd = -1;
 }
 
-/* Per-run stderr line assembly. */
+/* Per-run stderr line assembly. A line is passed through in pieces of LINE_MAX_BYTES when
+ * it is longer, but it is one line for last_err_line: its beginning is kept (`head`), and
+ * only a complete line with some text replaces the previous one. */
 typedef struct errlines {
     const char *prefix;
-    char buf[LINE_MAX_BYTES];
+    char buf[LINE_MAX_BYTES]; /* the piece being assembled for pass-through */
     size_t len;
-    char *last; /* result's last_err_line */
+    char head[EXEC_ERRLINE_MAX]; /* the current line's first bytes, trailing CRs held back */
+    size_t head_len;
+    size_t line_len;   /* bytes of the current line so far, held-back CRs excluded */
+    size_t pending_cr; /* CRs seen and not yet followed by anything else */
+    int has_text;      /* the line has a byte other than blank / tab / CR */
+    int piece_out;     /* a piece of the current line was already passed through */
+    char *last;        /* result's last_err_line */
 } errlines;
 
-static void errlines_emit(errlines *e) {
+/* Pass the assembled piece through to our stderr. */
+static void errlines_flush_piece(errlines *e) {
     /* strip a trailing CR (CRLF output) */
     while (e->len && e->buf[e->len - 1] == '\r')
         e->len--;
     fprintf(stderr, "%s%.*s\n", e->prefix, (int)e->len, e->buf);
-    size_t i = 0;
-    while (i < e->len && (e->buf[i] == ' ' || e->buf[i] == '\t'))
-        i++;
-    if (i < e->len) {
-        if (e->len < EXEC_ERRLINE_MAX) {
-            memcpy(e->last, e->buf, e->len);
-            e->last[e->len] = 0;
+    e->len = 0;
+    e->piece_out = 1;
+}
+
+/* Pass through what is left of the line, unless that is nothing after earlier pieces. */
+static void errlines_flush_rest(errlines *e) {
+    if (e->len || !e->piece_out) errlines_flush_piece(e);
+    e->piece_out = 0;
+}
+
+static void head_add(errlines *e, char c) {
+    if (e->head_len < sizeof e->head) e->head[e->head_len++] = c;
+    e->line_len++;
+}
+
+/* The line ended: make it last_err_line if it has text. */
+static void errlines_end_line(errlines *e) {
+    if (e->has_text) {
+        if (e->line_len < EXEC_ERRLINE_MAX) {
+            memcpy(e->last, e->head, e->line_len);
+            e->last[e->line_len] = 0;
         } else {
-            /* Too long for a failure reason: keep the start and say it was cut. */
-            memcpy(e->last, e->buf, EXEC_ERRLINE_MAX - 4);
-            memcpy(e->last + EXEC_ERRLINE_MAX - 4, "...", 4);
+            /* Too long for a failure reason: keep the start, cut at a UTF-8 character
+             * boundary, and say it was cut. */
+            size_t keep = EXEC_ERRLINE_MAX - 4;
+            for (int k = 0; k < 3 && keep && ((unsigned char)e->head[keep] & 0xc0) == 0x80; k++)
+                keep--;
+            memcpy(e->last, e->head, keep);
+            memcpy(e->last + keep, "...", 4);
         }
     }
-    e->len = 0;
+    e->head_len = e->line_len = e->pending_cr = 0;
+    e->has_text = 0;
 }
 
 static void errlines_feed(errlines *e, const char *p, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (p[i] == '\n') {
-            errlines_emit(e);
+            errlines_flush_rest(e);
+            errlines_end_line(e);
             continue;
         }
         /* NUL would end the line early in printf and in the stored reason */
-        e->buf[e->len++] = p[i] ? p[i] : ' ';
-        if (e->len == sizeof e->buf) errlines_emit(e); /* very long line: pass it in pieces */
+        char c = p[i] ? p[i] : ' ';
+        if (c == '\r') {
+            e->pending_cr++; /* dropped if the line ends here (CRLF) */
+        } else {
+            for (; e->pending_cr; e->pending_cr--)
+                head_add(e, '\r');
+            head_add(e, c);
+            if (c != ' ' && c != '\t') e->has_text = 1;
+        }
+        e->buf[e->len++] = c;
+        if (e->len == sizeof e->buf) errlines_flush_piece(e); /* very long line: in pieces */
+    }
+}
+
+/* End of stderr (or of the run): an unterminated last line still counts. */
+static void errlines_finish(errlines *e) {
+    if (e->len || e->line_len || e->pending_cr) {
+        errlines_flush_rest(e);
+        errlines_end_line(e);
     }
 }
 
@@ -252,7 +298,7 @@ static void drain_stderr(run_state *st) {
     ssize_t n = read(st->err_r, tmp, sizeof tmp);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
     if (n <= 0) {
-        if (st->el.len) errlines_emit(&st->el);
+        errlines_finish(&st->el);
         close_fd(&st->err_r);
         return;
     }
@@ -329,7 +375,7 @@ int exec_run(const exec_spec *spec, exec_result *res) {
             nanosleep(&ts, NULL);
         }
     }
-    if (st.el.len) errlines_emit(&st.el);
+    errlines_finish(&st.el);
     close_fd(&st.in_w);
     close_fd(&st.out_r);
     close_fd(&st.err_r);

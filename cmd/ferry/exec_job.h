@@ -68,7 +68,10 @@ typedef struct exec_result {
     int output_overflow; /* stopped because stdout exceeded max_output */
     char *output;        /* stdout (NUL-terminated, malloc'd, may hold NULs: see output_len) */
     size_t output_len;
-    char last_err_line[EXEC_ERRLINE_MAX]; /* last non-empty stderr line ("" if none) */
+    /* Last stderr line with text (not only blanks), trailing CRs dropped, "" if none. A
+     * line of EXEC_ERRLINE_MAX bytes or more keeps its first EXEC_ERRLINE_MAX - 4 bytes at
+     * most (cut at a UTF-8 character boundary) followed by "...". */
+    char last_err_line[EXEC_ERRLINE_MAX];
     long long duration_ms;
 } exec_result;
 

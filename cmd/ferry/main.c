@@ -18,10 +18,11 @@ static void print_usage(FILE *f) {
     for (size_t g = 0; g < NGROUPS; g++)
         for (const cli_command *c = groups[g]; c->name; c++)
             fprintf(f, "  %-24s %s\n", c->name, c->summary);
-    fprintf(f, "  %-24s %s\n", "help [COMMAND]", "Show help for a command.");
+    fprintf(f, "  %-24s %s\n", "help [COMMAND]", "Show help for a command or a group.");
     fprintf(f, "  %-24s %s\n", "--version", "Print the version and exit.");
     fprintf(f,
-            "\nRun `ferry COMMAND --help` for the options of a command.\n"
+            "\nRun `ferry COMMAND --help` for the options of a command, `ferry GROUP --help`\n"
+            "(queue, job, scheduler, outbox) for the commands of a group.\n"
             "Exit status: 0 success, 1 runtime failure (Redis unreachable, job not found, ...),\n"
             "2 bad arguments.\n");
 }
@@ -48,22 +49,60 @@ static const cli_command *find(int argc, char **argv, int *words) {
     return NULL;
 }
 
-/* "ferry queue" alone or "ferry queue bogus": list what the group has. */
-static int group_error(int argc, char **argv) {
-    int known = 0;
+/* Is `word` the first word of a multi-word command ("queue" of "queue add")? */
+static int is_group(const char *word) {
+    size_t n = strlen(word);
     for (size_t g = 0; g < NGROUPS; g++)
         for (const cli_command *c = groups[g]; c->name; c++)
-            if (!strncmp(c->name, argv[0], strlen(argv[0])) && c->name[strlen(argv[0])] == ' ')
-                known = 1;
-    if (!known) {
+            if (!strncmp(c->name, word, n) && c->name[n] == ' ') return 1;
+    return 0;
+}
+
+/* `ferry queue --help`, `ferry help queue`: the group's commands, on stdout. */
+static int group_help(const char *group) {
+    size_t n = strlen(group);
+    printf("Usage: ferry %s SUBCOMMAND [ARGS...] [OPTIONS]\n\nSubcommands:\n", group);
+    for (size_t g = 0; g < NGROUPS; g++)
+        for (const cli_command *c = groups[g]; c->name; c++)
+            if (!strncmp(c->name, group, n) && c->name[n] == ' ')
+                printf("  %-24s %s\n", c->name, c->summary);
+    printf("\nRun `ferry %s SUBCOMMAND --help` for the options of a subcommand.\n", group);
+    return CLI_EXIT_OK;
+}
+
+/* "ferry queue" alone or "ferry queue bogus": say what is wrong, and where the list is. */
+static int group_error(int argc, char **argv) {
+    if (!is_group(argv[0])) {
         fprintf(stderr, "ferry: unknown command '%s' (see ferry help)\n", argv[0]);
         return CLI_EXIT_USAGE;
     }
     if (argc < 2)
-        fprintf(stderr, "ferry %s: missing subcommand (see ferry help)\n", argv[0]);
+        fprintf(stderr, "ferry %s: missing subcommand (see ferry %s --help)\n", argv[0], argv[0]);
     else
-        fprintf(stderr, "ferry %s: unknown subcommand '%s' (see ferry help)\n", argv[0], argv[1]);
+        fprintf(stderr, "ferry %s: unknown subcommand '%s' (see ferry %s --help)\n", argv[0],
+                argv[1], argv[0]);
     return CLI_EXIT_USAGE;
+}
+
+/* `ferry help WORDS...` (also `ferry --help WORDS...`). */
+static int help_for(int argc, char **argv) {
+    if (argc == 0) {
+        print_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc == 1 && is_group(argv[0])) return group_help(argv[0]);
+    int words = 0;
+    const cli_command *c = find(argc, argv, &words);
+    if (!c || words != argc) {
+        fprintf(stderr, "ferry help: unknown command '");
+        for (int i = 0; i < argc; i++)
+            fprintf(stderr, "%s%s", i ? " " : "", argv[i]);
+        fprintf(stderr, "' (see ferry help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    char help[] = "--help";
+    char *hargv[] = {help, NULL};
+    return c->run(1, hargv);
 }
 
 int main(int argc, char **argv) {
@@ -73,25 +112,19 @@ int main(int argc, char **argv) {
     }
     const char *first = argv[1];
     if (!strcmp(first, "--version") || !strcmp(first, "version")) {
+        if (argc > 2) {
+            fprintf(stderr, "ferry %s: unexpected argument '%s' (takes none)\n", first, argv[2]);
+            return CLI_EXIT_USAGE;
+        }
         printf("ferry %s (library %s, BullMQ %s protocol)\n", FERRY_VERSION_STRING, ferry_version(),
                FERRY_BULLMQ_VERSION);
         return CLI_EXIT_OK;
     }
-    if (!strcmp(first, "-h") || !strcmp(first, "--help") || (!strcmp(first, "help") && argc == 2)) {
-        print_usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (!strcmp(first, "help")) {
-        int words = 0;
-        const cli_command *c = find(argc - 2, argv + 2, &words);
-        if (!c || words != argc - 2) {
-            fprintf(stderr, "ferry help: unknown command '%s'\n", argv[2]);
-            return CLI_EXIT_USAGE;
-        }
-        char help[] = "--help";
-        char *hargv[] = {help, NULL};
-        return c->run(1, hargv);
-    }
+    if (!strcmp(first, "-h") || !strcmp(first, "--help") || !strcmp(first, "help"))
+        return help_for(argc - 2, argv + 2);
+    /* `ferry queue --help` / `ferry queue -h`: the group's subcommands */
+    if (argc == 3 && is_group(first) && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+        return group_help(first);
     int words = 0;
     const cli_command *c = find(argc - 1, argv + 1, &words);
     if (!c) return group_error(argc - 1, argv + 1);

@@ -50,11 +50,22 @@ static const opt_def *find_def(const opt_group *groups, size_t ngroups, const ch
     return NULL;
 }
 
-static int parse_int(const cmd_spec *spec, const opt_def *d, const char *val, long long *out) {
+int opts_parse_ll(const char *text, long long *out) {
+    /* strtoll alone would also take leading blanks and a '+': not what anyone types on
+     * purpose, and " 5" from a badly quoted script should not pass silently. */
+    const char *digits = text[0] == '-' ? text + 1 : text;
+    if (*digits < '0' || *digits > '9') return -1;
     char *end = NULL;
     errno = 0;
-    long long v = strtoll(val, &end, 10);
-    if (errno || end == val || *end || v < d->min || v > d->max)
+    long long v = strtoll(text, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const cmd_spec *spec, const opt_def *d, const char *val, long long *out) {
+    long long v = 0;
+    if (opts_parse_ll(val, &v) || v < d->min || v > d->max)
         return opts_usage_error(spec, "--%s: expected an integer from %lld to %lld, got '%s'",
                                 d->name, d->min, d->max, val);
     *out = v;
@@ -82,6 +93,15 @@ static int store(const cmd_spec *spec, const opt_def *d, void *base, const char 
         return 0;
     }
     return opts_usage_error(spec, "--%s: internal error (unknown option kind)", d->name);
+}
+
+/* More positionals than the command takes. */
+static int too_many(const cmd_spec *spec, const opt_result *out) {
+    const char *extra = out->pos[spec->max_pos];
+    if (spec->max_pos == 0)
+        return opts_usage_error(spec, "unexpected argument '%s' (takes no positional arguments)",
+                                extra);
+    return opts_usage_error(spec, "unexpected argument '%s': expected %s", extra, spec->args);
 }
 
 int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, int argc, char **argv,
@@ -142,8 +162,7 @@ int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, in
         goto done;
     }
     if (spec->max_pos >= 0 && out->npos > spec->max_pos) {
-        rc = opts_usage_error(spec, "unexpected argument '%s': expected %s",
-                              out->pos[spec->max_pos], spec->args);
+        rc = too_many(spec, out);
         goto done;
     }
     if (spec->wants_command && out->ncmd == 0) {
@@ -158,8 +177,7 @@ int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, in
         out->cmd = NULL;
         out->ncmd = 0;
         if (spec->max_pos >= 0 && out->npos > spec->max_pos) {
-            rc = opts_usage_error(spec, "unexpected argument '%s': expected %s",
-                                  out->pos[spec->max_pos], spec->args);
+            rc = too_many(spec, out);
             goto done;
         }
         if (out->npos < spec->min_pos) {
@@ -226,7 +244,17 @@ void opts_print_help(const cmd_spec *spec, const opt_group *groups, size_t ngrou
                 snprintf(left, sizeof left, "--%s %s", d->name, d->metavar);
             else
                 snprintf(left, sizeof left, "--%s", d->name);
-            print_opt(left, d->help);
+            /* An integer's accepted range comes from the same table as the check, so it is
+             * always stated and always true; texts that already give it are left alone. */
+            char max[32], text[2048];
+            const char *help = d->help;
+            if (d->kind == OPT_INT) {
+                snprintf(max, sizeof max, "%lld", d->max);
+                int n =
+                    snprintf(text, sizeof text, "%s Range: %lld to %lld.", d->help, d->min, d->max);
+                if (!strstr(d->help, max) && n > 0 && (size_t)n < sizeof text) help = text;
+            }
+            print_opt(left, help);
         }
     }
     printf("\n");

@@ -80,6 +80,10 @@ void opts_print_help(const cmd_spec *spec, const opt_group *groups, size_t ngrou
  * Returns 0 when valid. Pure. */
 int opts_check_json(const char *text, size_t len, int want_object, char *msg, size_t msgcap);
 
+/* Read a decimal integer: an optional '-', then ASCII digits only (no blanks, no '+'),
+ * within long long. Returns 0 with *out set, else -1. Pure. */
+int opts_parse_ll(const char *text, long long *out);
+
 /* Print "ferry <cmd>: <formatted>" + newline to stderr. Returns CLI_EXIT_USAGE. */
 int opts_usage_error(const cmd_spec *spec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
