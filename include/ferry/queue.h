@@ -47,7 +47,9 @@ FERRY_API void ferry_queue_options_init(ferry_queue_options *o);
 FERRY_API int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_queue **out,
                                ferry_error *err);
 
-/* Close the connection and free the handle. NULL is accepted. */
+/* Close the connection and free the handle. NULL is accepted. Not concurrently with any
+ * other call on the same handle (the other functions may be called from several threads
+ * at once; close must come after all of them returned). */
 FERRY_API void ferry_queue_close(ferry_queue *q);
 
 /* One job to add. All strings are borrowed for the duration of the call. */
@@ -102,8 +104,9 @@ FERRY_API int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_
                                   ferry_error *err);
 FERRY_API void ferry_job_info_free(ferry_job_info *info);
 
-/* Remove a job in any state. FERRY_ENOTFOUND if it does not exist, FERRY_ESTATE if it is
- * locked by a worker (active). */
+/* Remove a job in any state. FERRY_ENOTFOUND if it does not exist; FERRY_ESTATE if it is
+ * locked by a worker (active), or is the pending iteration of a job scheduler (remove the
+ * scheduler instead). */
 FERRY_API int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err);
 
 /* Delete the whole queue, as BullMQ 6.7.0's queue.obliterate({force}) does: every job in

@@ -126,6 +126,7 @@ static int as_int(const json_t *v, long long min, long long max, long long *out)
 
 /* True when String(parseInt(s, 10)) === s in JavaScript, i.e. Node calls it an integer. */
 static int js_integer_string(const char *s) {
+    if (!strcmp(s, "NaN")) return 1; /* parseInt("NaN") is NaN, printed "NaN": Node refuses it */
     const char *p = s[0] == '-' ? s + 1 : s;
     size_t nd = strlen(p);
     if (nd == 0 || (p[0] == '0' && nd > 1)) return 0;

@@ -1,8 +1,12 @@
 /* job_opts_stored.c - the lenient read of a job's stored opts (ferry__job_opts_from_stored):
  * JSON that Node or ferry wrote into the job hash, possibly through Redis' cjson (integers
- * as reals like 1.2345678901234e+14, numbers as strings), read for what the worker needs
- * (attempts, backoff, keepJobs, ...). Nothing here fails: what cannot be read takes
- * BullMQ's default, so a job is never stuck on its own options. */
+ * as reals like 1.2345678901234e+14), read for what the worker needs (attempts, backoff,
+ * keepJobs, ...). Nothing here fails: what cannot be read takes BullMQ's default, so a job
+ * is never stuck on its own options. Numbers stored as strings (only hand-written opts or
+ * a JavaScript producer passing "5" where a number belongs: neither ferry nor cjson writes
+ * them) are read as the numbers they spell, where Node's worker would not (it takes
+ * removeOnComplete "5" as {count: 0}, backoff "1000" as an unknown strategy): a deliberate
+ * difference, in favour of what the producer meant. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

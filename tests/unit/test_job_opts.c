@@ -187,6 +187,9 @@ static void test_job_id_rules(void **state) {
     expect_error("{\"jobId\":\"123\"}", FERRY_EINVAL, "cannot be integers");
     expect_error("{\"jobId\":\"-7\"}", FERRY_EINVAL, "cannot be integers");
     expect_error("{\"jobId\":\"10000000000000000000\"}", FERRY_EINVAL, "cannot be integers");
+    /* Node's test is `${parseInt(id, 10)}` === id, which "NaN" passes; "Infinity" does not */
+    expect_error("{\"jobId\":\"NaN\"}", FERRY_EINVAL, "cannot be integers");
+    expect_stored("{\"jobId\":\"Infinity\"}", "{\"attempts\":0,\"jobId\":\"Infinity\"}");
     expect_error("{\"jobId\":\"a:b\"}", FERRY_EINVAL, "cannot contain ':'");
     expect_error("{\"jobId\":\"a:b:c:d\"}", FERRY_EINVAL, "cannot contain ':'");
     /* what Node accepts */
