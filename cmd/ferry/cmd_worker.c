@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "exec_job.h"
+#include "jsonw.h"
 #include "signals.h"
 
 extern char **environ;
@@ -234,35 +235,9 @@ static void job_env_free(const exec_worker *xw, char **env) {
 
 /* ---- result -> outcome -------------------------------------------------------------------- */
 
-/* Length of the UTF-8 sequence at s[0..n), or 0 when it is not valid there: strict RFC 3629
- * (no overlong forms, no surrogates, nothing above U+10FFFF), as jansson checks it, so text
- * that passes here can always be stored as a JSON string. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else
-        return 0;
-    if (len > n || s[1] < lo || s[1] > hi) return 0;
-    for (size_t k = 2; k < len; k++)
-        if ((s[k] & 0xc0) != 0x80) return 0;
-    return len;
-}
-
 static int valid_utf8(const unsigned char *s, size_t n) {
     for (size_t i = 0, len; i < n; i += len)
-        if (!(len = utf8_seq(s + i, n - i))) return 0;
+        if (!(len = jsonw_utf8_seq(s + i, n - i))) return 0;
     return 1;
 }
 
@@ -271,7 +246,7 @@ static int valid_utf8(const unsigned char *s, size_t n) {
 static void make_utf8(char *s) {
     size_t n = strlen(s);
     for (size_t i = 0, len; i < n; i += len)
-        if (!(len = utf8_seq((unsigned char *)s + i, n - i))) {
+        if (!(len = jsonw_utf8_seq((unsigned char *)s + i, n - i))) {
             s[i] = '?';
             len = 1;
         }

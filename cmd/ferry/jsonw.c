@@ -4,10 +4,48 @@
 #include <jansson.h>
 #include <string.h>
 
+size_t jsonw_utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (len > n || s[1] < lo || s[1] > hi) return 0;
+    for (size_t k = 2; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
 void jsonw_write_string(FILE *f, const char *s) {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            size_t len = jsonw_utf8_seq(p + i, n - i);
+            if (len) {
+                fwrite(p + i, 1, len, f);
+                i += len;
+            } else {
+                fputs("\\ufffd", f); /* not UTF-8: the replacement character */
+                i++;
+            }
+            continue;
+        }
+        switch (c) {
         case '"':
             fputs("\\\"", f);
             break;
@@ -24,11 +62,12 @@ void jsonw_write_string(FILE *f, const char *s) {
             fputs("\\t", f);
             break;
         default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
+            if (c < 0x20)
+                fprintf(f, "\\u%04x", c);
             else
-                fputc(*p, f);
+                fputc(c, f);
         }
+        i++;
     }
     fputc('"', f);
 }

@@ -5,6 +5,7 @@
 #ifndef FERRY_CLI_JSONW_H
 #define FERRY_CLI_JSONW_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef struct jsonw {
@@ -22,7 +23,13 @@ void jsonw_null(jsonw *w, const char *key);
 /* `json` is JSON text: written verbatim when it parses, else as a JSON string; NULL -> null. */
 void jsonw_raw(jsonw *w, const char *key, const char *json);
 
-/* Write `s` as a quoted JSON string (escaping control characters, '"' and '\\'). */
+/* Write `s` as a quoted JSON string (escaping control characters, '"' and '\\'; a byte
+ * that is not part of valid UTF-8 becomes U+FFFD, so the output is always valid JSON). */
 void jsonw_write_string(FILE *f, const char *s);
+
+/* Length of the UTF-8 sequence at s[0..n) (n >= 1), or 0 when it is not valid there: strict
+ * RFC 3629 (no overlong forms, no surrogates, nothing above U+10FFFF), as jansson checks
+ * it, so text that passes can always be stored as a JSON string. Pure. */
+size_t jsonw_utf8_seq(const unsigned char *s, size_t n);
 
 #endif

@@ -147,6 +147,29 @@ static void test_add_show_round_trip(void **state) {
     cli_run_free(&r);
 }
 
+/* Fields that are not UTF-8 (written by another client: Redis stores any bytes) still give
+ * valid JSON from job show --json: such bytes come out as U+FFFD. */
+static void test_show_json_with_invalid_utf8(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add", "bytes", "n", "{}", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    char id[64];
+    line1(&r, id, sizeof id);
+    cli_run_free(&r);
+    ferry_conn *c = testenv_conn();
+    freeReplyObject(
+        testenv_cmd(c, "HSET %s:bytes:%s failedReason %b", p, id, "bad \xff\xc3( end", (size_t)11));
+    ferry__conn_close(c);
+    CLI(r, "job", "show", "bytes", id, "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    assert_string_equal(jstr(j, "failedReason"), "bad \xef\xbf\xbd\xef\xbf\xbd( end");
+    json_decref(j);
+    cli_run_free(&r);
+}
+
 static void test_add_from_stdin_and_env(void **state) {
     (void)state;
     const char *p = testenv_prefix();
@@ -468,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_pause_resume),
         cmocka_unit_test(test_job_missing_and_remove),
         cmocka_unit_test(test_read_only_leaves_no_key),
+        cmocka_unit_test(test_show_json_with_invalid_utf8),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_unreachable_redis),
     };
