@@ -133,6 +133,69 @@ static int report(const cmd_spec *spec, const char *what, const ferry_error *e) 
     return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
 }
 
+/* --routes FILE: a file that cannot be loaded (missing, unreadable, too large, a bad line)
+ * is a bad argument, exit 2, whatever the library's code for it (FERRY_EIO for a missing
+ * file); one line, which names the file (the library's message starts with it). */
+static int load_routes(const cmd_spec *spec, const char *path, ferry_routes **out) {
+    ferry_error e = {0};
+    if (ferry_routes_load(path, out, &e) == 0) return 0;
+    fprintf(stderr, "ferry %s: --routes: %s\n", spec->name, e.message);
+    return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
+}
+
+/* Text from the database (a topic: whatever an application inserted) made safe for one
+ * line of output: backslash, C0 controls, DEL and C1 controls (U+0080-U+009F) escaped
+ * (\\, \n, \r, \t, \xNN, \u00NN), bytes that do not form UTF-8 sequences as \xNN, so
+ * no row can forge or garble lines. Cut with "..." when out[cap] is full (cap >= 8). */
+static const char *printable(const char *s, char *out, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t k = 0;
+    while (*p) {
+        unsigned char c = *p, esc[6];
+        size_t len = 0, take = 1;
+        if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+            esc[len++] = '\\';
+            esc[len++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
+        } else if (c >= 0x20 && c < 0x7f) {
+            esc[len++] = c;
+        } else {
+            size_t need = c >= 0xC2 && c <= 0xDF   ? 2
+                          : c >= 0xE0 && c <= 0xEF ? 3
+                          : c >= 0xF0 && c <= 0xF4 ? 4
+                                                   : 0;
+            size_t j = 1;
+            while (j < need && (p[j] & 0xC0) == 0x80)
+                j++;
+            if (need && j == need && !(c == 0xC2 && p[1] <= 0x9F)) {
+                memcpy(esc, p, need);
+                len = take = need;
+            } else {
+                int c1 = need && j == need; /* U+0080-U+009F */
+                unsigned char v = c1 ? p[1] : c;
+                esc[len++] = '\\';
+                esc[len++] = c1 ? 'u' : 'x';
+                if (c1) {
+                    esc[len++] = '0';
+                    esc[len++] = '0';
+                    take = 2;
+                }
+                esc[len++] = (unsigned char)hex[v >> 4];
+                esc[len++] = (unsigned char)hex[v & 15];
+            }
+        }
+        if (k + len + 4 > cap) {
+            memcpy(out + k, "...", 4);
+            return out;
+        }
+        memcpy(out + k, esc, len);
+        k += len;
+        p += take;
+    }
+    out[k] = '\0';
+    return out;
+}
+
 /* ---- migrate ------------------------------------------------------------------------------ */
 
 typedef struct migrate_opts {
@@ -344,11 +407,14 @@ static int relay_main(int argc, char **argv) {
     if (fault.remaining < 0)
         return opts_usage_error(&relay_spec, "FERRY_FAULT: expected relay_after_publish[:N]");
 
+    ferry_routes *routes = NULL;
+    if ((rc = load_routes(&relay_spec, o.routes, &routes))) return rc;
+
     ferry_relay_options ro;
     ferry_relay_options_init(&ro);
     ro.database_url = d.url;
     ro.schema = d.schema;
-    ro.routes_file = o.routes;
+    ro.routes = routes;
     ro.redis = &conn.redis;
     ro.prefix = conn.prefix;
     ro.default_job_opts = o.default_job_opts;
@@ -372,7 +438,9 @@ static int relay_main(int argc, char **argv) {
     }
     ferry_relay *relay = NULL;
     ferry_error e = {0};
-    if (ferry_relay_create(&ro, &relay, &e)) return report(&relay_spec, NULL, &e);
+    rc = ferry_relay_create(&ro, &relay, &e);
+    ferry_routes_free(routes); /* the relay keeps its own copy */
+    if (rc) return report(&relay_spec, NULL, &e);
 
     cli_signals_block(); /* before any thread exists: all inherit the mask */
     cli_signals sigs;
@@ -482,7 +550,7 @@ static int status_main(int argc, char **argv) {
     db_resolve(&d);
     ferry_error e = {0};
     ferry_routes *routes = NULL;
-    if (o.routes && ferry_routes_load(o.routes, &routes, &e)) return report(&status_spec, NULL, &e);
+    if (o.routes && (rc = load_routes(&status_spec, o.routes, &routes))) return rc;
     PGconn *conn = db_connect(&status_spec, &d);
     if (!conn) {
         ferry_routes_free(routes);
@@ -510,8 +578,10 @@ static int status_main(int argc, char **argv) {
                    "QUARANTINED", "OLDEST", routes ? " ROUTED" : "");
             for (size_t i = 0; i < s->ntopics; i++) {
                 const ferry_outbox_topic_status *t = &s->topics[i];
-                printf("%-40s %11lld %7lld %11lld  %-10s%s\n", t->topic, t->unpublished,
-                       t->with_errors, t->quarantined, age_text(t->oldest_age_s, age, sizeof age),
+                char topic[4 * FERRY_OUTBOX_TOPIC_MAX + 8];
+                printf("%-40s %11lld %7lld %11lld  %-10s%s\n",
+                       printable(t->topic, topic, sizeof topic), t->unpublished, t->with_errors,
+                       t->quarantined, age_text(t->oldest_age_s, age, sizeof age),
                        t->known < 0 ? ""
                        : t->known   ? " yes"
                                     : " NO");

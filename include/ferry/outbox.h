@@ -65,7 +65,8 @@ typedef struct ferry_migrate_options {
 } ferry_migrate_options;
 
 /* Bring the schema to the version built into this library. All pending migrations run in
- * one transaction that first takes a transaction-level advisory lock (per schema), so any
+ * one READ COMMITTED transaction (whatever default_transaction_isolation says) that first
+ * takes a transaction-level advisory lock (per schema), so any
  * number of replicas may call this at once: one applies, the others wait and then find
  * nothing to do. Each applied version is recorded in <schema>.ferry_schema_migrations.
  * Idempotent; the SQL adopts tables an application created from the seeds (CREATE ... IF
@@ -90,7 +91,13 @@ typedef struct ferry_outbox_event {
     const char *topic;        /* required: 1..255 bytes of UTF-8 without whitespace, control
                                  characters or '#' (what a routes file can name) */
     const char *aggregate_id; /* required: UUID text (the column is uuid NOT NULL) */
-    const char *payload_json; /* required: one JSON value (an object, as in the seeds) */
+    /* required: one JSON value (an object, as in the seeds) that PostgreSQL's jsonb
+     * accepts, which is stricter than JSON: no \u0000 escape, no lone UTF-16 surrogate
+     * escape (\uD800-\uDBFF must be followed by \uDC00-\uDFFF), numbers within
+     * numeric's range (below 10^131072, at most 16383 digits after the decimal point
+     * counting an exponent's shift, exponent below 2^30 - 1 in magnitude); checked
+     * before anything is sent */
+    const char *payload_json;
     /* optional: a W3C traceparent ("00-<32 hex>-<16 hex>-<2 hex>", validated), or an
      * opaque id of 1..128 printable ASCII characters; stored as given and copied into
      * the job envelope's traceId. NULL = none. */
@@ -110,10 +117,10 @@ typedef struct ferry_outbox_options {
  * One parameterised INSERT; the id is a new UUIDv7, written (36 chars + NUL) to id_out
  * when it is non-NULL. Errors: FERRY_EINVAL naming the bad field, FERRY_ETOOBIG for a
  * payload over the limit (nothing sent to the server in both cases), FERRY_ESTATE, or
- * FERRY_EDB for a server error (message with SQLSTATE); after a server error the caller's transaction is
- * aborted, as with any failed statement. `opts` may be NULL.
- * Blocking, without its own deadline: the caller's statement_timeout applies.
- * Not thread-safe on one conn (libpq rule). */
+ * FERRY_EDB for a server error (message with SQLSTATE); after a server error the caller's
+ * transaction is aborted, as with any failed statement. `opts` may be NULL. Blocking, without its
+ * own deadline: the caller's statement_timeout applies. Not thread-safe on one conn (libpq rule).
+ */
 FERRY_API int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts,
                                   const ferry_outbox_event *ev, char id_out[FERRY_UUID_STRLEN + 1],
                                   ferry_error *err);
@@ -202,7 +209,8 @@ typedef struct ferry_relay ferry_relay;
 
 enum { FERRY_LOG_DEBUG = 0, FERRY_LOG_INFO = 1, FERRY_LOG_WARN = 2, FERRY_LOG_ERROR = 3 };
 
-/* Diagnostics: one line of text (no payloads, no passwords), valid during the call. Called
+/* Diagnostics: one line of text (no payloads, no passwords; text from rows, such as topics,
+ * with control characters and backslashes escaped), valid during the call. Called
  * from the relay's threads (the one in ferry_relay_run and the retention thread), one call
  * at a time. */
 typedef void (*ferry_relay_log_fn)(int level, const char *message, void *userdata);
@@ -237,7 +245,11 @@ typedef struct ferry_relay_options {
     int poll_interval_ms;     /* fallback poll when no NOTIFY arrives; 0 = 500 */
     int max_backoff_ms;       /* cap of the retry backoff after failures; 0 = 30000 */
     int statement_timeout_ms; /* per database statement (server statement_timeout, and the
-                                 client deadline + 2 s); 0 = 10000 */
+                                 client deadline + 2 s; lock_timeout a quarter, at most 1 s,
+                                 shorter); 0 = 10000. A claim that runs into it locks half
+                                 as many rows next time, down to one; a row that one-row
+                                 claims cannot convert to text in time, twice in a row, is
+                                 quarantined. The relay's sessions use READ COMMITTED. */
     int connect_timeout_ms;   /* PostgreSQL connect; 0 = 5000 */
     /* Retention: published rows older than retention_s seconds are deleted in batches of
      * retention_batch by whichever relay holds the advisory lock, at most once per

@@ -35,25 +35,6 @@ int ferry__topic_check(const char *topic, ferry_error *err) {
     return 0;
 }
 
-/* jsonb refuses \u0000 in strings; say so here instead of letting the INSERT abort the
- * caller's transaction. `s` is already known to be valid JSON. */
-static int has_nul_escape(const char *s, size_t n) {
-    int in_str = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!in_str) {
-            if (s[i] == '"') in_str = 1;
-            continue;
-        }
-        if (s[i] == '"') {
-            in_str = 0;
-        } else if (s[i] == '\\') {
-            if (i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) return 1;
-            i++; /* skip the escaped character */
-        }
-    }
-    return 0;
-}
-
 static int check_event(const ferry_outbox_event *ev, size_t max_payload, ferry_error *err) {
     int rc = ferry__topic_check(ev->topic, err);
     if (rc) return rc;
@@ -71,9 +52,10 @@ static int check_event(const ferry_outbox_event *ev, size_t max_payload, ferry_e
         return ferry__err(err, FERRY_EINVAL, "payload: invalid JSON at byte %zu: %s%s", je.offset,
                           je.reason,
                           strcmp(je.reason, "nested too deeply") ? "" : " (limit 511 levels)");
-    if (has_nul_escape(ev->payload_json, n))
-        return ferry__err(err, FERRY_EINVAL,
-                          "payload: \\u0000 in a string (PostgreSQL jsonb cannot store it)");
+    /* What jsonb refuses beyond JSON itself (\u0000, lone surrogates, numbers out of
+     * numeric's range): the INSERT would fail and abort the caller's transaction. */
+    if (ferry__jsonb_check(ev->payload_json, n, &je))
+        return ferry__err(err, FERRY_EINVAL, "payload: at byte %zu: %s", je.offset, je.reason);
     rc = ferry__trace_id_check(ev->trace_id, err);
     return rc;
 }

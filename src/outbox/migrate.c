@@ -192,7 +192,13 @@ int ferry_outbox_migrate(PGconn *conn, const ferry_migrate_options *opts, int *a
     if (o.dry_run) {
         rc = dry_run(conn, qs, &o, &count, err);
     } else {
-        rc = ferry__pg_run(conn, "migrate: begin", "BEGIN", 0, NULL, NULL, err);
+        /* READ COMMITTED whatever default_transaction_isolation says: apply_locked reads
+         * the catalog and the version table after the lock is granted, and only a
+         * statement snapshot taken then sees what the replica before us committed (under
+         * REPEATABLE READ the snapshot of the lock's SELECT predates that commit, and the
+         * waiter would apply everything again: "schema already exists"). */
+        rc = ferry__pg_run(conn, "migrate: begin", "BEGIN ISOLATION LEVEL READ COMMITTED", 0, NULL,
+                           NULL, err);
         if (!rc) {
             rc = apply_locked(conn, schema, qs, &o, timeout_ms, &count, err);
             if (!rc) rc = ferry__pg_run(conn, "migrate: commit", "COMMIT", 0, NULL, NULL, err);

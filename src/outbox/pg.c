@@ -86,6 +86,14 @@ static int result_ok(const PGresult *r) {
     return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 }
 
+/* Keep a failed result's SQLSTATE on the connection, for callers that act on one. */
+static void keep_sqlstate(ferry__pgc *c, const PGresult *r) {
+    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    size_t n = st && strlen(st) == 5 ? 5 : 0;
+    if (n) memcpy(c->sqlstate, st, n);
+    c->sqlstate[n] = '\0';
+}
+
 int ferry__pg_run(PGconn *conn, const char *what, const char *sql, int nparams,
                   const char *const *params, PGresult **out, ferry_error *err) {
     if (out) *out = NULL;
@@ -128,15 +136,26 @@ void ferry__pgc_close(ferry__pgc *c) {
 
 static int session_setup(ferry__pgc *c, const ferry__pg_session *s, int64_t deadline,
                          ferry_error *err) {
-    char sql[320];
+    char sql[400];
     /* idle_session_timeout (PostgreSQL 14+; older servers reject the name): a server, database
      * or role setting would end the relay's sessions while they wait for NOTIFY or the next
      * retention run, and every wait would end in a reconnect and a warning. The relay's
      * sessions are meant to be idle; they bound their transactions themselves (above). */
+    /* default_transaction_isolation: the claim's FOR UPDATE SKIP LOCKED and the other
+     * relays' updates need READ COMMITTED. Under REPEATABLE READ or SERIALIZABLE (a server,
+     * database or role default) a row another relay published after our snapshot fails the
+     * claim with 40001 instead of being skipped, and several relays work as one. */
+    /* lock_timeout a little under statement_timeout: a statement that waits for a lock
+     * (DDL holding the table, say) ends with 55P03, so 57014 (statement timeout) means the
+     * statement's own work took too long, which the relay acts on for its claim
+     * (relay_claim_limit.c). The claim's lock waits, on the table, start at once. */
+    int lock_ms = s->statement_timeout_ms -
+                  (s->statement_timeout_ms / 4 < 1000 ? s->statement_timeout_ms / 4 : 1000);
     snprintf(sql, sizeof sql,
              "SET statement_timeout = %d; SET lock_timeout = %d; "
-             "SET idle_in_transaction_session_timeout = %d%s",
-             s->statement_timeout_ms, s->statement_timeout_ms, s->idle_in_tx_timeout_ms,
+             "SET idle_in_transaction_session_timeout = %d; "
+             "SET default_transaction_isolation = 'read committed'%s",
+             s->statement_timeout_ms, lock_ms, s->idle_in_tx_timeout_ms,
              PQserverVersion(c->conn) >= 140000 ? "; SET idle_session_timeout = 0" : "");
     return ferry__pgc_exec(c, deadline, "session setup", NULL, sql, 0, NULL, NULL, err);
 }
@@ -256,6 +275,7 @@ static int collect(ferry__pgc *c, int64_t deadline, const char *what, PGresult *
         return ferry__err(err, FERRY_EPROTO, "%s: no result", what);
     }
     if (!result_ok(keep)) {
+        keep_sqlstate(c, keep);
         int rc = ferry__pg_error(conn, keep, what, err);
         PQclear(keep);
         if (PQstatus(conn) != CONNECTION_OK) c->broken = 1;
@@ -278,6 +298,7 @@ int ferry__pgc_exec(ferry__pgc *c, int64_t deadline, const char *what, const cha
                     const char *sql, int nparams, const char *const *params, PGresult **out,
                     ferry_error *err) {
     if (out) *out = NULL;
+    c->sqlstate[0] = '\0';
     if (!c->conn || c->broken)
         return ferry__err(err, FERRY_EIO, "%s: not connected to PostgreSQL", what);
     int sent = stmt_name ? PQsendQueryPrepared(c->conn, stmt_name, nparams, params, NULL, NULL, 0)
@@ -315,6 +336,7 @@ static int seg_end(ferry__pg_segs segs, size_t i, size_t n) {
 
 int ferry__pgc_send(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, size_t n,
                     ferry__pg_segs segs, ferry_error *err) {
+    c->sqlstate[0] = '\0';
     if (n == 0) return ferry__err(err, FERRY_EINVAL, "pipeline: no statement");
     if (!c->conn || c->broken)
         return ferry__err(err, FERRY_EIO, "%s: not connected to PostgreSQL", st[0].what);
@@ -375,6 +397,7 @@ int ferry__pgc_recv(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *st, s
         if (s == PGRES_PIPELINE_ABORTED) { /* skipped: an earlier statement of its segment failed */
             PQclear(r);
         } else if (!result_ok(r)) {
+            if (!rc) keep_sqlstate(c, r);
             int erc = ferry__pg_error(c->conn, r, st[i].what, e);
             PQclear(r);
             if (!rc) {
@@ -435,6 +458,7 @@ int ferry__pgc_pipeline(ferry__pgc *c, int64_t deadline, const ferry__pg_stmt *s
 
 int ferry__pgc_prepare(ferry__pgc *c, int64_t deadline, const char *name, const char *sql,
                        int nparams, ferry_error *err) {
+    c->sqlstate[0] = '\0';
     if (!c->conn || c->broken) return ferry__err(err, FERRY_EIO, "prepare: not connected");
     if (!PQsendPrepare(c->conn, name, sql, nparams, NULL)) {
         c->broken = 1;

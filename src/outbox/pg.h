@@ -42,6 +42,9 @@ int ferry__pg_run(PGconn *conn, const char *what, const char *sql, int nparams,
 typedef struct ferry__pgc {
     PGconn *conn;
     int broken;
+    /* SQLSTATE of the error the last exec/prepare/recv returned when the server reported
+     * one (for recv: the first failure's), else "" */
+    char sqlstate[6];
 } ferry__pgc;
 
 /* Connect (URL or conninfo; "" = libpq defaults) within timeout_ms, with TCP keepalives,

@@ -37,6 +37,7 @@
 #define ST_ASYNC "ferry_relay_async"
 #define ST_COMMIT "ferry_relay_commit"
 #define ST_ALONE "ferry_relay_alone"
+#define ST_AFTER_CLAIM "ferry_relay_after_claim"
 #define DRAIN_SLICE_MS 1000     /* a drain returns to the main loop this often */
 #define ALONE_TRUST_MS 100      /* how long the answer "no other relay" is trusted */
 #define NOT_ALONE_TRUST_MS 1000 /* and the answer "other relays" */
@@ -106,6 +107,13 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
                                 ", hashtext($1)) THEN pg_advisory_unlock(" FERRY__LOCK_RELAYS_STR
                                 ", hashtext($1)) ELSE false END",
                                 1, err);
+    /* Run right after every claim, in its segment. A claim whose statement_timeout expires
+     * while its last rows are being sent completes, and the cancel stays pending on the
+     * server: it then fails the next statement, or hits the session idle (an error the
+     * pipeline does not expect). This statement takes it, before any job is added: the
+     * claim's transaction fails, and the relay knows its claim timed out. */
+    if (!rc)
+        rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_AFTER_CLAIM, "SELECT 1", 0, err);
     if (rc) return rc;
     ferry__relay_claim_sql(sql, sizeof sql, qs);
     rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_CLAIM, sql, 3, err);
@@ -487,29 +495,16 @@ static int batch_full(const batch *b) {
     return b->left_behind || b->n >= b->limit;
 }
 
-/* Rows per claim: every row locked costs the server its conversion to text, wasted on the
- * rows the budget leaves behind (a claim of 1000 rows of 512 KiB keeps 32 of them). After a
- * batch cut short, lock about what fitted plus a quarter; back up to batch_size, doubling,
- * while batches fill up without being cut. */
-int ferry__relay_next_claim_limit(int current, int batch_size, int n, int limit, int left_behind) {
-    long long next = current;
-    if (left_behind)
-        next = (long long)n + n / 4 + 1;
-    else if (n >= limit)
-        next = 2LL * current;
-    return next < batch_size ? (int)next : batch_size;
-}
-
 static void adapt_claim_limit(ferry_relay *r, const batch *b) {
     r->claim_limit = ferry__relay_next_claim_limit(r->claim_limit, r->batch_size, b->n, b->limit,
-                                                   b->left_behind);
+                                                   b->left_behind, 0);
 }
 
 /* lane_send's statements: a commit is at most 3 (set rows aside, SET LOCAL, COMMIT), a
- * claim at most 4 (BEGIN, SET LOCAL, the claim, the relay probe), and one send may carry
- * both. */
+ * claim at most 5 (BEGIN, SET LOCAL, the claim, ST_AFTER_CLAIM, the relay probe), and one
+ * send may carry both. */
 #define COMMIT_STMTS_MAX 3
-#define CLAIM_STMTS_MAX 4
+#define CLAIM_STMTS_MAX 5
 #define LANE_STMTS (COMMIT_STMTS_MAX + CLAIM_STMTS_MAX)
 
 typedef struct lane {
@@ -590,6 +585,7 @@ static int lane_send(ferry_relay *r, lane *l, int commit, int claim, ferry_error
         l->claim_at = (int)k;
         l->claim_limit = r->claim_limit;
         l->st[k++] = (ferry__pg_stmt){"claim batch", ST_CLAIM, NULL, 3, claim_params};
+        l->st[k++] = (ferry__pg_stmt){"claim batch", ST_AFTER_CLAIM, NULL, 0, NULL};
         /* on the connection that holds our shared lock, once in a while */
         int64_t trust = r->alone ? ALONE_TRUST_MS : NOT_ALONE_TRUST_MS;
         if (l->pg == &r->pg && (!r->alone_at || ferry__mono_ms() - r->alone_at >= trust)) {
@@ -613,6 +609,13 @@ static int lane_recv(ferry_relay *r, lane *l, ferry_error *err) {
     l->nst = 0;
     if (!n) return 0;
     int rc = ferry__pgc_recv(l->pg, ferry__relay_deadline(r), l->st, n, l->segs, out, &failed, err);
+    /* The claim ran into statement_timeout (57014, on the claim or, a cancel left pending,
+     * on ST_AFTER_CLAIM; lock waits end in 55P03 instead), or took the client's deadline
+     * too: retried as it is, it would time out for ever (relay_claim_limit.c). */
+    if (rc && l->claim_at >= 0 &&
+        (failed == (size_t)l->claim_at || failed == (size_t)l->claim_at + 1) &&
+        (!strcmp(l->pg->sqlstate, "57014") || rc == FERRY_ETIMEDOUT))
+        r->claim_timeout = l->claim_limit;
     if (l->commit_at >= 0) {
         PGresult *c = out[l->commit_at];
         /* COMMIT of a transaction that failed reports ROLLBACK */
@@ -642,6 +645,7 @@ static int lane_recv(ferry_relay *r, lane *l, ferry_error *err) {
             /* rows locked (and visible) but not marked: left behind for the budget */
             l->b.left_behind = l->b.n > 0 && atoll(PQgetvalue(c, 0, 4)) > l->b.n;
             adapt_claim_limit(r, &l->b);
+            if (l->b.n > 0 && !rc) r->slow_row[0] = '\0'; /* a claim got through */
             out[l->claim_at] = NULL;
         }
     }
@@ -718,6 +722,7 @@ relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_er
     lane lanes[2] = {{.pg = &r->pg}, {.pg = &r->pg2}};
     int nl = 1, cur = 0, rc;
     int64_t until = ferry__mono_ms() + DRAIN_SLICE_MS;
+    r->claim_timeout = 0;
     if ((rc = lane_send(r, &lanes[0], 0, 1, err)) || (rc = lane_recv(r, &lanes[0], err)))
         goto db_failed;
     if (batch_full(&lanes[0].b) && r->alone && ferry__relay_lane2(r)) nl = 2;
@@ -788,5 +793,6 @@ db_failed:
      * again, and the queues drop the duplicates by jobId. */
     settle(r, lanes, nl);
     count_failure(r);
+    if (r->claim_timeout) return ferry__relay_claim_timed_out(r, err);
     return RELAY_BATCH_DB_FAILED;
 }

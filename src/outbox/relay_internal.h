@@ -1,6 +1,7 @@
 /* relay_internal.h - the ferry_relay object shared by relay.c (life cycle, the wait/wake
- * loop, backoff, reconnects, unknown-topic reports), relay_batch.c (publishing batches) and
- * relay_retention.c (the retention thread). */
+ * loop, backoff, reconnects, unknown-topic reports), relay_batch.c (publishing batches),
+ * relay_claim_limit.c (rows per claim, claims that time out) and relay_retention.c (the
+ * retention thread). */
 #ifndef FERRY_OUTBOX_RELAY_INTERNAL_H
 #define FERRY_OUTBOX_RELAY_INTERNAL_H
 
@@ -58,9 +59,14 @@ struct ferry_relay {
     int64_t pg2_retry_at;    /* mono ms; when pg2 may be connected again after a failure */
     struct relay_pool *pool; /* threads adding to the other queues of a fan-out batch */
     int claim_limit;         /* rows a claim locks: batch_size, less after batches cut by
-                                batch_bytes (relay_batch.c) */
-    int alone;               /* the last probe found no other relay on the schema */
-    int64_t alone_at;        /* mono ms of that probe; 0 = none since (re)connecting */
+                                batch_bytes or claims that timed out
+                                (relay_claim_limit.c) */
+    int claim_timeout;       /* LIMIT of a claim that ran into statement_timeout in this
+                                drain, 0 = none (set by lane_recv, handled by the drain) */
+    /* the first row in line when a one-row claim last timed out; "" = none since */
+    char slow_row[FERRY_UUID_STRLEN + 1];
+    int alone;        /* the last probe found no other relay on the schema */
+    int64_t alone_at; /* mono ms of that probe; 0 = none since (re)connecting */
     int running;
 
     /* shared between threads */
@@ -85,6 +91,10 @@ typedef enum relay_batch_rc {
     RELAY_BATCH_OK = 0,
     RELAY_BATCH_REDIS_FAILED, /* rolled back; attempts/last_error recorded when possible */
     RELAY_BATCH_DB_FAILED,    /* the database failed; r->pg.broken says whether to reconnect */
+    RELAY_BATCH_NARROWED,     /* a claim timed out and the relay changed something (fewer rows
+                                 per claim, or the row in the way set aside): call again at
+                                 once, no backoff (it cannot repeat forever: each time the
+                                 claim shrinks or a row leaves the line) */
 } relay_batch_rc;
 
 /* Prepare the batch statements on a fresh connection of the relay. */
@@ -96,10 +106,21 @@ int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err);
 int ferry__relay_claim_sql(char *out, size_t cap, const char *qs);
 
 /* The claim limit after a batch that kept n rows of a claim locking up to `limit`, given the
- * current claim limit and --batch (relay_batch.c adapt_claim_limit): after a batch the byte
+ * current claim limit and --batch (relay_claim_limit.c): after a batch the byte
  * budget cut short (left_behind), what fitted plus a quarter, plus one; after a full batch,
- * double; otherwise unchanged; never above batch_size. Pure; thread-safe. */
-int ferry__relay_next_claim_limit(int current, int batch_size, int n, int limit, int left_behind);
+ * double; otherwise unchanged; never above batch_size. After a claim of `limit` rows that
+ * ran into statement_timeout (timed_out; n and left_behind are then ignored): half of
+ * limit, at least 1, and not above current. Pure; thread-safe. */
+int ferry__relay_next_claim_limit(int current, int batch_size, int n, int limit, int left_behind,
+                                  int timed_out);
+
+/* After a drain failed because a claim of r->claim_timeout rows ran into statement_timeout
+ * (relay_claim_limit.c): halve the claim limit (RELAY_BATCH_NARROWED); at one row, note
+ * the row first in line, and set it aside when a one-row claim timed out on it before
+ * (NARROWED), else RELAY_BATCH_DB_FAILED (the usual backoff; *err says which row). Uses
+ * r->pg, idle after the drain's failure, or a connection of its own when r->pg is broken
+ * (the claim took the client's deadline). Resets r->claim_timeout. */
+relay_batch_rc ferry__relay_claim_timed_out(ferry_relay *r, ferry_error *err);
 
 /* pg2, connected (and prepared) when missing and not failed in the last while; 1 when it
  * can be used. A failure is logged; the relay then publishes on pg alone. */

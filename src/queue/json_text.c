@@ -218,6 +218,142 @@ after:
     return fail(e, i, stack[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
 }
 
+/* ---- what PostgreSQL's jsonb input refuses ------------------------------------------- */
+
+/* numeric (PostgreSQL's numeric.c): the weight of the first base-10000 digit is an int16,
+ * the display scale 14 bits, and the exponent is refused from INT_MAX / 2 on before
+ * anything else (PostgreSQL 13-15; 16 accepts exactly INT_MAX / 2, a zero only). */
+#define PG_NUMERIC_WEIGHT_MAX 32767
+#define PG_NUMERIC_DSCALE_MAX 16383
+#define PG_NUMERIC_EXPONENT_LIMIT 1073741823LL
+
+static int is_digit(unsigned char c) {
+    return c >= '0' && c <= '9';
+}
+
+/* s[i] starts a number that ferry__json_check accepted; returns the index after it, or
+ * (size_t)-1 when numeric cannot hold it. */
+static size_t jsonb_number(const unsigned char *s, size_t n, size_t i, ferry__json_check_error *e) {
+    size_t start = i;
+    if (s[i] == '-') i++;
+    size_t ibeg = i;
+    while (i < n && is_digit(s[i]))
+        i++;
+    size_t iend = i, fbeg = i, fend = i;
+    if (i < n && s[i] == '.') {
+        fbeg = ++i;
+        while (i < n && is_digit(s[i]))
+            i++;
+        fend = i;
+    }
+    long long x = 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int neg = 0;
+        if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+        while (i < n && is_digit(s[i])) {
+            if (x < PG_NUMERIC_EXPONENT_LIMIT) x = x * 10 + (s[i] - '0'); /* saturates above */
+            i++;
+        }
+        if (x >= PG_NUMERIC_EXPONENT_LIMIT) {
+            fail(e, start, "number's exponent is out of PostgreSQL numeric's range");
+            return (size_t)-1;
+        }
+        if (neg) x = -x;
+    }
+    /* digits after the decimal point once the exponent is applied (trailing zeros count) */
+    long long dscale = (long long)(fend - fbeg) - x;
+    if (dscale > PG_NUMERIC_DSCALE_MAX) {
+        fail(e, start,
+             "number has more than 16383 digits after the decimal point (PostgreSQL numeric's "
+             "limit)");
+        return (size_t)-1;
+    }
+    /* decimal exponent of the first non-zero digit; a zero has none and fits */
+    long long lead;
+    size_t k = ibeg;
+    while (k < iend && s[k] == '0')
+        k++;
+    if (k < iend) {
+        lead = (long long)(iend - 1 - k) + x;
+    } else {
+        k = fbeg;
+        while (k < fend && s[k] == '0')
+            k++;
+        if (k == fend) return i;
+        lead = -(long long)(k - fbeg + 1) + x;
+    }
+    /* weight = floor(lead / 4). Below -32768 would need more than 16383 decimals: refused
+     * above already. */
+    long long weight = lead >= 0 ? lead / 4 : -((-lead + 3) / 4);
+    if (weight > PG_NUMERIC_WEIGHT_MAX) {
+        fail(e, start,
+             "number is 10^131072 or more (PostgreSQL numeric's limit: 131072 digits before the "
+             "decimal point)");
+        return (size_t)-1;
+    }
+    return i;
+}
+
+static unsigned escape_value(const unsigned char *s) {
+    return (unsigned)(hexval(s[0]) << 12 | hexval(s[1]) << 8 | hexval(s[2]) << 4 | hexval(s[3]));
+}
+
+/* s[i] is a string's opening quote (a string ferry__json_check accepted); returns the index
+ * after the closing quote, or (size_t)-1 on an escape jsonb refuses. */
+static size_t jsonb_string(const unsigned char *s, size_t n, size_t i, ferry__json_check_error *e) {
+    i++;
+    while (i < n && s[i] != '"') {
+        if (s[i] != '\\') {
+            i++;
+            continue;
+        }
+        if (s[i + 1] != 'u') {
+            i += 2;
+            continue;
+        }
+        unsigned cp = escape_value(s + i + 2);
+        if (cp == 0) {
+            fail(e, i, "\\u0000 in a string (PostgreSQL jsonb cannot store it)");
+            return (size_t)-1;
+        }
+        if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            fail(e, i,
+                 "\\uDC00-\\uDFFF escape without a \\uD800-\\uDBFF escape before it (a lone "
+                 "UTF-16 surrogate, which PostgreSQL jsonb refuses)");
+            return (size_t)-1;
+        }
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            unsigned lo =
+                i + 12 <= n && s[i + 6] == '\\' && s[i + 7] == 'u' ? escape_value(s + i + 8) : 0;
+            if (lo < 0xDC00 || lo > 0xDFFF) {
+                fail(e, i,
+                     "\\uD800-\\uDBFF escape not followed by a \\uDC00-\\uDFFF escape (a lone "
+                     "UTF-16 surrogate, which PostgreSQL jsonb refuses)");
+                return (size_t)-1;
+            }
+            i += 6; /* the pair */
+        }
+        i += 6;
+    }
+    return i + 1;
+}
+
+int ferry__jsonb_check(const char *text, size_t n, ferry__json_check_error *e) {
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < n;) {
+        if (s[i] == '"') {
+            i = jsonb_string(s, n, i, e);
+        } else if (s[i] == '-' || is_digit(s[i])) {
+            i = jsonb_number(s, n, i, e);
+        } else {
+            i++; /* structure, blanks, true/false/null */
+        }
+        if (i == (size_t)-1) return -1;
+    }
+    return 0;
+}
+
 int ferry__utf8_valid(const char *text, size_t n) {
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < n;) {

@@ -21,6 +21,16 @@ typedef struct ferry__json_check_error {
  * max_depth (1..4096) levels. Returns 0, or -1 with *e filled (e may be NULL). */
 int ferry__json_check(const char *s, size_t n, int max_depth, ferry__json_check_error *e);
 
+/* Check that s[0..n), already accepted by ferry__json_check, is also what PostgreSQL's jsonb
+ * input accepts (PostgreSQL 13+, UTF8 database), which is stricter than RFC 8259 (and than
+ * Node's JSON.parse, so job data does not use this): no \u0000 escape; a \uD800-\uDBFF
+ * escape followed at once by a \uDC00-\uDFFF one, and no other surrogate escape; every
+ * number within numeric's range (value below 10^131072, at most 16383 digits after the
+ * decimal point counting an exponent's shift and trailing zeros, exponent below 2^30 - 1
+ * in magnitude). Returns 0, or -1 with *e filled (offset = the string or number's first
+ * byte; e may be NULL). Pure, thread-safe, no allocation; linear in n. */
+int ferry__jsonb_check(const char *s, size_t n, ferry__json_check_error *e);
+
 /* Serialize v compactly. drop_nulls = 1 leaves out object members whose value is null
  * (as BullMQ's msgpack/cjson round trip does). Returns a malloc'd NUL-terminated string
  * (caller frees) or NULL when out of memory or the text would exceed max_len bytes.

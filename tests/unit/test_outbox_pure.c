@@ -1,6 +1,7 @@
 /* test_outbox_pure.c - the outbox's pure parts: UUIDv7 layout and ordering, traceparent and
  * trace id checks, the job envelope encoder, the embedded migration list with schema
- * quoting, and PostgreSQL text[] literals. No servers. */
+ * quoting, PostgreSQL text[] literals, the claim limit, and what jsonb refuses that JSON
+ * allows. No servers. */
 #include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "outbox/relay_internal.h"
 #include "outbox/trace.h"
 #include "outbox/uuid7.h"
+#include "queue/json_text.h"
 
 /* ---- UUIDv7 ---------------------------------------------------------------------------- */
 
@@ -274,25 +276,132 @@ static void test_text_array(void **state) {
 static void test_claim_limit_adapts(void **state) {
     (void)state;
     /* 1000 locked, 32 fitted the budget: next claim locks 32 + 8 + 1 */
-    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 32, 1000, 1), 41);
+    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 32, 1000, 1, 0), 41);
     /* one row over the budget moves alone: lock 2 next time */
-    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 1, 1000, 1), 2);
+    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 1, 1000, 1, 0), 2);
     /* full batches double it back, capped at --batch */
     int limit = 41, steps = 0;
     int want[] = {82, 164, 328, 656, 1000, 1000};
     for (; steps < 6; steps++) {
-        limit = ferry__relay_next_claim_limit(limit, 1000, limit, limit, 0);
+        limit = ferry__relay_next_claim_limit(limit, 1000, limit, limit, 0, 0);
         assert_int_equal(limit, want[steps]);
     }
     /* a partial batch (the queue ran dry) changes nothing; nor does an empty one */
-    assert_int_equal(ferry__relay_next_claim_limit(164, 1000, 50, 164, 0), 164);
-    assert_int_equal(ferry__relay_next_claim_limit(164, 1000, 0, 164, 0), 164);
+    assert_int_equal(ferry__relay_next_claim_limit(164, 1000, 50, 164, 0, 0), 164);
+    assert_int_equal(ferry__relay_next_claim_limit(164, 1000, 0, 164, 0, 0), 164);
     /* what fitted plus a quarter never goes past --batch */
-    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 999, 1000, 1), 1000);
+    assert_int_equal(ferry__relay_next_claim_limit(1000, 1000, 999, 1000, 1, 0), 1000);
+    /* a claim that ran into statement_timeout: half as many rows, down to one */
+    int narrowing[] = {50, 25, 12, 6, 3, 1, 1};
+    limit = 100;
+    for (size_t i = 0; i < sizeof narrowing / sizeof narrowing[0]; i++) {
+        limit = ferry__relay_next_claim_limit(limit, 100, 0, limit, 0, 1);
+        assert_int_equal(limit, narrowing[i]);
+    }
+    /* halving the claim that timed out never raises a limit already lowered meanwhile
+     * (the other lane's claim), and n / left_behind do not matter then */
+    assert_int_equal(ferry__relay_next_claim_limit(10, 100, 0, 100, 0, 1), 10);
+    assert_int_equal(ferry__relay_next_claim_limit(100, 100, 100, 100, 1, 1), 50);
+    assert_int_equal(ferry__relay_next_claim_limit(1, 100, 0, 1, 0, 1), 1);
+    /* after narrowing to one row, full batches double it back */
+    assert_int_equal(ferry__relay_next_claim_limit(1, 100, 1, 1, 0, 0), 2);
     /* no overflow at the extremes */
     assert_int_equal(
-        ferry__relay_next_claim_limit(2000000000, 2147483647, 2000000000, 2000000000, 0),
+        ferry__relay_next_claim_limit(2000000000, 2147483647, 2000000000, 2000000000, 0, 0),
         2147483647);
+}
+
+/* ---- what jsonb refuses ---------------------------------------------------------------- */
+
+/* Every case was checked against PostgreSQL 15's jsonb input (`SELECT '<text>'::jsonb`); the
+ * integration test test_outbox_inputs.c compares with the server it runs on. */
+static void test_jsonb_check(void **state) {
+    (void)state;
+    const char *good[] = {
+        "{}",
+        "[]",
+        "0",
+        "-0",
+        "1.5",
+        "1E+5",
+        "-1e-5",
+        "\"\"",
+        "true",
+        "[true,false,null]",
+        "\"\\ud800\\udc00\"",
+        "\"\\uDBFF\\uDFFF\"",
+        "\"\\uFFFF\\uFFFE\\u0001\"",
+        "{\"\\ud83d\\ude00\":\"\\\\u0000\"}", /* a key with a pair; "\\u0000" is not an escape */
+        "1e131071",
+        "9.999e131071",
+        "-1e131071",
+        "0.0001e131075",
+        "1e-16383",
+        "0e-16383",
+        "12345678901234567890e-16383",
+        "0e1073741822",
+        "0e-5",
+        "0.000e5",
+        "100e-16381",
+        "[1e10, \"e\", 2E-3]",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ferry__json_check_error e = {0, NULL};
+        if (ferry__json_check(good[i], strlen(good[i]), 512, &e))
+            fail_msg("not JSON: %s (%s)", good[i], e.reason);
+        if (ferry__jsonb_check(good[i], strlen(good[i]), &e))
+            fail_msg("refused %s: %s", good[i], e.reason);
+    }
+    struct {
+        const char *text;
+        size_t offset;
+        const char *reason;
+    } bad[] = {
+        {"\"\\u0000\"", 1, "\\u0000"},
+        {"[\"a\\u0000b\"]", 3, "\\u0000"},
+        {"\"\\ud800\"", 1, "not followed by"},
+        {"\"\\ud800x\"", 1, "not followed by"},
+        {"\"\\ud800\\u0041\"", 1, "not followed by"},
+        {"\"\\ud800\\ud800\"", 1, "not followed by"},
+        {"\"\\ud800\\n\"", 1, "not followed by"},
+        {"\"\\udc00\"", 1, "without"},
+        {"{\"\\udfff\":1}", 2, "without"},
+        {"\"\\udbff\\udfff\\ud800\"", 13, "not followed by"},
+        {"1e200000", 0, "10^131072"},
+        {"[0, -1e131072]", 4, "10^131072"},
+        {"10e131071", 0, "10^131072"},
+        {"0.0001e131076", 0, "10^131072"},
+        {"1e-200000", 0, "16383"},
+        {"1e-16384", 0, "16383"},
+        {"0e-16384", 0, "16383"},
+        {"1.5e-16383", 0, "16383"},
+        {"100e-16385", 0, "16383"},
+        {"0.0e-999999", 0, "16383"},
+        {"0e1073741823", 0, "exponent"},
+        {"0e-99999999999999999999", 0, "exponent"},
+        {"1e1000000000000", 0, "exponent"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ferry__json_check_error e = {0, NULL};
+        size_t n = strlen(bad[i].text);
+        if (ferry__json_check(bad[i].text, n, 512, &e))
+            fail_msg("not JSON: %s (%s)", bad[i].text, e.reason);
+        if (!ferry__jsonb_check(bad[i].text, n, &e)) fail_msg("accepted %s", bad[i].text);
+        if (e.offset != bad[i].offset || !strstr(e.reason, bad[i].reason))
+            fail_msg("%s: at %zu: %s (expected %zu, '%s')", bad[i].text, e.offset, e.reason,
+                     bad[i].offset, bad[i].reason);
+    }
+    /* a number of 16383 decimals fits; one more does not */
+    char *big = malloc(16400);
+    assert_non_null(big);
+    memcpy(big, "0.", 2);
+    memset(big + 2, '7', 16383);
+    big[16385] = '\0';
+    assert_int_equal(ferry__jsonb_check(big, strlen(big), NULL), 0);
+    big[16385] = '7';
+    big[16386] = '\0';
+    assert_int_equal(ferry__jsonb_check(big, strlen(big), NULL), -1);
+    free(big);
 }
 
 int main(void) {
@@ -309,6 +418,7 @@ int main(void) {
         cmocka_unit_test(test_quote_schema),
         cmocka_unit_test(test_text_array),
         cmocka_unit_test(test_claim_limit_adapts),
+        cmocka_unit_test(test_jsonb_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

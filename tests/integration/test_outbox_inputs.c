@@ -1,0 +1,239 @@
+/* test_outbox_inputs.c - hostile or mistaken input to the outbox, against real PostgreSQL and
+ * Redis and the real `ferry` binary:
+ *  - payloads that are JSON but that jsonb refuses (lone UTF-16 surrogate escapes, numbers
+ *    out of numeric's range, \u0000): ferry_outbox_append says FERRY_EINVAL and the caller's
+ *    transaction stays usable; what the server itself refuses is checked on a second
+ *    connection, and the largest values jsonb takes are appended and committed;
+ *  - a routes file that cannot be read: `ferry relay` and `ferry outbox status` exit 2 with
+ *    one line naming it;
+ *  - a topic inserted by SQL with a newline and an escape sequence: the relay's unknown-topic
+ *    warning and `ferry outbox status` print it escaped, so it cannot forge log lines. */
+#include "test_outbox_support.h"
+
+#define AGGREGATE "6f9619ff-8b86-d011-b42d-00cf4fc964ff"
+
+static PGconn *db;
+
+static int setup(void **state) {
+    (void)state;
+    db = ob_pg();
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    ob_drop_schemas(db);
+    PQfinish(db);
+    cli_tmpdir_remove();
+    return 0;
+}
+
+/* The server's own verdict on `text` as jsonb: NULL when it accepts it, else its SQLSTATE
+ * (static storage). Autocommit, on its own connection. */
+static const char *server_refuses(PGconn *c, const char *text) {
+    static char state[6];
+    const char *params[] = {text};
+    PGresult *r = PQexecParams(c, "SELECT $1::jsonb", 1, NULL, params, NULL, NULL, 0);
+    const char *st =
+        PQresultStatus(r) == PGRES_TUPLES_OK ? NULL : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    snprintf(state, sizeof state, "%s", st ? st : "");
+    PQclear(r);
+    return st ? state : NULL;
+}
+
+/* ---- payloads jsonb refuses ------------------------------------------------------------ */
+
+static void test_append_refuses_what_jsonb_refuses(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    PGconn *app = ob_pg(), *check = ob_pg(); /* the application's, and the server's verdicts */
+    PQclear(ob_sql(db, "CREATE TABLE %s.app_orders (n int)", schema));
+    ferry_outbox_options o = {.schema = schema};
+    ferry_outbox_event ev = {.topic = "order.placed", .aggregate_id = AGGREGATE};
+    struct {
+        const char *payload, *msg;
+    } bad[] = {
+        {"{\"name\":\"\\ud800\"}", "not followed by a \\uDC00-\\uDFFF escape"},
+        {"{\"name\":\"ab\\ud83d\\u0041\"}", "not followed by a \\uDC00-\\uDFFF escape"},
+        {"{\"name\":\"\\ud83d\\ud83d\\ude00\"}", "not followed by a \\uDC00-\\uDFFF escape"},
+        {"{\"name\":\"\\udc00\"}", "without a \\uD800-\\uDBFF escape before it"},
+        {"{\"\\udfff\":1}", "without a \\uD800-\\uDBFF escape before it"},
+        {"{\"total\":1e200000}", "10^131072"},
+        {"{\"total\":1e131072}", "10^131072"},
+        {"{\"total\":1e-200000}", "16383 digits after the decimal point"},
+        {"{\"total\":1e-16384}", "16383 digits after the decimal point"},
+        {"[0.5e-16383]", "16383 digits after the decimal point"},
+        {"{\"total\":1e99999999999}", "exponent"},
+        {"{\"note\":\"\\u0000\"}", "\\u0000"},
+    };
+    ob_exec(app, "BEGIN");
+    PQclear(ob_sql(app, "INSERT INTO %s.app_orders VALUES (1)", schema));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        /* the server refuses it: appended as it is, it would abort the transaction */
+        if (!server_refuses(check, bad[i].payload))
+            fail_msg("case %zu: PostgreSQL accepts %s", i, bad[i].payload);
+        ev.payload_json = bad[i].payload;
+        ferry_error e = {0};
+        char id[37] = "x";
+        int rc = ferry_outbox_append(app, &o, &ev, id, &e);
+        if (rc != FERRY_EINVAL)
+            fail_msg("case %zu (%s): rc %d, expected FERRY_EINVAL: %s", i, bad[i].payload, rc,
+                     e.message);
+        if (!strstr(e.message, bad[i].msg) || !strstr(e.message, "payload: at byte "))
+            fail_msg("case %zu: message '%s' lacks '%s'", i, e.message, bad[i].msg);
+        assert_string_equal(id, "");
+        assert_int_equal(PQtransactionStatus(app), PQTRANS_INTRANS);
+    }
+    /* the byte offset points at the value */
+    ev.payload_json = "{\"a\":1,\"b\":\"\\udc00\"}";
+    ferry_error e = {0};
+    assert_int_equal(ferry_outbox_append(app, &o, &ev, NULL, &e), FERRY_EINVAL);
+    if (!strstr(e.message, "at byte 12:")) fail_msg("offset: %s", e.message);
+
+    /* what jsonb does take, to its limits, goes in (the same transaction, still usable) */
+    const char *good[] = {
+        "{\"name\":\"\\ud83d\\ude00 \\uDBFF\\uDFFF\"}",
+        "{\"total\":1e131071,\"min\":-9.999e131071}",
+        "{\"tiny\":1e-16383,\"zero\":0e-16383}",
+        "{\"zero\":0e1073741822}",
+        "{\"escaped\":\"\\\\u0000 \\\\ud800\"}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const char *st = server_refuses(check, good[i]);
+        if (st) fail_msg("PostgreSQL refuses %s (SQLSTATE %s)", good[i], st);
+        ev.payload_json = good[i];
+        if (ferry_outbox_append(app, &o, &ev, NULL, &e))
+            fail_msg("append %s: %s", good[i], e.message);
+    }
+    assert_int_equal(PQtransactionStatus(app), PQTRANS_INTRANS);
+    ob_exec(app, "COMMIT");
+    /* the application's row and every good event committed together */
+    assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.app_orders", schema), 1);
+    assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.outbox_events", schema),
+                     (long long)(sizeof good / sizeof good[0]));
+    assert_int_equal(ob_ll(db,
+                           "SELECT count(*) FROM %s.outbox_events WHERE payload->>'name' = "
+                           "U&'\\+01F600 \\+10FFFF'",
+                           schema),
+                     1);
+    PQfinish(app);
+    PQfinish(check);
+}
+
+/* ---- routes files that cannot be read ------------------------------------------------- */
+
+/* One line on stderr that names the file; exit 2 (bad arguments), as --help says. */
+static void expect_routes_refusal(const char *what, int code, const char *err, const char *file) {
+    if (code != 2) fail_msg("%s: exit %d, expected 2; stderr: %s", what, code, err);
+    if (cli_lines(err) != 1 || !strstr(err, file) || !strstr(err, "--routes"))
+        fail_msg("%s: expected one line naming %s, got: %s", what, file, err);
+}
+
+static void test_unreadable_routes_file_exits_2(void **state) {
+    (void)state;
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/no-such.routes", cli_tmpdir());
+    const char *files[] = {missing, cli_tmpdir() /* a directory: open works, read fails */};
+    for (size_t i = 0; i < 2; i++) {
+        ob_relay rl;
+        ob_relay_start(&rl, "public", testenv_prefix(), files[i], NULL, NULL);
+        int code = ob_relay_wait(&rl, 20000);
+        char *log = cli_slurp(rl.log);
+        expect_routes_refusal("ferry relay", code, log, files[i]);
+        free(log);
+
+        cli_run r;
+        CLI(r, "outbox", "status", "--routes", files[i], "--database",
+            testenv_require("DATABASE_URL"));
+        expect_routes_refusal("ferry outbox status", r.code, r.err, files[i]);
+        cli_run_free(&r);
+    }
+    /* a file that loads still works (status exits 0 on an empty outbox) */
+    const char *schema = ob_schema(db);
+    const char *good = ob_file("inputs.routes", "order.placed q:j\n");
+    cli_run r;
+    CLI(r, "outbox", "status", "--routes", good, "--schema", schema, "--database",
+        testenv_require("DATABASE_URL"));
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+}
+
+/* ---- topics with control characters --------------------------------------------------- */
+
+#define FORGED "2030-01-01T00:00:00.000Z ferry relay: info: forged"
+
+/* No line of text starts with the forged line, and no raw escape byte is in it. */
+static void expect_no_forgery(const char *what, const char *text) {
+    for (const char *line = text; line && *line;) {
+        if (!strncmp(line, FORGED, strlen(FORGED)))
+            fail_msg("%s: a topic forged a line:\n%s", what, text);
+        line = strchr(line, '\n');
+        if (line) line++;
+    }
+    if (strchr(text, 0x1b)) fail_msg("%s: a raw ESC byte reached the output:\n%s", what, text);
+}
+
+typedef struct log_wait {
+    const char *path, *needle;
+} log_wait;
+
+static int log_has(void *arg) {
+    log_wait *w = arg;
+    char *log = cli_slurp(w->path);
+    int found = strstr(log, w->needle) != NULL;
+    free(log);
+    return found;
+}
+
+static void test_topic_control_characters_escaped(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    /* a newline, then a whole log line; an ESC clearing the screen; a backslash; a C1 CSI */
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload) VALUES "
+                   "(gen_random_uuid(), 'evil' || chr(10) || '" FORGED "' || chr(27) || "
+                   "'[2J\\' || chr(155) || 'x', gen_random_uuid(), '{}')",
+                   schema));
+    const char *escaped = "evil\\n" FORGED "\\x1b[2J\\\\\\u009bx";
+
+    const char *routes = ob_file("topics.routes", "order.placed q:j\n");
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    ob_relay rl;
+    ob_relay_start(&rl, schema, prefix, routes,
+                   (const char *const[]){"--retention-days", "0", NULL}, NULL);
+    char needle[256];
+    snprintf(needle, sizeof needle, "1 unpublished row(s) with topic '%s', which no route names",
+             escaped);
+    log_wait w = {rl.log, needle};
+    if (!testenv_wait_until(log_has, &w, 20000))
+        OB_FAIL_LOG(&rl, "no unknown-topic warning with the escaped topic (%s)", needle);
+    ob_relay_stop(&rl);
+    char *log = cli_slurp(rl.log);
+    expect_no_forgery("relay log", log);
+    free(log);
+
+    cli_run r;
+    CLI(r, "outbox", "status", "--schema", schema, "--routes", routes, "--database",
+        testenv_require("DATABASE_URL"));
+    CLI_EXPECT(r, 0);
+    if (!strstr(r.out, escaped)) fail_msg("status does not show '%s':\n%s", escaped, r.out);
+    expect_no_forgery("outbox status", r.out);
+    cli_run_free(&r);
+    /* --json escapes it as JSON does */
+    CLI(r, "outbox", "status", "--json", "--schema", schema, "--database",
+        testenv_require("DATABASE_URL"));
+    CLI_EXPECT(r, 0);
+    assert_int_equal(cli_lines(r.out), 1);
+    if (!strstr(r.out, "evil\\n2030")) fail_msg("status --json: %s", r.out);
+    cli_run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_append_refuses_what_jsonb_refuses),
+        cmocka_unit_test(test_unreadable_routes_file_exits_2),
+        cmocka_unit_test(test_topic_control_characters_escaped),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
