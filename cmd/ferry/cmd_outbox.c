@@ -51,13 +51,25 @@ static const opt_def relay_db_defs[] = {
      "statements 10000)."},
 };
 
-static void db_resolve(db_opts *d) {
+/* The database URL and where it came from; a bad one (or DATABASE_URL set but empty) is a
+ * usage error: returns 0 or the exit status. */
+static int db_resolve(const cmd_spec *spec, db_opts *d) {
     d->url_source = "--database";
     if (!d->url) {
         const char *env = getenv("DATABASE_URL");
-        d->url = env && *env ? env : "";
-        d->url_source = env && *env ? "DATABASE_URL" : "libpq defaults";
+        if (env && !*env) return opts_usage_error(spec, "DATABASE_URL is set but empty");
+        d->url = env ? env : "";
+        d->url_source = env ? "DATABASE_URL" : "libpq defaults";
+    } else if (!*d->url) {
+        return opts_usage_error(spec, "--database is empty");
     }
+    ferry_error e = {0};
+    if (ferry_outbox_database_url_check(d->url, &e) != 0) {
+        char msg[FERRY_ERROR_MESSAGE_MAX + 32];
+        snprintf(msg, sizeof msg, "%s (%s)", e.message, d->url_source);
+        return opts_usage_error(spec, "%s", msg);
+    }
+    return 0;
 }
 
 static long long db_timeout(const db_opts *d) {
@@ -238,7 +250,7 @@ static int migrate_main(int argc, char **argv) {
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
     int no_db = !d.url && !(getenv("DATABASE_URL") && *getenv("DATABASE_URL"));
-    db_resolve(&d);
+    if ((rc = db_resolve(&migrate_spec, &d))) return rc;
     ferry_error e = {0};
     if (o.dry_run && no_db) {
         if (ferry_outbox_migrations_sql(d.schema, print_migration, &o.dry_run, &e))
@@ -402,7 +414,7 @@ static int relay_main(int argc, char **argv) {
     free(res.pos);
     if (!o.routes) return opts_usage_error(&relay_spec, "--routes FILE is required");
     if ((rc = cli_conn_resolve(&relay_spec, &conn))) return rc;
-    db_resolve(&d);
+    if ((rc = db_resolve(&relay_spec, &d))) return rc;
     fault_state fault = {fault_count()};
     if (fault.remaining < 0)
         return opts_usage_error(&relay_spec, "FERRY_FAULT: expected relay_after_publish[:N]");
@@ -547,7 +559,7 @@ static int status_main(int argc, char **argv) {
     int rc = opts_parse(&status_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
-    db_resolve(&d);
+    if ((rc = db_resolve(&status_spec, &d))) return rc;
     ferry_error e = {0};
     ferry_routes *routes = NULL;
     if (o.routes && (rc = load_routes(&status_spec, o.routes, &routes))) return rc;
@@ -626,7 +638,7 @@ static int cleanup_main(int argc, char **argv) {
     free(res.pos);
     if (o.older_than_days < 0)
         return opts_usage_error(&cleanup_spec, "--older-than-days N is required");
-    db_resolve(&d);
+    if ((rc = db_resolve(&cleanup_spec, &d))) return rc;
     PGconn *conn = db_connect(&cleanup_spec, &d);
     if (!conn) return CLI_EXIT_RUNTIME;
     long long deleted = 0;

@@ -138,6 +138,13 @@ FERRY_API int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts
  * dropped as a duplicate). */
 typedef struct ferry_routes ferry_routes;
 
+/* Check a database URL before connecting: NULL or "" (libpq defaults), a postgresql:// or
+ * postgres:// URI, or key=value conninfo, as libpq parses them. Anything else is
+ * FERRY_EINVAL: libpq would take it as a database name on the default server, so a typo
+ * like "postgress://db/x" would quietly try the local one. Error texts never quote the
+ * value (it may hold a password). Pure, thread-safe. */
+FERRY_API int ferry_outbox_database_url_check(const char *url, ferry_error *err);
+
 #define FERRY_ROUTES_FILE_MAX (1u << 20)
 #define FERRY_ROUTES_LINE_MAX 4096
 #define FERRY_ROUTES_TOPICS_MAX 10000

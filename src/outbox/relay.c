@@ -15,7 +15,7 @@
 
 #include "outbox/relay_internal.h"
 #include "outbox/routes.h"
-#include "queue/queue_internal.h" /* ferry__queue_data_limit */
+#include "queue/queue_internal.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -198,6 +198,10 @@ int ferry_relay_create(const ferry_relay_options *o, ferry_relay **out, ferry_er
     atomic_init(&r->stopping, 0);
     int rc = copy_options(r, o, err);
     if (!rc && o->redis && o->redis->url) rc = ferry_redis_url_check(o->redis->url, err);
+    if (!rc) rc = ferry_outbox_database_url_check(o->database_url, err);
+    /* checked now, not when the first queue opens inside ferry_relay_run */
+    if (!rc && o->default_job_opts)
+        rc = ferry__queue_defaults_load(o->default_job_opts, "default_job_opts", NULL, err);
     if (!rc) {
         if (o->routes_file) {
             rc = ferry_routes_load(o->routes_file, &r->routes, err);

@@ -183,12 +183,8 @@ static int copy_redis_options(ferry_queue *q, const ferry_redis_options *src, fe
     return 0;
 }
 
-/* Load and check the default job options once, so a bad default fails here, not at the
- * first add. */
-static int load_defaults(ferry_queue *q, const ferry_queue_options *o, ferry_error *err) {
-    const char *src = o->default_job_opts ? o->default_job_opts : o->global_default_job_opts;
-    const char *what = o->default_job_opts ? "default_job_opts" : "global_default_job_opts";
-    if (!src) return 0;
+int ferry__queue_defaults_load(const char *src, const char *what, json_t **out, ferry_error *err) {
+    if (out) *out = NULL;
     ferry_error e = {0};
     json_t *d = ferry__opts_load_object(src, what, &e);
     if (!d) return ferry__err(err, e.code, "%s", e.message);
@@ -204,12 +200,20 @@ static int load_defaults(ferry_queue *q, const ferry_queue_options *o, ferry_err
     else if (x.has_parent)
         rc = ferry__err(err, FERRY_EINVAL, "%s: parent (flows) is not supported yet", what);
     ferry__job_opts_free(&parsed);
-    if (rc) {
+    if (rc || !out)
         json_decref(d);
-        return rc;
-    }
-    q->defaults = d;
-    return 0;
+    else
+        *out = d;
+    return rc;
+}
+
+/* Load and check the default job options once, so a bad default fails here, not at the
+ * first add. */
+static int load_defaults(ferry_queue *q, const ferry_queue_options *o, ferry_error *err) {
+    const char *src = o->default_job_opts ? o->default_job_opts : o->global_default_job_opts;
+    const char *what = o->default_job_opts ? "default_job_opts" : "global_default_job_opts";
+    if (!src) return 0;
+    return ferry__queue_defaults_load(src, what, &q->defaults, err);
 }
 
 /* What Node's Queue constructor writes (unless skipMetasUpdate). */

@@ -99,6 +99,11 @@ int ferry__queue_add_bulk_ids(ferry_queue *q, const ferry_job_spec *jobs,
  * having a whole add_bulk refused for it. Thread-safe (reads constant fields). */
 size_t ferry__queue_data_limit(const ferry_queue *q);
 
+/* Parse and check default job options (a JSON object of BullMQ JobsOptions; no jobId,
+ * deduplication or parent), naming them `what` in errors. On success *out (when out is not
+ * NULL) is the parsed object, owned by the caller (json_decref). Thread-safe. */
+int ferry__queue_defaults_load(const char *src, const char *what, json_t **out, ferry_error *err);
+
 /* A reply that is a Redis error becomes FERRY_EREDIS naming `what`. */
 int ferry__queue_reply_error(const ferry_queue *q, const redisReply *r, const char *what,
                              ferry_error *err);

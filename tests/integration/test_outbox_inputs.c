@@ -5,7 +5,8 @@
  *    transaction stays usable; what the server itself refuses is checked on a second
  *    connection, and the largest values jsonb takes are appended and committed;
  *  - a routes file that cannot be read: `ferry relay` and `ferry outbox status` exit 2 with
- *    one line naming it;
+ *    one line naming it; so do database URLs libpq would misread and bad relay default job
+ *    options, before anything connects;
  *  - a topic inserted by SQL with a newline and an escape sequence: the relay's unknown-topic
  *    warning and `ferry outbox status` print it escaped, so it cannot forge log lines. */
 #include "test_outbox_support.h"
@@ -158,6 +159,65 @@ static void test_unreadable_routes_file_exits_2(void **state) {
     cli_run_free(&r);
 }
 
+/* ---- database URLs and relay options refused before connecting ------------------------- */
+
+/* Exit 2 with one line containing `want`, and nothing that quotes the password. */
+static void expect_usage(const char *what, const cli_run *r, const char *want) {
+    if (r->code != 2) fail_msg("%s: exit %d, expected 2; stderr: %s", what, r->code, r->err);
+    if (cli_lines(r->err) != 1 || !strstr(r->err, want))
+        fail_msg("%s: expected one line containing '%s', got: %s", what, want, r->err);
+    if (strstr(r->err, "s3cret")) fail_msg("%s: the password is in the message: %s", what, r->err);
+}
+
+/* libpq takes a value that is neither a URL nor conninfo as a database name on the default
+ * server: a typo must not quietly try another server. */
+static void test_bad_database_urls_exit_2(void **state) {
+    (void)state;
+    const char *routes = ob_file("db.routes", "order.placed q:j\n");
+    const struct {
+        const char *url, *want;
+    } bad[] = {{"garbage://", "not a postgresql:// URL or key=value conninfo"},
+               {"postgress://u:s3cret@db.example/x", "not a postgresql:// URL"},
+               {"junk", "not a postgresql:// URL"},
+               {"postgresql://u:%zz@localhost/x", "database:"},
+               {"host=localhost bogus=1", "invalid connection option"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cli_run r;
+        CLI(r, "migrate", "--database", bad[i].url);
+        expect_usage("migrate --database", &r, bad[i].want);
+        cli_run_free(&r);
+        CLI(r, "outbox", "status", "--routes", routes, "--database", bad[i].url);
+        expect_usage("outbox status --database", &r, bad[i].want);
+        cli_run_free(&r);
+    }
+    /* the same through DATABASE_URL, and an empty one */
+    setenv("DATABASE_URL", "junk", 1);
+    cli_run r;
+    CLI(r, "migrate");
+    expect_usage("DATABASE_URL=junk migrate", &r, "(DATABASE_URL)");
+    cli_run_free(&r);
+    setenv("DATABASE_URL", "", 1);
+    CLI(r, "outbox", "cleanup", "--older-than-days", "30");
+    expect_usage("DATABASE_URL='' outbox cleanup", &r, "DATABASE_URL is set but empty");
+    cli_run_free(&r);
+    unsetenv("DATABASE_URL");
+}
+
+/* Bad default job options fail `ferry relay` at once with exit 2, before it connects (the
+ * database URL points at nothing that answers). */
+static void test_relay_bad_default_job_options_exit_2(void **state) {
+    (void)state;
+    const char *routes = ob_file("opts.routes", "order.placed q:j\n");
+    const char *bad[] = {"{\"attempts\":\"x\"}", "{\"jobId\":\"x\"}", "{\"delay\":-1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cli_run r;
+        CLI(r, "relay", "--routes", routes, "--default-job-options", bad[i], "--database",
+            "postgresql://127.0.0.1:1/none", "--redis", "redis://127.0.0.1:1");
+        expect_usage("relay --default-job-options", &r, "default_job_opts");
+        cli_run_free(&r);
+    }
+}
+
 /* ---- topics with control characters --------------------------------------------------- */
 
 #define FORGED "2030-01-01T00:00:00.000Z ferry relay: info: forged"
@@ -233,6 +293,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_refuses_what_jsonb_refuses),
         cmocka_unit_test(test_unreadable_routes_file_exits_2),
+        cmocka_unit_test(test_bad_database_urls_exit_2),
+        cmocka_unit_test(test_relay_bad_default_job_options_exit_2),
         cmocka_unit_test(test_topic_control_characters_escaped),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
