@@ -19,9 +19,11 @@ typedef struct ferry_redis_options {
      * Credentials are percent-decoded. NULL means FERRY_DEFAULT_REDIS_URL. */
     const char *url;
     /* TLS (rediss:// only). Verification is on unless tls_insecure is set. */
-    const char *tls_ca_file;     /* PEM bundle; NULL = system default store */
-    const char *tls_ca_dir;      /* hashed CA directory; NULL = none */
-    const char *tls_cert_file;   /* client certificate (PEM), optional */
+    const char *tls_ca_file; /* PEM bundle; NULL = system default store */
+    const char *tls_ca_dir;  /* hashed CA directory; NULL = none */
+    /* Client certificate (PEM), optional; servers that require one (Redis'
+     * tls-auth-clients yes) refuse a connection without it with FERRY_ETLS. */
+    const char *tls_cert_file;
     const char *tls_key_file;    /* client private key (PEM), optional */
     const char *tls_server_name; /* name to verify and send as SNI; NULL = URL host */
     int tls_insecure;            /* 1 = skip certificate verification (tests only) */

@@ -17,9 +17,14 @@
 
 #define DEFAULT_TIMEOUT_MS 5000
 #define TIMEOUT_MAX_MS (24 * 3600 * 1000)
-#define OBUF_MAX ((size_t)512 << 20)        /* encoded requests waiting to be sent */
-#define REPLY_BYTES_MAX ((size_t)512 << 20) /* unparsed bytes of one reply */
-#define REPLY_ELEMENTS_MAX (1 << 24)        /* elements of one reply array */
+#define OBUF_MAX ((size_t)512 << 20)         /* encoded requests waiting to be sent */
+#define REPLY_BYTES_MAX ((size_t)512 << 20)  /* unparsed bytes of one reply */
+#define REPLY_ELEMENTS_MAX (1 << 24)         /* elements of one reply array */
+#define REPLY_MEMORY_MAX ((size_t)512 << 20) /* decoded size of one reply (estimate) */
+/* What the decoded size of a reply counts: each redisReply, each string's bytes and each
+ * array's element vector, plus a malloc chunk header for each of those blocks. */
+#define ALLOC_OVERHEAD 16
+#define REPLY_OBJ_COST (sizeof(redisReply) + ALLOC_OVERHEAD)
 #define CLIENT_NAME_MAX 256
 #define EVAL_ARGS_MAX (1 << 20) /* keys + args of one EVALSHA */
 #define RBUF_SIZE 65536
@@ -28,11 +33,13 @@ struct ferry_conn {
     ferry_redis_url url;
     ferry_transport *t;
     redisReader *reader;
-    /* The reader's default reply builders, with createArray wrapped to enforce
-     * REPLY_ELEMENTS_MAX (hiredis 0.14 has no element limit of its own). */
-    redisReplyObjectFunctions fns;
-    void *(*create_array)(const redisReadTask *, int);
-    int over_limit;
+    /* The reader's default reply builders (orig), wrapped (fns) to bound what one reply
+     * may cost: hiredis 0.14 parses incrementally with no limit on the elements of an array
+     * nor on the total, so a server could make us build gigabytes of tiny objects. */
+    redisReplyObjectFunctions fns, orig;
+    size_t reply_cost;     /* estimated decoded size of the reply being parsed */
+    size_t reply_cost_max; /* REPLY_MEMORY_MAX, lower in tests */
+    enum { WITHIN_LIMITS, OVER_ELEMENTS, OVER_MEMORY } over_limit;
     char *obuf;
     size_t olen, ocap;
     size_t pending;    /* appended commands whose replies are not read yet */
@@ -43,13 +50,46 @@ struct ferry_conn {
     char rbuf[RBUF_SIZE];
 };
 
+/* Add `cost` to the reply being decoded; 0, or -1 past the budget. Returning NULL from a
+ * builder makes the reader report out-of-memory; over_limit tells read_reply why. */
+static int charge(ferry_conn *c, size_t cost) {
+    if (cost > c->reply_cost_max - c->reply_cost) {
+        c->over_limit = OVER_MEMORY;
+        return -1;
+    }
+    c->reply_cost += cost;
+    return 0;
+}
+
+static void *create_string_limited(const redisReadTask *task, char *str, size_t len) {
+    ferry_conn *c = task->privdata;
+    /* len is bounded by the reader's buffer (REPLY_BYTES_MAX): the sum cannot wrap */
+    if (charge(c, REPLY_OBJ_COST + len + 1 + ALLOC_OVERHEAD) != 0) return NULL;
+    return c->orig.createString(task, str, len);
+}
+
 static void *create_array_limited(const redisReadTask *task, int elements) {
     ferry_conn *c = task->privdata;
+    /* hiredis 0.14.1 refuses negative counts other than -1 (a nil) itself */
     if (elements < 0 || elements > REPLY_ELEMENTS_MAX) {
-        c->over_limit = 1;
-        return NULL; /* the reader reports out-of-memory; over_limit tells us why */
+        c->over_limit = OVER_ELEMENTS;
+        return NULL;
     }
-    return c->create_array(task, elements);
+    size_t vec = (size_t)elements * sizeof(redisReply *) + ALLOC_OVERHEAD;
+    if (charge(c, REPLY_OBJ_COST + vec) != 0) return NULL;
+    return c->orig.createArray(task, elements);
+}
+
+static void *create_integer_limited(const redisReadTask *task, long long value) {
+    ferry_conn *c = task->privdata;
+    if (charge(c, REPLY_OBJ_COST) != 0) return NULL;
+    return c->orig.createInteger(task, value);
+}
+
+static void *create_nil_limited(const redisReadTask *task) {
+    ferry_conn *c = task->privdata;
+    if (charge(c, REPLY_OBJ_COST) != 0) return NULL;
+    return c->orig.createNil(task);
 }
 
 static int broken(ferry_conn *c, int rc) {
@@ -81,15 +121,30 @@ static int drop_unsent(ferry_conn *c, int rc) {
     return rc;
 }
 
+static int too_big(ferry_conn *c, ferry_error *err) {
+    return drop_unsent(c, ferry__err(err, FERRY_ETOOBIG, "redis %s: request over %zu MiB",
+                                     c->endpoint, OBUF_MAX >> 20));
+}
+
+/* A bigger output buffer holding obuf's bytes. While the buffer holds AUTH, realloc would
+ * leave the password behind in the block it moves away from: copy, wipe, free instead. */
+static char *obuf_grow(ferry_conn *c, size_t cap) {
+    if (!c->secret_len) return realloc(c->obuf, cap);
+    char *nb = malloc(cap);
+    if (!nb) return NULL;
+    memcpy(nb, c->obuf, c->olen);
+    explicit_bzero(c->obuf, c->secret_len);
+    free(c->obuf);
+    return nb;
+}
+
 static int obuf_append(ferry_conn *c, const char *cmd, size_t len, ferry_error *err) {
-    if (len > OBUF_MAX - c->olen)
-        return drop_unsent(c, ferry__err(err, FERRY_ETOOBIG, "redis %s: request over %zu MiB",
-                                         c->endpoint, OBUF_MAX >> 20));
+    if (len > OBUF_MAX - c->olen) return too_big(c, err);
     if (c->olen + len > c->ocap) {
         size_t cap = c->ocap ? c->ocap : 4096;
         while (cap < c->olen + len)
             cap *= 2;
-        char *nb = realloc(c->obuf, cap);
+        char *nb = obuf_grow(c, cap);
         if (!nb) return drop_unsent(c, ferry__err(err, FERRY_ENOMEM, "redis: out of memory"));
         c->obuf = nb;
         c->ocap = cap;
@@ -100,31 +155,70 @@ static int obuf_append(ferry_conn *c, const char *cmd, size_t len, ferry_error *
     return 0;
 }
 
-static int append_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
-                       ferry_error *err) {
+static size_t count_digits(size_t v) {
+    size_t n = 1;
+    for (; v >= 10; v /= 10)
+        n++;
+    return n;
+}
+
+/* The size redisFormatCommandArgv would produce ("*argc\r\n" then "$len\r\n<arg>\r\n"
+ * each), or SIZE_MAX once over `max`. hiredis 0.14 sums it in an int, which wraps for an
+ * argument near 2 or 4 GiB and then overflows the buffer it allocated: this check has to
+ * come first, and also saves building a copy of a request that would be refused. */
+static size_t encoded_len(int argc, const char **argv, const size_t *argvlen, size_t max) {
+    size_t total = 1 + count_digits((size_t)argc) + 2;
+    for (int i = 0; i < argc && total <= max; i++) {
+        size_t len = argvlen ? argvlen[i] : strlen(argv[i]);
+        if (len > max) return SIZE_MAX; /* total and len both <= max: no wrap below */
+        total += 1 + count_digits(len) + 2 + len + 2;
+    }
+    return total <= max ? total : SIZE_MAX;
+}
+
+/* Encode one command into the output buffer. `secret`: it carries a password (AUTH), so
+ * hiredis' copy is wiped before it goes back to the allocator. */
+static int append_command(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
+                          int secret, ferry_error *err) {
     if (argc <= 0 || !argv) return ferry__err(err, FERRY_EINVAL, "redis: empty command");
+    for (int i = 0; i < argc; i++)
+        if (!argv[i] && (!argvlen || argvlen[i]))
+            return drop_unsent(c, ferry__err(err, FERRY_EINVAL, "redis: argument %d is NULL", i));
+    if (encoded_len(argc, argv, argvlen, OBUF_MAX - c->olen) == SIZE_MAX) return too_big(c, err);
     char *cmd = NULL;
     int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
     if (len < 0)
         return drop_unsent(c, ferry__err(err, FERRY_ENOMEM, "redis: cannot encode command"));
     int rc = obuf_append(c, cmd, (size_t)len, err);
+    if (secret) explicit_bzero(cmd, (size_t)len);
     redisFreeCommand(cmd);
     return rc;
+}
+
+static int append_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
+                       ferry_error *err) {
+    return append_command(c, argc, argv, argvlen, 0, err);
 }
 
 /* One reply from the reader, reading from the socket as needed. */
 static int read_reply(ferry_conn *c, redisReply **out, int64_t deadline, ferry_error *err) {
     for (;;) {
         void *r = NULL;
-        c->over_limit = 0;
+        c->over_limit = WITHIN_LIMITS;
         if (redisReaderGetReply(c->reader, &r) != REDIS_OK) {
-            if (c->over_limit)
+            if (c->over_limit == OVER_ELEMENTS)
                 return ferry__err(err, FERRY_ETOOBIG, "redis %s: reply array over %d elements",
                                   c->endpoint, REPLY_ELEMENTS_MAX);
+            if (c->over_limit == OVER_MEMORY)
+                return ferry__err(
+                    err, FERRY_ETOOBIG, "redis %s: reply over %zu %s once decoded", c->endpoint,
+                    c->reply_cost_max >= (1 << 20) ? c->reply_cost_max >> 20 : c->reply_cost_max,
+                    c->reply_cost_max >= (1 << 20) ? "MiB" : "bytes");
             return ferry__err(err, FERRY_EPROTO, "redis %s: bad reply: %s", c->endpoint,
                               c->reader->errstr);
         }
         if (r) {
+            c->reply_cost = 0; /* the budget is per reply */
             *out = r;
             return 0;
         }
@@ -261,6 +355,10 @@ int ferry__conn_check_idle_peer(ferry_conn *c) {
 
 const ferry_redis_url *ferry__conn_url(const ferry_conn *c) {
     return &c->url;
+}
+
+void ferry__conn_set_reply_memory_max(ferry_conn *c, size_t bytes) {
+    c->reply_cost_max = bytes && bytes < REPLY_MEMORY_MAX ? bytes : REPLY_MEMORY_MAX;
 }
 
 /* ---- scripts ---------------------------------------------------------------------- */
@@ -425,8 +523,8 @@ static int handshake(ferry_conn *c, const char *client_name, int64_t deadline, f
         /* A user without a password still authenticates ("nopass" ACL users). */
         const char *with_user[] = {"AUTH", u->user, u->password ? u->password : ""};
         const char *pass_only[] = {"AUTH", u->password};
-        rc = u->user ? append_argv(c, 3, with_user, NULL, err)
-                     : append_argv(c, 2, pass_only, NULL, err);
+        rc = u->user ? append_command(c, 3, with_user, NULL, 1, err)
+                     : append_command(c, 2, pass_only, NULL, 1, err);
         n_auth = 1;
         c->secret_len = c->olen;
     }
@@ -512,11 +610,15 @@ int ferry__conn_open(const ferry_redis_options *opts, const char *client_name, f
         ferry__conn_close(c);
         return ferry__err(err, FERRY_ENOMEM, "redis: out of memory");
     }
-    c->fns = *c->reader->fn;
-    c->create_array = c->fns.createArray;
+    c->orig = *c->reader->fn;
+    c->fns = c->orig;
+    c->fns.createString = create_string_limited;
     c->fns.createArray = create_array_limited;
+    c->fns.createInteger = create_integer_limited;
+    c->fns.createNil = create_nil_limited;
     c->reader->fn = &c->fns;
     c->reader->privdata = c;
+    c->reply_cost_max = REPLY_MEMORY_MAX;
 
     int connect_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : DEFAULT_TIMEOUT_MS;
     int64_t deadline = ferry__mono_ms() + connect_ms;

@@ -30,11 +30,17 @@ void ferry__conn_set_timeout(ferry_conn *c, int timeout_ms);
 
 /* Send one command and read its reply. An error *reply* is not a failure of this call:
  * it returns 0 with (*reply)->type == REDIS_REPLY_ERROR. Failures (FERRY_EIO,
- * FERRY_ETIMEDOUT, FERRY_EPROTO) leave the connection broken (ferry__conn_broken() = 1);
- * the caller reconnects. */
+ * FERRY_ETIMEDOUT, FERRY_ETLS for a fatal TLS alert, FERRY_EPROTO, FERRY_ETOOBIG for a reply
+ * over its limits) leave the connection broken (ferry__conn_broken() = 1); the caller
+ * reconnects. A request over 512 MiB encoded is FERRY_ETOOBIG before anything is encoded
+ * or sent, and the connection stays usable. Limits of one reply: 512 MiB of unparsed bytes,
+ * 2^24 elements per array, and 512 MiB decoded (an estimate of what its redisReply objects,
+ * strings and element vectors take, malloc overhead included). */
 int ferry__conn_command_argv(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
                              redisReply **reply, ferry_error *err);
-/* printf-style convenience (hiredis format: %s %b %d...). */
+/* printf-style convenience (hiredis format: %s %b %d...), for small commands: hiredis
+ * encodes the whole request before the size limit can be checked (and its 0.14 formatter
+ * miscounts arguments of 2 GiB or more), so data goes through the argv forms. */
 int ferry__conn_command(ferry_conn *c, redisReply **reply, ferry_error *err, const char *fmt, ...);
 int ferry__conn_vcommand(ferry_conn *c, redisReply **reply, ferry_error *err, const char *fmt,
                          va_list ap);
@@ -56,6 +62,9 @@ int ferry__conn_broken(const ferry_conn *c);
 int ferry__conn_check_idle_peer(ferry_conn *c);
 /* The parsed endpoint (borrowed). */
 const ferry_redis_url *ferry__conn_url(const ferry_conn *c);
+/* Tests only: lower the decoded-size budget of one reply (default and maximum 512 MiB;
+ * 0 restores it), so the limit can be observed without gigabytes of replies. */
+void ferry__conn_set_reply_memory_max(ferry_conn *c, size_t bytes);
 
 /* ---- Lua scripts ------------------------------------------------------------------ */
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,23 @@ typedef struct lookup {
     pthread_cond_t cv;
     int refs;
     int done;
-    int rc; /* getaddrinfo result */
+    int abandoned; /* the caller timed out and left: counted in `abandoned` below */
+    int rc;        /* getaddrinfo result */
     int sys_errno;
     struct addrinfo *res;
     char port[16];
     char host[]; /* flexible: the name to resolve */
 } lookup;
+
+/* Lookups whose caller gave up while getaddrinfo still runs. While DNS is dead each
+ * connect attempt would leave one more thread behind: past the cap, fail at once. */
+static atomic_int abandoned;
+
+static _Atomic(ferry__gai_fn) gai_override; /* tests only (ferry__resolve_set_gai) */
+
+void ferry__resolve_set_gai(ferry__gai_fn fn) {
+    atomic_store(&gai_override, fn);
+}
 
 static const struct addrinfo stream_hints = {
     .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
@@ -43,9 +55,11 @@ static void lookup_release(lookup *l) {
 static void *resolver_main(void *arg) {
     lookup *l = arg;
     struct addrinfo *res = NULL;
-    int rc = getaddrinfo(l->host, l->port, &stream_hints, &res);
+    ferry__gai_fn gai = atomic_load(&gai_override);
+    int rc = (gai ? gai : getaddrinfo)(l->host, l->port, &stream_hints, &res);
     int e = errno;
     pthread_mutex_lock(&l->mu);
+    if (l->abandoned) atomic_fetch_sub(&abandoned, 1);
     l->rc = rc;
     l->sys_errno = e;
     l->res = res;
@@ -56,8 +70,7 @@ static void *resolver_main(void *arg) {
     return NULL;
 }
 
-static int gai_error(const char *what, const char *host, int rc, int sys_errno,
-                     ferry_error *err) {
+static int gai_error(const char *what, const char *host, int rc, int sys_errno, ferry_error *err) {
     if (rc == EAI_MEMORY) return ferry__err(err, FERRY_ENOMEM, "%s: out of memory resolving", what);
     return ferry__err(err, FERRY_EIO, "%s: cannot resolve '%s': %s", what, host,
                       rc == EAI_SYSTEM ? strerror(sys_errno) : gai_strerror(rc));
@@ -76,6 +89,11 @@ int ferry__resolve(const char *host, int port, int64_t deadline_ms, const char *
     if (rc == 0) return 0;
     if (rc != EAI_NONAME) return gai_error(what, host, rc, errno, err);
 
+    if (atomic_load(&abandoned) >= FERRY_RESOLVE_ABANDONED_MAX)
+        return ferry__err(err, FERRY_EIO,
+                          "%s: cannot resolve '%s': %d earlier lookups have not returned yet "
+                          "(is DNS answering?)",
+                          what, host, FERRY_RESOLVE_ABANDONED_MAX);
     size_t hlen = strlen(host);
     lookup *l = calloc(1, sizeof *l + hlen + 1);
     if (!l) return ferry__err(err, FERRY_ENOMEM, "%s: out of memory resolving", what);
@@ -110,6 +128,10 @@ int ferry__resolve(const char *host, int port, int64_t deadline_ms, const char *
     while (!l->done && !timed_out)
         timed_out = pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT;
     int done = l->done;
+    if (!done) {
+        l->abandoned = 1;
+        atomic_fetch_add(&abandoned, 1);
+    }
     if (done) {
         rc = l->rc;
         *out = l->res;
@@ -118,8 +140,7 @@ int ferry__resolve(const char *host, int port, int64_t deadline_ms, const char *
     int sys_errno = l->sys_errno;
     pthread_mutex_unlock(&l->mu);
     lookup_release(l);
-    if (!done)
-        return ferry__err(err, FERRY_ETIMEDOUT, "%s: resolving '%s' timed out", what, host);
+    if (!done) return ferry__err(err, FERRY_ETIMEDOUT, "%s: resolving '%s' timed out", what, host);
     if (rc != 0) return gai_error(what, host, rc, sys_errno, err);
     return 0;
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -35,9 +36,12 @@ struct ferry_transport {
     int fd;
     SSL_CTX *ctx;
     SSL *ssl;
-    int tls_ok;    /* handshake done and no fatal TLS error since: close_notify allowed */
-    int eof;       /* the peer closed its side (seen by the BIO) */
-    int sys_errno; /* last socket errno seen by the BIO, for SSL_ERROR_SYSCALL */
+    int tls_ok;         /* handshake done and no fatal TLS error since: close_notify allowed */
+    int eof;            /* the peer closed its side (seen by the BIO) */
+    int sys_errno;      /* last socket errno seen by the BIO, for SSL_ERROR_SYSCALL */
+    int verify;         /* the server certificate is verified (not tls_insecure) */
+    int has_cert;       /* a client certificate is configured */
+    int cert_requested; /* the server asked for a client certificate we do not have */
     char endpoint[ENDPOINT_MAX];
 };
 
@@ -153,6 +157,14 @@ static void tune_tcp(int fd) {
     (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
 }
 
+static int connect_retry_eintr(int fd, const struct sockaddr *sa, socklen_t salen) {
+    int r;
+    do
+        r = connect(fd, sa, salen);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
 /* Start a non-blocking connect on a new socket and wait for it. Returns the fd, or -1
  * with *sys_err = errno (0 and *timed_out = 1 when the deadline passed). */
 static int connect_one(int family, int proto, const struct sockaddr *sa, socklen_t salen,
@@ -162,10 +174,24 @@ static int connect_one(int family, int proto, const struct sockaddr *sa, socklen
         *sys_err = errno;
         return -1;
     }
-    int r;
-    do
-        r = connect(fd, sa, salen);
-    while (r < 0 && errno == EINTR);
+    int r = connect_retry_eintr(fd, sa, salen);
+    /* A unix socket whose listen backlog is full does not queue the connect as TCP does:
+     * a non-blocking connect fails at once with EAGAIN. The server is busy, not gone, so
+     * try again, backing off from 1 ms to 50 ms, until the deadline. */
+    for (long pause_ms = 1; r < 0 && family == AF_UNIX && errno == EAGAIN;) {
+        int64_t left = deadline_ms - ferry__mono_ms();
+        if (left <= 0) {
+            *sys_err = 0;
+            *timed_out = 1;
+            close(fd);
+            return -1;
+        }
+        long ms = left < pause_ms ? (long)left : pause_ms;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
+        (void)nanosleep(&ts, NULL);
+        pause_ms = pause_ms * 2 > 50 ? 50 : pause_ms * 2;
+        r = connect_retry_eintr(fd, sa, salen);
+    }
     if (r == 0) return fd;
     if (errno != EINPROGRESS) {
         *sys_err = errno;
@@ -251,6 +277,37 @@ static const char *ssl_errstr(char *buf, size_t cap) {
     return buf;
 }
 
+/* Why a TLS error happened, when it is an alert the server sent: the option that most
+ * likely fixes it, or "". */
+static const char *alert_hint(const ferry_transport *t, unsigned long e) {
+    int reason = ERR_GET_REASON(e);
+    if (!e || ERR_GET_LIB(e) != ERR_LIB_SSL || reason < SSL_AD_REASON_OFFSET) return "";
+    int alert = reason - SSL_AD_REASON_OFFSET;
+    if (!t->has_cert && (t->cert_requested || alert == SSL_AD_CERTIFICATE_REQUIRED))
+        return " (the server requires a client certificate: set tls_cert_file and tls_key_file)";
+    if (t->has_cert &&
+        (alert == SSL_AD_BAD_CERTIFICATE || alert == SSL_AD_UNSUPPORTED_CERTIFICATE ||
+         alert == SSL_AD_CERTIFICATE_REVOKED || alert == SSL_AD_CERTIFICATE_EXPIRED ||
+         alert == SSL_AD_CERTIFICATE_UNKNOWN || alert == SSL_AD_UNKNOWN_CA ||
+         alert == SSL_AD_ACCESS_DENIED))
+        return " (the server refused the client certificate of tls_cert_file)";
+    return "";
+}
+
+/* A fatal alert received from the server (OpenSSL reports one as reason 1000 + alert). */
+static int is_peer_alert(unsigned long e) {
+    return e && ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET;
+}
+
+/* Only called when the server asks for a client certificate and none is configured. */
+static int client_cert_cb(SSL *ssl, X509 **x509, EVP_PKEY **pkey) {
+    (void)x509;
+    (void)pkey;
+    ferry_transport *t = SSL_get_app_data(ssl);
+    if (t) t->cert_requested = 1;
+    return 0; /* send none: the server decides whether that is acceptable */
+}
+
 static int is_ip_literal(const char *s) {
     unsigned char a[sizeof(struct in6_addr)];
     return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
@@ -266,6 +323,9 @@ static int tls_context(ferry_transport *t, const ferry_redis_options *o, ferry_e
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_default_passwd_cb(ctx, no_password_cb);
+    SSL_CTX_set_client_cert_cb(ctx, client_cert_cb);
+    t->verify = !o->tls_insecure;
+    t->has_cert = o->tls_cert_file != NULL;
     if (o->tls_insecure) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
     } else {
@@ -301,13 +361,17 @@ static int tls_context(ferry_transport *t, const ferry_redis_options *o, ferry_e
 
 static int tls_handshake_error(ferry_transport *t, int ssl_err, ferry_error *err) {
     char ebuf[256];
+    unsigned long e = ERR_peek_last_error();
+    /* The verify result says why verification failed, but only when it ran and is what
+     * failed: without verification it still holds the unchecked chain's first problem. */
     long v = SSL_get_verify_result(t->ssl);
-    if (v != X509_V_OK)
+    if (t->verify && ERR_GET_LIB(e) == ERR_LIB_SSL &&
+        ERR_GET_REASON(e) == SSL_R_CERTIFICATE_VERIFY_FAILED && v != X509_V_OK)
         return ferry__err(err, FERRY_ETLS, "redis %s: TLS handshake: certificate verify failed: %s",
                           t->endpoint, X509_verify_cert_error_string(v));
-    if (ERR_peek_last_error())
-        return ferry__err(err, FERRY_ETLS, "redis %s: TLS handshake: %s", t->endpoint,
-                          ssl_errstr(ebuf, sizeof ebuf));
+    if (e)
+        return ferry__err(err, FERRY_ETLS, "redis %s: TLS handshake: %s%s", t->endpoint,
+                          ssl_errstr(ebuf, sizeof ebuf), alert_hint(t, e));
     if (ssl_err == SSL_ERROR_SYSCALL && !t->eof && t->sys_errno)
         return ferry__err(err, FERRY_ETLS, "redis %s: TLS handshake: %s", t->endpoint,
                           strerror(t->sys_errno));
@@ -330,6 +394,7 @@ static int tls_connect(ferry_transport *t, const ferry_redis_url *u, const ferry
                           ssl_errstr(ebuf, sizeof ebuf));
     BIO_set_data(bio, t);
     SSL_set_bio(t->ssl, bio, bio);
+    SSL_set_app_data(t->ssl, t);
     SSL_set_connect_state(t->ssl);
 
     const char *name = o->tls_server_name ? o->tls_server_name : u->host;
@@ -409,8 +474,38 @@ void ferry__transport_close(ferry_transport *t) {
 
 /* ---- I/O ---------------------------------------------------------------------------- */
 
+static int tls_alert_error(ferry_transport *t, const char *op, ferry_error *err) {
+    char ebuf[256];
+    unsigned long e = ERR_peek_last_error();
+    return ferry__err(err, FERRY_ETLS, "redis %s: %s: TLS: %s%s", t->endpoint, op,
+                      ssl_errstr(ebuf, sizeof ebuf), alert_hint(t, e));
+}
+
+/* The connection was reset or closed under a read or write: a fatal alert the server sent
+ * just before may be waiting unread, and it is the real reason. A TLS 1.3 server checks
+ * the client certificate only after the client has finished its handshake, so a missing one
+ * shows first as a reset under our first write. Reads what is there without waiting
+ * (application data before the alert is discarded: the connection is lost anyway).
+ * FERRY_ETLS with the alert, or 0 when there is none. */
+static int tls_pending_alert(ferry_transport *t, const char *op, ferry_error *err) {
+    char scratch[4096];
+    int rc = 0;
+    for (int i = 0; i < 64; i++) { /* bounded: at most 256 KiB of data ahead of it */
+        size_t n = 0;
+        ERR_clear_error();
+        int r = SSL_read_ex(t->ssl, scratch, sizeof scratch, &n);
+        if (r == 1) continue;
+        if (SSL_get_error(t->ssl, r) == SSL_ERROR_SSL && is_peer_alert(ERR_peek_last_error()))
+            rc = tls_alert_error(t, op, err);
+        break;
+    }
+    ERR_clear_error();
+    return rc;
+}
+
 /* Turn a failed SSL_read_ex/SSL_write_ex into a ferry error, or 0 with *ev = what to wait
- * for. */
+ * for. A fatal alert from the server is FERRY_ETLS (it will say the same next time: a
+ * configuration problem, not a lost connection); other failures are FERRY_EIO. */
 static int tls_io_result(ferry_transport *t, int r, const char *op, short *ev, ferry_error *err) {
     int e = SSL_get_error(t->ssl, r);
     if (e == SSL_ERROR_WANT_READ) {
@@ -423,6 +518,16 @@ static int tls_io_result(ferry_transport *t, int r, const char *op, short *ev, f
     }
     t->tls_ok = 0;
     char ebuf[256];
+    if (e == SSL_ERROR_SSL && is_peer_alert(ERR_peek_last_error()))
+        return tls_alert_error(t, op, err);
+    int reset = e == SSL_ERROR_SYSCALL && (t->sys_errno == ECONNRESET || t->sys_errno == EPIPE);
+    if (reset || (e != SSL_ERROR_ZERO_RETURN && t->eof)) {
+        int saved_errno = t->sys_errno, saved_eof = t->eof;
+        int rc = tls_pending_alert(t, op, err);
+        if (rc != 0) return rc;
+        t->sys_errno = saved_errno;
+        t->eof = saved_eof;
+    }
     if (e == SSL_ERROR_ZERO_RETURN || t->eof)
         return ferry__err(err, FERRY_EIO, "redis %s: %s: connection closed by the server",
                           t->endpoint, op);

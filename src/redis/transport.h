@@ -17,11 +17,11 @@ typedef struct ferry_transport ferry_transport;
 
 /* Resolve and connect to u (each resolved address in turn), set TCP_NODELAY and
  * SO_KEEPALIVE, and for FERRY_URL_TLS do the handshake with verification per o (NULL =
- * defaults). `deadline_ms` is on the ferry__mono_ms() clock; name resolution itself
- * (getaddrinfo) is not interruptible and is bounded by the system resolver's timeouts.
- * `endpoint` names the peer in messages. Returns 0 and *out (freed with
- * ferry__transport_close), or FERRY_EINVAL / FERRY_ENOMEM / FERRY_EIO / FERRY_ETIMEDOUT /
- * FERRY_ETLS with a message. */
+ * defaults). `deadline_ms` is on the ferry__mono_ms() clock and bounds everything,
+ * name resolution included (see resolve.h). A unix socket whose listen backlog is full is
+ * retried until the deadline. `endpoint` names the peer in messages. Returns 0 and *out
+ * (freed with ferry__transport_close), or FERRY_EINVAL / FERRY_ENOMEM / FERRY_EIO /
+ * FERRY_ETIMEDOUT / FERRY_ETLS with a message. */
 int ferry__transport_connect(const ferry_redis_url *u, const ferry_redis_options *o,
                              const char *endpoint, int64_t deadline_ms, ferry_transport **out,
                              ferry_error *err);
@@ -29,7 +29,10 @@ int ferry__transport_connect(const ferry_redis_url *u, const ferry_redis_options
 /* Send a best-effort TLS close_notify (never waits), close the socket, free. NULL is ok. */
 void ferry__transport_close(ferry_transport *t);
 
-/* Write all len bytes before the deadline. 0, FERRY_EIO or FERRY_ETIMEDOUT. */
+/* Write all len bytes before the deadline. 0, FERRY_EIO, FERRY_ETIMEDOUT, or FERRY_ETLS
+ * when the server sent a fatal TLS alert (read even when the write met the reset that
+ * followed it: a TLS 1.3 server refuses a missing client certificate only after our
+ * handshake is done), with OpenSSL's reason and a hint about tls_cert_file. */
 int ferry__transport_write(ferry_transport *t, const char *buf, size_t len, int64_t deadline_ms,
                            ferry_error *err);
 
@@ -40,7 +43,8 @@ int ferry__transport_write(ferry_transport *t, const char *buf, size_t len, int6
 int ferry__transport_peer_closed(ferry_transport *t);
 
 /* Read at least one byte (at most cap) into buf before the deadline; *got = count.
- * 0, FERRY_EIO (including orderly close by the peer) or FERRY_ETIMEDOUT. */
+ * 0, FERRY_EIO (including orderly close by the peer), FERRY_ETIMEDOUT, or FERRY_ETLS for a
+ * fatal TLS alert from the server, as for writes. */
 int ferry__transport_read(ferry_transport *t, char *buf, size_t cap, size_t *got,
                           int64_t deadline_ms, ferry_error *err);
 

@@ -31,8 +31,17 @@ static int hexval(int ch) {
     return -1;
 }
 
+/* Free a string that may hold a password, wiped first: credentials must not linger in
+ * freed heap memory. */
+static void free_wiped(char *d, size_t len) {
+    if (!d) return;
+    explicit_bzero(d, len);
+    free(d);
+}
+
 /* Percent-decode s[0..len) into a new string. `what` names the field in errors; the
- * field's value is never quoted (it may be a password). */
+ * field's value is never quoted (it may be a password), and a partly decoded copy is
+ * wiped before it is freed. */
 static int pct_decode(const char *s, size_t len, const char *what, char **out, ferry_error *err) {
     char *d = malloc(len + 1);
     if (!d) return ferry__err(err, FERRY_ENOMEM, "redis URL: out of memory");
@@ -45,13 +54,13 @@ static int pct_decode(const char *s, size_t len, const char *what, char **out, f
         int hi = i + 1 < len ? hexval((unsigned char)s[i + 1]) : -1;
         int lo = i + 2 < len ? hexval((unsigned char)s[i + 2]) : -1;
         if (hi < 0 || lo < 0) {
-            free(d);
+            free_wiped(d, n);
             return ferry__err(
                 err, FERRY_EINVAL,
                 "redis URL: bad percent-encoding in %s (want %%XX with two hex digits)", what);
         }
         if (hi == 0 && lo == 0) {
-            free(d);
+            free_wiped(d, n);
             return ferry__err(err, FERRY_EINVAL, "redis URL: %s contains %%00", what);
         }
         d[n++] = (char)(hi * 16 + lo);
@@ -62,24 +71,26 @@ static int pct_decode(const char *s, size_t len, const char *what, char **out, f
     return 0;
 }
 
-/* Parse a decimal integer in [lo, hi] from s[0..len). Digits only: no sign, no spaces. */
-static int parse_uint(const char *s, size_t len, long lo, long hi, long *out) {
-    if (len == 0 || len > 12) return -1;
-    long v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    if (v < lo || v > hi) return -2;
-    *out = v;
-    return 0;
-}
-
 static int all_digits(const char *s, size_t len) {
     if (len == 0) return 0;
     for (size_t i = 0; i < len; i++)
         if (s[i] < '0' || s[i] > '9') return 0;
     return 1;
+}
+
+/* Parse a decimal integer in [lo, hi] (hi < 10^12) from s[0..len). Digits only: no sign,
+ * no spaces; leading zeros allowed. 0, -1 when not a number, -2 when out of range. */
+static int parse_uint(const char *s, size_t len, long lo, long hi, long *out) {
+    if (!all_digits(s, len)) return -1;
+    while (len > 1 && s[0] == '0')
+        s++, len--;
+    if (len > 12) return -2; /* more significant digits than any limit here: no overflow */
+    long v = 0;
+    for (size_t i = 0; i < len; i++)
+        v = v * 10 + (s[i] - '0');
+    if (v < lo || v > hi) return -2;
+    *out = v;
+    return 0;
 }
 
 /* Quote at most ECHO_MAX bytes of a fragment: "%.*s%s" with echo_len/echo_more. */
@@ -107,8 +118,11 @@ static int host_char_ok(int ch) {
            ch == '-' || ch == '.' || ch == '_';
 }
 
-/* hostport = host[:port] | [v6][:port] */
-static int parse_hostport(const char *s, size_t len, ferry_redis_url *u, ferry_error *err) {
+/* hostport = host[:port] | [v6][:port]. `quote`: the port may be quoted in errors. It must
+ * not be when the URL has no '@': in "redis://user:password" (host forgotten) the
+ * password is what sits where the port goes. */
+static int parse_hostport(const char *s, size_t len, int quote, ferry_redis_url *u,
+                          ferry_error *err) {
     const char *host = s, *port = NULL;
     size_t hlen, plen = 0;
     int has_port = 0;
@@ -160,9 +174,15 @@ static int parse_hostport(const char *s, size_t len, ferry_redis_url *u, ferry_e
         long v;
         int r = parse_uint(port, plen, 1, 65535, &v);
         if (plen == 0) return ferry__err(err, FERRY_EINVAL, "redis URL: empty port after ':'");
-        if (r == -2 || (r == -1 && all_digits(port, plen)))
+        if (r == -2 && !quote)
+            return ferry__err(err, FERRY_EINVAL, "redis URL: port out of range (1..65535)");
+        if (r == -2)
             return ferry__err(err, FERRY_EINVAL, "redis URL: port '%.*s%s' out of range (1..65535)",
                               echo_len(plen), port, echo_more(plen));
+        if (r != 0 && !quote)
+            return ferry__err(err, FERRY_EINVAL,
+                              "redis URL: port is not a number (credentials need a host: "
+                              "redis://user:password@host)");
         if (r != 0)
             return ferry__err(err, FERRY_EINVAL, "redis URL: port '%.*s%s' is not a number",
                               echo_len(plen), port, echo_more(plen));
@@ -173,10 +193,16 @@ static int parse_hostport(const char *s, size_t len, ferry_redis_url *u, ferry_e
     return 0;
 }
 
-static int parse_db(const char *s, size_t len, const char *how, int *db, ferry_error *err) {
+/* `quote` as for parse_hostport: a password with a raw '/' can reach the db path. */
+static int parse_db(const char *s, size_t len, const char *how, int quote, int *db,
+                    ferry_error *err) {
     long v;
     int r = parse_uint(s, len, 0, INT_MAX, &v);
-    if (r == -2 || (r == -1 && all_digits(s, len)))
+    if (r == -2 && !quote)
+        return ferry__err(err, FERRY_EINVAL, "redis URL: db out of range (0..%d)", INT_MAX);
+    if (r != 0 && !quote)
+        return ferry__err(err, FERRY_EINVAL, "redis URL: db %sis not a number", how);
+    if (r == -2)
         return ferry__err(err, FERRY_EINVAL, "redis URL: db '%.*s%s' out of range (0..%d)",
                           echo_len(len), s, echo_more(len), INT_MAX);
     if (r != 0)
@@ -192,10 +218,12 @@ static int parse_unix_query(const char *q, size_t len, ferry_redis_url *u, ferry
     while (len > 0) {
         const char *amp = memchr(q, '&', len);
         size_t plen = amp ? (size_t)(amp - q) : len;
-        if (plen > 3 && memcmp(q, "db=", 3) == 0) {
+        if (plen >= 2 && memcmp(q, "db", 2) == 0 && (plen == 2 || q[2] == '=')) {
+            if (plen <= 3)
+                return ferry__err(err, FERRY_EINVAL, "redis URL: db= needs a number (db=N)");
             if (seen_db) return ferry__err(err, FERRY_EINVAL, "redis URL: db= given twice");
             seen_db = 1;
-            int rc = parse_db(q + 3, plen - 3, "", &u->db, err);
+            int rc = parse_db(q + 3, plen - 3, "", 1, &u->db, err);
             if (rc) return rc;
         } else {
             const char *eq = memchr(q, '=', plen);
@@ -257,6 +285,9 @@ static int parse(const char *url, ferry_redis_url *u, ferry_error *err) {
     if (at && (rc = parse_userinfo(auth, (size_t)(at - auth), u, err)) != 0) return rc;
     const char *hp = at ? at + 1 : auth;
     size_t hplen = (size_t)(rest - hp);
+    /* Without an '@', text after a ':' in the authority may be a password whose host was
+     * forgotten ("redis://user:pw", "redis://user:pw/with/slash"): never quote it. */
+    int quote = at || (hplen > 0 && hp[0] == '[') || !memchr(hp, ':', hplen);
 
     if (u->kind == FERRY_URL_UNIX) {
         /* Not quoted: a password with a raw '/' ends up here. */
@@ -285,13 +316,19 @@ static int parse(const char *url, ferry_redis_url *u, ferry_error *err) {
         return 0;
     }
 
-    if ((rc = parse_hostport(hp, hplen, u, err)) != 0) return rc;
+    if ((rc = parse_hostport(hp, hplen, quote, u, err)) != 0) return rc;
     if (*rest == '/') {
         const char *dbs = rest + 1;
         size_t dlen = strcspn(dbs, "?#");
-        if (dlen > 0 && (rc = parse_db(dbs, dlen, "path ", &u->db, err)) != 0) return rc;
+        if (dlen > 0 && (rc = parse_db(dbs, dlen, "path ", quote, &u->db, err)) != 0) return rc;
         rest = dbs + dlen;
     }
+    if (*rest != '\0' && !quote)
+        return ferry__err(err, FERRY_EINVAL,
+                          "redis URL: unexpected %s after the db (redis:// URLs take no options)",
+                          *rest == '?'   ? "query ('?...')"
+                          : *rest == '#' ? "fragment ('#...')"
+                                         : "text");
     if (*rest != '\0') {
         size_t jlen = strlen(rest);
         return ferry__err(err, FERRY_EINVAL,
@@ -321,12 +358,6 @@ void ferry__redis_url_free(ferry_redis_url *u) {
     free(u->host);
     free(u->path);
     free(u->user);
-    if (u->password) {
-        /* Credentials should not linger in freed heap memory. */
-        volatile char *p = u->password;
-        while (*p)
-            *p++ = 0;
-        free(u->password);
-    }
+    if (u->password) free_wiped(u->password, strlen(u->password));
     memset(u, 0, sizeof *u);
 }

@@ -176,7 +176,10 @@ static void test_unix(void **state) {
     parse_bad("unix://tmp/redis.sock", "takes no host");
     parse_bad("unix://", "missing unix socket path");
     parse_bad("unix:///tmp/r.sock?db=x", "db 'x' is not a number");
+    parse_bad("unix:///tmp/r.sock?db=", "db= needs a number");
+    parse_bad("unix:///tmp/r.sock?db", "db= needs a number");
     parse_bad("unix:///tmp/r.sock?db=1&db=2", "db= given twice");
+    parse_bad("unix:///tmp/r.sock?dbx=1", "unknown option 'dbx'");
     parse_bad("unix:///tmp/r.sock?timeout=3", "unknown option 'timeout'");
     parse_bad("unix:///tmp/r.sock#frag", "unexpected '#'");
     parse_bad("unix:///tmp/%00.sock", "socket path contains %00");
@@ -203,18 +206,28 @@ static void test_bad_host_port_db(void **state) {
     parse_bad("redis://:6379", "missing host");
     parse_bad("redis://u:p@", "missing host");
     parse_bad("redis:///3", "missing host");
-    parse_bad("redis://h:70000", "port '70000' out of range (1..65535)");
-    parse_bad("redis://h:0", "port '0' out of range");
+    /* with credentials, the port is quoted (nothing after the '@' is a secret) */
+    parse_bad("redis://u:p@h:70000", "port '70000' out of range (1..65535)");
+    parse_bad("redis://u:p@h:0", "port '0' out of range");
+    parse_bad("redis://u:p@h:-1", "port '-1' is not a number");
+    parse_bad("redis://u:p@h:12ab", "port '12ab' is not a number");
+    parse_bad("redis://[::1]:12ab", "port '12ab' is not a number");
+    /* without, it is not: it could be a password whose host was forgotten */
+    parse_bad("redis://h:70000", "redis URL: port out of range (1..65535)");
+    parse_bad("redis://h:0", "port out of range");
     parse_bad("redis://h:99999999999999999999", "out of range");
-    parse_bad("redis://h:-1", "port '-1' is not a number");
+    parse_bad("redis://h:-1", "port is not a number");
     parse_bad("redis://h:+1", "is not a number");
-    parse_bad("redis://h:12ab", "port '12ab' is not a number");
+    parse_bad("redis://h:12ab", "port is not a number");
     parse_bad("redis://h:", "empty port");
+    parse_bad("redis://h:0000000000000000070000", "port out of range");
     parse_bad("redis://h_!x", "invalid character '!' in host");
     parse_bad("redis://h/2147483648", "db '2147483648' out of range");
     parse_bad("redis://h/-1", "db path '-1' is not a number");
     parse_bad("redis://h/abc", "db path 'abc' is not a number");
     parse_bad("redis://h/1/2", "db path '1/2' is not a number");
+    parse_bad("redis://h:1/abc", "db path is not a number");
+    parse_bad("redis://h:1/2147483648", "db out of range (0..2147483647)");
 
     char host[300];
     memset(host, 'a', sizeof host);
@@ -223,9 +236,26 @@ static void test_bad_host_port_db(void **state) {
     parse_bad(host, "host longer than 255");
 }
 
+/* Leading zeros do not count against the digit limit. */
+static void test_leading_zeros(void **state) {
+    (void)state;
+    ferry_redis_url u = parse_ok("redis://h:00000000006379/0000000000000000000000000003");
+    assert_int_equal(u.port, 6379);
+    assert_int_equal(u.db, 3);
+    ferry__redis_url_free(&u);
+    u = parse_ok("redis://h:0000000000000000000000000000000000001");
+    assert_int_equal(u.port, 1);
+    ferry__redis_url_free(&u);
+    u = parse_ok("redis://h/00");
+    assert_int_equal(u.db, 0);
+    ferry__redis_url_free(&u);
+}
+
 static void test_trailing_junk(void **state) {
     (void)state;
-    parse_bad("redis://h:6379/0?ssl=true", "unexpected '?ssl=true' after the db");
+    parse_bad("redis://h/0?ssl=true", "unexpected '?ssl=true' after the db");
+    parse_bad("redis://h:6379/0?ssl=true", "unexpected query ('?...') after the db");
+    parse_bad("redis://h:6379#x", "unexpected fragment ('#...') after the db");
     parse_bad("redis://h#x", "unexpected '#x'");
     parse_bad("redis://h:6379 ", "space or control character at offset 14");
     parse_bad("redis://h\n", "control character");
@@ -263,6 +293,16 @@ static void test_password_never_echoed(void **state) {
         "redis:Sup3rS3cret://h",
         "redis://u:Sup3rS3cret@h:1 ",
         "xx:Sup3rS3cret@h://",
+        /* the host forgotten: the password sits where the port, db or options go */
+        "redis://u:Sup3rS3cret",
+        "redis://Sup3rS3cret:Sup3rS3cret",
+        "rediss://u:Sup3rS3cret/0",
+        "redis://u:12/Sup3rS3cret",
+        "redis://u:12/0/Sup3rS3cret",
+        "redis://u:12?Sup3rS3cret",
+        "redis://u:12#Sup3rS3cret",
+        "redis://u:12/0?Sup3rS3cret",
+        "redis://:Sup3rS3cret",
     };
     for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
         ferry_error e = {0};
@@ -278,6 +318,21 @@ static void test_password_never_echoed(void **state) {
             if (strstr(e.message, frag))
                 fail_msg("'%s': message leaks the password: %s", urls[i], e.message);
         }
+    }
+}
+
+/* A numeric password where the port goes is not quoted either. */
+static void test_numeric_password_as_port(void **state) {
+    (void)state;
+    const char *urls[] = {"redis://u:8675309123", "redis://u:00086753091", "redis://u:99999",
+                          "redis://u:12/8675309123"};
+    const char *secrets[] = {"8675309123", "86753091", "99999", "8675309123"};
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        ferry_error e = {0};
+        ferry_redis_url u;
+        assert_int_equal(ferry__redis_url_parse(urls[i], &u, &e), FERRY_EINVAL);
+        if (strstr(e.message, secrets[i]))
+            fail_msg("'%s': message quotes the password: %s", urls[i], e.message);
     }
 }
 
@@ -321,7 +376,7 @@ static void test_public_api(void **state) {
     assert_int_equal(ferry_redis_url_check("rediss://u:p@h:1/2", &e), 0);
     assert_int_equal(ferry_redis_url_check("redis://h:70000", &e), FERRY_EINVAL);
     assert_int_equal(e.code, FERRY_EINVAL);
-    assert_non_null(strstr(e.message, "redis URL: port '70000' out of range"));
+    assert_non_null(strstr(e.message, "redis URL: port out of range (1..65535)"));
     assert_int_equal(ferry_redis_url_check(NULL, &e), FERRY_EINVAL);
 }
 
@@ -334,9 +389,11 @@ int main(void) {
         cmocka_unit_test(test_unix),
         cmocka_unit_test(test_bad_scheme),
         cmocka_unit_test(test_bad_host_port_db),
+        cmocka_unit_test(test_leading_zeros),
         cmocka_unit_test(test_trailing_junk),
         cmocka_unit_test(test_percent_errors),
         cmocka_unit_test(test_password_never_echoed),
+        cmocka_unit_test(test_numeric_password_as_port),
         cmocka_unit_test(test_length_limit),
         cmocka_unit_test(test_public_api),
     };
