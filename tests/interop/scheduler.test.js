@@ -109,7 +109,7 @@ suite.check('schedulers upserted by Node are listed by `ferry scheduler list --j
   assert.deepStrictEqual(ferry, node);
   const human = await h.ferryOk(['scheduler', 'list', nq.name]);
   assert.match(human, /cron-2s\s+cronjob\s+cron '\*\/2 \* \* \* \* \*' UTC/);
-  assert.match(human, /off\s+o\s+every 10000 ms \+offset\s+\S+Z\s+1 of 3/);
+  assert.match(human, /off\s+o\s+every 10000 ms \+2500 ms\s+\S+Z\s+1 of 3/);
 });
 
 suite.check('re-upserting from ferry and Node leaves one pending iteration at the same millis', async () => {
