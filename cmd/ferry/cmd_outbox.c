@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "ferry/outbox.h"
 #include "signals.h"
+#include "util/printable.h"
 
 #define CLI_EXIT_STARTUP 3 /* relay could not start: database/Redis unreachable, not migrated */
 #define DEFAULT_DB_TIMEOUT_MS 30000
@@ -153,59 +154,6 @@ static int load_routes(const cmd_spec *spec, const char *path, ferry_routes **ou
     if (ferry_routes_load(path, out, &e) == 0) return 0;
     fprintf(stderr, "ferry %s: --routes: %s\n", spec->name, e.message);
     return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
-}
-
-/* Text from the database (a topic: whatever an application inserted) made safe for one
- * line of output: backslash, C0 controls, DEL and C1 controls (U+0080-U+009F) escaped
- * (\\, \n, \r, \t, \xNN, \u00NN), bytes that do not form UTF-8 sequences as \xNN, so
- * no row can forge or garble lines. Cut with "..." when out[cap] is full (cap >= 8). */
-static const char *printable(const char *s, char *out, size_t cap) {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
-    size_t k = 0;
-    while (*p) {
-        unsigned char c = *p, esc[6];
-        size_t len = 0, take = 1;
-        if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
-            esc[len++] = '\\';
-            esc[len++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
-        } else if (c >= 0x20 && c < 0x7f) {
-            esc[len++] = c;
-        } else {
-            size_t need = c >= 0xC2 && c <= 0xDF   ? 2
-                          : c >= 0xE0 && c <= 0xEF ? 3
-                          : c >= 0xF0 && c <= 0xF4 ? 4
-                                                   : 0;
-            size_t j = 1;
-            while (j < need && (p[j] & 0xC0) == 0x80)
-                j++;
-            if (need && j == need && !(c == 0xC2 && p[1] <= 0x9F)) {
-                memcpy(esc, p, need);
-                len = take = need;
-            } else {
-                int c1 = need && j == need; /* U+0080-U+009F */
-                unsigned char v = c1 ? p[1] : c;
-                esc[len++] = '\\';
-                esc[len++] = c1 ? 'u' : 'x';
-                if (c1) {
-                    esc[len++] = '0';
-                    esc[len++] = '0';
-                    take = 2;
-                }
-                esc[len++] = (unsigned char)hex[v >> 4];
-                esc[len++] = (unsigned char)hex[v & 15];
-            }
-        }
-        if (k + len + 4 > cap) {
-            memcpy(out + k, "...", 4);
-            return out;
-        }
-        memcpy(out + k, esc, len);
-        k += len;
-        p += take;
-    }
-    out[k] = '\0';
-    return out;
 }
 
 /* ---- migrate ------------------------------------------------------------------------------ */
@@ -592,8 +540,8 @@ static int status_main(int argc, char **argv) {
                 const ferry_outbox_topic_status *t = &s->topics[i];
                 char topic[4 * FERRY_OUTBOX_TOPIC_MAX + 8];
                 printf("%-40s %11lld %7lld %11lld  %-10s%s\n",
-                       printable(t->topic, topic, sizeof topic), t->unpublished, t->with_errors,
-                       t->quarantined, age_text(t->oldest_age_s, age, sizeof age),
+                       ferry__printable(t->topic, topic, sizeof topic), t->unpublished,
+                       t->with_errors, t->quarantined, age_text(t->oldest_age_s, age, sizeof age),
                        t->known < 0 ? ""
                        : t->known   ? " yes"
                                     : " NO");

@@ -1,0 +1,14 @@
+/* printable.h - text from outside ferry (a topic an application inserted into the outbox)
+ * made safe for one line of a log or of CLI output. */
+#ifndef FERRY_UTIL_PRINTABLE_H
+#define FERRY_UTIL_PRINTABLE_H
+
+#include <stddef.h>
+
+/* Copy s into out[cap] (cap >= 8) with backslash, C0 controls, DEL and C1 controls
+ * (U+0080-U+009F) escaped (\\, \n, \r, \t, \xNN, \u00NN) and bytes that do not form UTF-8
+ * sequences as \xNN, so no such text can forge or garble lines; cut with "..." when out is
+ * full. Returns out. Pure, thread-safe; no allocation. */
+const char *ferry__printable(const char *s, char *out, size_t cap);
+
+#endif
