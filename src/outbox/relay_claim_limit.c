@@ -6,8 +6,9 @@
  *    Rows inserted by SQL may be as large as jsonb allows, and a claim of many of them can
  *    take longer than the timeout; retried unchanged it would time out for ever, and every
  *    younger event would wait behind it. A row that cannot be claimed alone within the
- *    timeout twice in a row is set aside (quarantined_at, last_error), like any row that
- *    cannot become a job, so the events behind it move again. */
+ *    timeout twice in a row, and is large (SLOW_ROW_MIN_STORED), is set aside
+ *    (quarantined_at, last_error), like any row that cannot become a job, so the events
+ *    behind it move again; a small one only means the server is slow, and is retried. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,12 +84,30 @@ static int set_aside(ferry_relay *r, ferry__pgc *pg, const char *id, const char 
     return done;
 }
 
+/* Stored size (pg_column_size, compressed) under which a row is never blamed for a claim
+ * timeout: converting it to text cannot take seconds, so the server is slow (an I/O stall,
+ * an overloaded host) and the row is only retried. Text of a timeout's worth of conversion
+ * (tens of MB at ~25 MB/s) compresses to well over this. */
+#define SLOW_ROW_MIN_STORED (64 * 1024)
+
 /* A one-row claim timed out: the first time for the row first in line, note it; the second
- * time in a row, set it aside. */
+ * time in a row, set it aside, unless the row is small. */
 static relay_batch_rc single_row(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
     char id[FERRY_UUID_STRLEN + 1];
     long long stored = 0;
     if (first_in_line(r, pg, id, &stored) <= 0) return RELAY_BATCH_DB_FAILED;
+    if (stored < SLOW_ROW_MIN_STORED) {
+        r->slow_row[0] = '\0';
+        if (err) {
+            char was[FERRY_ERROR_MESSAGE_MAX];
+            snprintf(was, sizeof was, "%s", err->message);
+            ferry__err(err, err->code,
+                       "%s (a claim of event %s alone, %lld bytes stored: the server is slow, "
+                       "not the row; retrying)",
+                       was, id, stored);
+        }
+        return RELAY_BATCH_DB_FAILED;
+    }
     if (strcmp(id, r->slow_row)) {
         memcpy(r->slow_row, id, sizeof id);
         if (err) {

@@ -64,8 +64,11 @@ int ferry__queue_connect(ferry_queue *q, int64_t deadline, ferry_error *err) {
     return ferry__conn_open(&o, NULL, &q->conn, err);
 }
 
-static int is_transport_error(int rc) {
-    return rc == FERRY_EIO || rc == FERRY_ETIMEDOUT || rc == FERRY_EPROTO;
+/* The connection failed under the call (a TLS alert mid-connection counts too: it leaves
+ * the connection broken like a reset does). */
+static int is_transport_error(const ferry_queue *q, int rc) {
+    return rc == FERRY_EIO || rc == FERRY_ETIMEDOUT || rc == FERRY_EPROTO ||
+           (rc == FERRY_ETLS && q->conn && ferry__conn_broken(q->conn));
 }
 
 static int is_noscript(const redisReply *r) {
@@ -106,7 +109,8 @@ int ferry__queue_exchange(ferry_queue *q, ferry__q_append_fn append, void *ctx, 
             }
             return 0;
         }
-        if (!idempotent || retried || !is_transport_error(rc) || deadline - ferry__mono_ms() <= 0)
+        if (!idempotent || retried || !is_transport_error(q, rc) ||
+            deadline - ferry__mono_ms() <= 0)
             return rc;
         retried = 1; /* the connection is broken now; the loop reconnects */
     }

@@ -180,7 +180,8 @@ static size_t encoded_len(int argc, const char **argv, const size_t *argvlen, si
  * hiredis' copy is wiped before it goes back to the allocator. */
 static int append_command(ferry_conn *c, int argc, const char **argv, const size_t *argvlen,
                           int secret, ferry_error *err) {
-    if (argc <= 0 || !argv) return ferry__err(err, FERRY_EINVAL, "redis: empty command");
+    if (argc <= 0 || !argv)
+        return drop_unsent(c, ferry__err(err, FERRY_EINVAL, "redis: empty command"));
     for (int i = 0; i < argc; i++)
         if (!argv[i] && (!argvlen || argvlen[i]))
             return drop_unsent(c, ferry__err(err, FERRY_EINVAL, "redis: argument %d is NULL", i));

@@ -320,6 +320,28 @@ static long long int_of(const redisReply *r) {
     return 0;
 }
 
+/* At most this many bytes of results in one round trip (always at least one result), so a
+ * request stays far below the connection's 512 MiB limit whatever the results' sizes. */
+#define BATCH_BYTES_MAX (64u << 20)
+
+/* Bytes a result adds to a finish call, roughly (the fixed part covers the other
+ * arguments). */
+static size_t result_bytes(const ferry_job *j) {
+    return 256 + strlen(j->id) + (j->value ? strlen(j->value) : 0) +
+           (j->stacktrace ? strlen(j->stacktrace) : 0);
+}
+
+size_t ferry__batch_take(const ferry__disp *d) {
+    size_t n = 0, bytes = 0;
+    for (const ferry_job *j = d->pending; j; j = j->next) {
+        size_t b = result_bytes(j);
+        if (n > 0 && (d->one_result || bytes + b > BATCH_BYTES_MAX)) break;
+        bytes += b;
+        n++;
+    }
+    return n;
+}
+
 int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
                      ferry__batch_result *res, ferry_error *err) {
     memset(res, 0, sizeof *res);

@@ -30,9 +30,6 @@
 #define MAX_RATE_LIMIT_DELAY_MS 30000 /* BullMQ maximumRateLimitDelay */
 #define SCRIPT_ERROR_RETRIES 3        /* a result refused by a failing script is tried 3x */
 #define SCRIPT_ERROR_DELAY_MS 1000
-/* At most this many bytes of results in one round trip (always at least one result), so a
- * request stays far below the connection's 512 MiB limit whatever the results' sizes. */
-#define BATCH_BYTES_MAX (64u << 20)
 /* A command connection unused for this long is checked (one non-blocking poll) before the
  * next call: a server restarted meanwhile has closed it, and finding that out before
  * sending keeps results from being treated as "sent, outcome unknown". */
@@ -301,8 +298,11 @@ static void take_jobs(ferry_worker *w, ferry_job *list, ferry_job **mine) {
 
 /* ---- scheduler iterations ------------------------------------------------------------ */
 
-static int transport_error(int rc) {
-    return rc == FERRY_EIO || rc == FERRY_ETIMEDOUT || rc == FERRY_EPROTO;
+/* The connection failed under the call (a TLS alert mid-connection counts too: it leaves
+ * the connection broken like a reset does). */
+static int transport_error(const ferry_conn *c, int rc) {
+    return rc == FERRY_EIO || rc == FERRY_ETIMEDOUT || rc == FERRY_EPROTO ||
+           (rc == FERRY_ETLS && c && ferry__conn_broken(c));
 }
 
 /* Fetched jobs that are scheduler iterations (`rjk`): produce each schedule's next iteration
@@ -330,11 +330,11 @@ static void produce_next_iterations(ferry_worker *w, ferry_job *list) {
     }
     ferry_error e = {0};
     int rc = ferry__scheduler_on_fetch(w->d.conn, w->keys.base, f, n, ferry__now_ms(), r, &e);
-    if (transport_error(rc)) {
+    if (transport_error(w->d.conn, rc)) {
         conn_lost(w, &e);
         if (reconnect(w) == 0)
             rc = ferry__scheduler_on_fetch(w->d.conn, w->keys.base, f, n, ferry__now_ms(), r, &e);
-        if (transport_error(rc) && w->d.conn) conn_lost(w, &e);
+        if (transport_error(w->d.conn, rc) && w->d.conn) conn_lost(w, &e);
     }
     if (rc != 0) {
         report(w, rc, "worker %s: scheduler next iteration not produced: %s", w->queue, e.message);
@@ -351,30 +351,10 @@ out:
 
 /* Write every pending result and fetch for the free slots, in one round trip. With
  * `mine`, one fetched job is handed to the caller (see take_jobs). */
-/* Bytes a result adds to a finish call, roughly (the fixed part covers the other
- * arguments). */
-static size_t result_bytes(const ferry_job *j) {
-    return 256 + strlen(j->id) + (j->value ? strlen(j->value) : 0) +
-           (j->stacktrace ? strlen(j->stacktrace) : 0);
-}
-
-/* How many pending results (from the head) the next call carries: within BATCH_BYTES_MAX,
- * or just one after a call was refused as too big. */
-static size_t batch_take(const ferry__disp *d) {
-    size_t n = 0, bytes = 0;
-    for (const ferry_job *j = d->pending; j; j = j->next) {
-        size_t b = result_bytes(j);
-        if (n > 0 && (d->one_result || bytes + b > BATCH_BYTES_MAX)) break;
-        bytes += b;
-        n++;
-    }
-    return n;
-}
-
 static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     ferry__disp *d = &w->d;
     int64_t now = ferry__mono_ms();
-    size_t n = now >= d->retry_at ? batch_take(d) : 0;
+    size_t n = now >= d->retry_at ? ferry__batch_take(d) : 0;
     int fetch_n =
         fetch_allowed ? (d->free_slots < w->fetch_batch ? d->free_slots : w->fetch_batch) : 0;
     /* Results kept after a script error (and jobs failed without running) still hold a
@@ -420,17 +400,11 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     int64_t sent_ms = ferry__mono_ms();
     int rc = ferry__batch_run(w, jobs, n, fetch_n, codes, &res, &e);
     d->last_io = ferry__mono_ms();
-    if (rc == FERRY_ETOOBIG && !ferry__conn_broken(d->conn)) {
-        /* Refused before anything was sent: the request would be over the connection's
-         * limit. Send one result per call from now on; a single result that cannot be sent
-         * fails the job with the reason, keeping its stored stacktrace (what made it big). */
-        if (n == 1)
-            ferry__job_plan_unsendable(jobs[0], e.message);
-        else
-            d->one_result = 1;
-    } else if (rc == 0) {
-        d->one_result = 0;
-    }
+    /* Refused unsent as over the request limit: one result per call from now on; a single
+     * result that cannot be sent fails its job, leaving the stored stacktrace alone. */
+    if (rc == FERRY_ETOOBIG && !ferry__conn_broken(d->conn) && n == 1)
+        ferry__job_plan_unsendable(jobs[0], e.message);
+    d->one_result = rc == FERRY_ETOOBIG && !ferry__conn_broken(d->conn) && n > 1;
     if (rc != 0) {
         /* Nothing is known about this call: keep every result and send it again. */
         for (i = 0; i < n; i++) {

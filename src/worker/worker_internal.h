@@ -292,6 +292,11 @@ typedef struct ferry__batch_result {
  * moveToActive when there is nothing to finish. codes[i] receives the script answer for
  * jobs[i] (0 or negative; FERRY__CODE_SCRIPT_ERROR when its script failed). Returns 0, or a
  * transport error (connection broken: nothing is known about the jobs). */
+/* How many pending results, from the head of d->pending, the next call carries: at most
+ * 64 MiB of them (always at least one), or one after a call was refused as too big
+ * (d->one_result). Dispatcher only. */
+size_t ferry__batch_take(const ferry__disp *d);
+
 #define FERRY__CODE_SCRIPT_ERROR (-1000)
 int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
                      ferry__batch_result *res, ferry_error *err);
