@@ -250,6 +250,12 @@ static void test_remove_job(void **state) {
     assert_int_equal(ival(cmd("EXISTS %s", K(q, "subkeys-only:logs"))), 0);
     assert_string_equal(events(q), "removed:jobId=orphan:prev=wait|"
                                    "removed:jobId=subkeys-only:prev=unknown");
+    /* an id left alone in a state (no key at all): taken out, no event, as Node does */
+    freeReplyObject(cmd("LPUSH %s state-only", K(q, "wait")));
+    assert_int_equal(ferry_queue_remove_job(q, "state-only", &e), 0);
+    assert_string_equal(lrange(K(q, "wait")), "3");
+    assert_string_equal(events(q), "removed:jobId=orphan:prev=wait|"
+                                   "removed:jobId=subkeys-only:prev=unknown");
 
     /* locked by a worker */
     freeReplyObject(cmd("SET %s token PX 60000", K(q, "3:lock")));

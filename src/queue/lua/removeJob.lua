@@ -3,7 +3,7 @@
   without children: refuse the current iteration of a job scheduler and a locked (active)
   job; release the job's flow parent when it was the last pending child; take the id out of
   whatever state holds it; drop a deduplication key the job owns; delete the hash and its
-  sub-keys; event `removed {jobId, prev}`. Children of a flow parent are not removed.
+  sub-keys; event `removed {jobId, prev}` when a key was deleted. Children of a flow parent are not removed.
   An id whose hash is gone (left in a state, or sub-keys left) is cleaned up all the same,
   as Node's remove does; only when nothing at all was there is the answer -1.
 
@@ -52,6 +52,9 @@ end
 
 local wiped = ferryWipeJob(jobKey)
 if wiped == 0 and prev == "unknown" then return -1 end
-rcall("XADD", base .. "events", "MAXLEN", "~", ferryMaxEvents(base .. "meta"), "*", "event",
-  "removed", "jobId", jobId, "prev", prev)
+-- as Node: the event only when a key was deleted (not for an id left alone in a state)
+if wiped > 0 then
+  rcall("XADD", base .. "events", "MAXLEN", "~", ferryMaxEvents(base .. "meta"), "*", "event",
+    "removed", "jobId", jobId, "prev", prev)
+end
 return 1
