@@ -75,6 +75,15 @@ static int is_noscript(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && !memcmp(r->str, "NOSCRIPT", 8);
 }
 
+/* The connection's command timeout for the next step of a call ending at `deadline`: what
+ * is left of it, at most one command timeout, at least 1 ms. */
+static void call_timeout(ferry_queue *q, int64_t deadline) {
+    int64_t left = deadline - ferry__mono_ms();
+    ferry__conn_set_timeout(q->conn, left < 1               ? 1
+                                     : left < q->command_ms ? (int)left
+                                                            : q->command_ms);
+}
+
 int ferry__queue_exchange(ferry_queue *q, ferry__q_append_fn append, void *ctx, int idempotent,
                           redisReply **replies, size_t max_replies, size_t *n, ferry_error *err) {
     int64_t deadline = ferry__mono_ms() + q->connect_ms + q->command_ms;
@@ -83,10 +92,7 @@ int ferry__queue_exchange(ferry_queue *q, ferry__q_append_fn append, void *ctx, 
         *n = 0;
         int rc = ferry__queue_connect(q, deadline, err);
         if (rc) return rc;
-        int64_t left = deadline - ferry__mono_ms();
-        ferry__conn_set_timeout(q->conn, left < 1               ? 1
-                                         : left < q->command_ms ? (int)left
-                                                                : q->command_ms);
+        call_timeout(q, deadline);
         rc = append(q, ctx, n, err);
         if (rc == 0 && *n > max_replies)
             rc = ferry__err(err, FERRY_EINVAL, "queue: %zu replies expected, room for %zu", *n,
@@ -103,7 +109,9 @@ int ferry__queue_exchange(ferry_queue *q, ferry__q_append_fn append, void *ctx, 
                 freeReplyObject(replies[0]);
                 replies[0] = NULL;
                 reloaded = 1;
+                call_timeout(q, deadline); /* the load too stays within the call's deadline */
                 rc = ferry__conn_load_scripts(q->conn, err);
+                ferry__conn_set_timeout(q->conn, 0);
                 if (rc) return rc;
                 continue;
             }
