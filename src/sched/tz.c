@@ -483,6 +483,12 @@ static int open_iana(const char *name, const char *label, ferry__tz **out, ferry
         return ferry__err(err, FERRY_EINVAL, "unknown time zone '%s'", label);
     char path[PATH_MAX];
     zone_dir(path, sizeof path);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) /* a -slim image without tzdata */
+        return ferry__err(err, FERRY_EINVAL,
+                          "unknown time zone '%s': no tz database at %s (install tzdata, or "
+                          "set TZDIR)",
+                          label, path);
     if (resolve_path(path, sizeof path, name) != 0 ||
         name_refused(path + strlen(path) - strlen(name)))
         return ferry__err(err, FERRY_EINVAL, "unknown time zone '%s'", label);
@@ -523,6 +529,68 @@ static int parse_fixed(const char *s, long *off) {
     return 1;
 }
 
+/* Names Intl (ICU) accepts that have no file in the tz database: ICU's old three-letter
+ * IDs and a few retired aliases, to the zone ICU gives them (`new Intl.DateTimeFormat('en',
+ * {timeZone: n}).resolvedOptions().timeZone` in Node 20), and the SystemV zones, which ICU
+ * keeps as fixed offsets or the 1967 US rules (last Sunday of April to last Sunday of
+ * October, checked against Node). A Node producer may give any of them as a scheduler's tz. */
+static const struct {
+    const char *name, *zone; /* zone: an IANA name, or a POSIX rule when posix */
+    int posix;
+} icu_aliases[] = {
+    {"ACT", "Australia/Darwin", 0},
+    {"AET", "Australia/Sydney", 0},
+    {"AGT", "America/Argentina/Buenos_Aires", 0},
+    {"ART", "Africa/Cairo", 0},
+    {"AST", "America/Anchorage", 0},
+    {"BET", "America/Sao_Paulo", 0},
+    {"BST", "Asia/Dhaka", 0},
+    {"CAT", "Africa/Maputo", 0},
+    {"CNT", "America/St_Johns", 0},
+    {"CST", "America/Chicago", 0},
+    {"CTT", "Asia/Shanghai", 0},
+    {"EAT", "Africa/Nairobi", 0},
+    {"ECT", "Europe/Paris", 0},
+    {"IET", "America/Indiana/Indianapolis", 0},
+    {"IST", "Asia/Kolkata", 0},
+    {"JST", "Asia/Tokyo", 0},
+    {"MIT", "Pacific/Apia", 0},
+    {"NET", "Asia/Yerevan", 0},
+    {"NST", "Pacific/Auckland", 0},
+    {"PLT", "Asia/Karachi", 0},
+    {"PNT", "America/Phoenix", 0},
+    {"PRT", "America/Puerto_Rico", 0},
+    {"PST", "America/Los_Angeles", 0},
+    {"SST", "Pacific/Guadalcanal", 0},
+    {"VST", "Asia/Ho_Chi_Minh", 0},
+    {"US/Pacific-New", "America/Los_Angeles", 0},
+    {"Canada/East-Saskatchewan", "America/Regina", 0},
+    {"SystemV/AST4", "<-04>4", 1},
+    {"SystemV/AST4ADT", "<-04>4<-03>,M4.5.0,M10.5.0", 1},
+    {"SystemV/CST6", "<-06>6", 1},
+    {"SystemV/CST6CDT", "<-06>6<-05>,M4.5.0,M10.5.0", 1},
+    {"SystemV/EST5", "<-05>5", 1},
+    {"SystemV/EST5EDT", "<-05>5<-04>,M4.5.0,M10.5.0", 1},
+    {"SystemV/HST10", "<-10>10", 1},
+    {"SystemV/MST7", "<-07>7", 1},
+    {"SystemV/MST7MDT", "<-07>7<-06>,M4.5.0,M10.5.0", 1},
+    {"SystemV/PST8", "<-08>8", 1},
+    {"SystemV/PST8PDT", "<-08>8<-07>,M4.5.0,M10.5.0", 1},
+    {"SystemV/YST9", "<-09>9", 1},
+    {"SystemV/YST9YDT", "<-09>9<-08>,M4.5.0,M10.5.0", 1},
+};
+
+static int open_alias(const char *name, ferry__tz **out, ferry_error *err, int *found) {
+    *found = 0;
+    for (size_t i = 0; i < sizeof icu_aliases / sizeof icu_aliases[0]; i++) {
+        if (strcasecmp(name, icu_aliases[i].name) != 0) continue;
+        *found = 1;
+        if (icu_aliases[i].posix) return ferry__tz_from_posix(icu_aliases[i].zone, out, err);
+        return open_iana(icu_aliases[i].zone, name, out, err);
+    }
+    return 0;
+}
+
 static int open_uncached(const char *name, ferry__tz **out, ferry_error *err) {
     char lower[FERRY_TZ_NAME_MAX + 1];
     size_t n = strlen(name);
@@ -542,6 +610,9 @@ static int open_uncached(const char *name, ferry__tz **out, ferry_error *err) {
         *out = tz;
         return 0;
     }
+    int alias;
+    int rc = open_alias(name, out, err, &alias);
+    if (alias) return rc;
     return open_iana(name, name, out, err);
 }
 

@@ -353,6 +353,45 @@ static void test_names(void **state) {
 }
 
 /* "local" / "system" / "default" follow $TZ (each name is resolved once, then cached). */
+/* Names Intl accepts without a tz database file: ICU's three-letter IDs and SystemV zones
+ * (expected offsets are what Node 20's Intl gives for the same instants). */
+static void test_icu_aliases(void **state) {
+    (void)state;
+    long long jan = utc_s(2026, 1, 15, 12, 0, 0), jul = utc_s(2026, 7, 15, 12, 0, 0);
+    assert_int_equal(offset_of("IST", jan), 5 * H + 1800);
+    assert_int_equal(offset_of("JST", jul), 9 * H);
+    assert_int_equal(offset_of("PST", jan), -8 * H);
+    assert_int_equal(offset_of("PST", jul), -7 * H);
+    assert_int_equal(offset_of("pst", jul), -7 * H); /* Intl ignores case */
+    assert_int_equal(offset_of("CST", jul), -5 * H);
+    assert_int_equal(offset_of("US/Pacific-New", jan), -8 * H);
+    assert_int_equal(offset_of("SystemV/HST10", jul), -10 * H);
+    /* SystemV daylight zones keep the 1967 US rules: last Sunday of April to last Sunday of
+     * October, at 02:00 local */
+    assert_int_equal(offset_of("SystemV/EST5EDT", utc_s(2026, 4, 26, 6, 59, 0)), -5 * H);
+    assert_int_equal(offset_of("SystemV/EST5EDT", utc_s(2026, 4, 26, 7, 1, 0)), -4 * H);
+    assert_int_equal(offset_of("SystemV/EST5EDT", utc_s(2026, 10, 25, 5, 59, 0)), -4 * H);
+    assert_int_equal(offset_of("SystemV/EST5EDT", utc_s(2026, 10, 25, 6, 1, 0)), -5 * H);
+    assert_int_equal(offset_of("SystemV/EST5EDT", utc_s(2026, 3, 9, 12, 0, 0)), -5 * H);
+    open_bad("XYZ", FERRY_EINVAL, "unknown time zone 'XYZ'");
+}
+
+/* Without a tz database (a -slim image), the error says so instead of blaming the name. */
+static void test_no_tz_database(void **state) {
+    (void)state;
+    const char *old = getenv("TZDIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("TZDIR", "/nonexistent/zoneinfo", 1);
+    open_bad("America/Lima", FERRY_EINVAL, "no tz database at /nonexistent/zoneinfo");
+    if (saved) {
+        setenv("TZDIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TZDIR");
+    }
+    assert_int_equal(offset_of("America/Lima", utc_s(2026, 1, 15, 12, 0, 0)), -5 * H);
+}
+
 static void test_local_zone(void **state) {
     (void)state;
     char *saved = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
@@ -457,7 +496,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tzif_synthetic), cmocka_unit_test(test_tzif_malformed),
         cmocka_unit_test(test_posix_rules),    cmocka_unit_test(test_system_zones),
-        cmocka_unit_test(test_names),          cmocka_unit_test(test_local_zone),
+        cmocka_unit_test(test_names),          cmocka_unit_test(test_icu_aliases),
+        cmocka_unit_test(test_no_tz_database), cmocka_unit_test(test_local_zone),
         cmocka_unit_test(test_tzdir),          cmocka_unit_test(test_cache_threads),
         cmocka_unit_test(test_calendar),
     };
