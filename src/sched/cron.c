@@ -127,9 +127,26 @@ static int js_number_nth(const char *s) {
     return first <= 4 ? -1 : 0;
 }
 
+/* cron-parser refuses a field that has grown past this many values before its next list
+ * element (duplicates count, so only lists with repeats reach it). */
+#define FIELD_VALUES_MAX 256
+
+/* The smallest value in a non-empty set. */
+static int lowest(uint64_t set) {
+    return __builtin_ctzll(set);
+}
+
+/* One field being parsed. Numbers above `limit` are kept apart: cron-parser's
+ * CronDayOfMonth.fromMonth drops the days a single month does not have before it looks for
+ * duplicates, unless that would leave no value at all. */
 typedef struct field_acc {
-    uint64_t nums;
+    uint64_t nums;    /* numbers <= limit */
+    uint64_t dropped; /* numbers > limit */
     uint64_t strs[2]; /* "L", "dL", "ddL" seen (codes 0..110), to catch duplicates */
+    int limit;        /* the field maximum, or the length of the day-of-month's single month */
+    int dropped_dup;  /* a number > limit listed twice, or -1 */
+    int count;        /* values so far, repeats included (cron-parser's stack length) */
+    bool kept;        /* a string or a number <= limit was listed */
     uint8_t last_wdays;
 } field_acc;
 
@@ -147,6 +164,8 @@ static int add_value(field_acc *a, int f, const char *raw, const char *v, size_t
         if (a->strs[code / 64] >> (code % 64) & 1)
             return bad(err, f, raw, "duplicate value %.*s", (int)n, v);
         a->strs[code / 64] |= 1ULL << (code % 64);
+        a->count++;
+        a->kept = true;
         if (n > 1) a->last_wdays |= (uint8_t)(1u << ((v[0] - '0') % 7));
         return 0;
     }
@@ -155,8 +174,15 @@ static int add_value(field_acc *a, int f, const char *raw, const char *v, size_t
         return bad(err, f, raw, "value %.*s out of range %d-%d", (int)n, v, SPEC[f].min,
                    SPEC[f].max);
     if (f == F_DOW) x %= 7;
+    a->count++;
+    if (x > a->limit) { /* a repeat here only matters if no other value is kept */
+        if ((a->dropped >> x & 1) && a->dropped_dup < 0) a->dropped_dup = (int)x;
+        a->dropped |= 1ULL << x;
+        return 0;
+    }
     if (a->nums >> x & 1) return bad(err, f, raw, "duplicate value %lld", x);
     a->nums |= 1ULL << x;
+    a->kept = true;
     a->last_wdays |= (uint8_t)(1u << (x % 7));
     return 0;
 }
@@ -177,8 +203,14 @@ static int add_range(field_acc *a, int f, const char *raw, const char *v, size_t
     if (f == F_DOW && hi % 7 == 0 && (hi - lo) % step == 0) vals |= 1; /* Sunday as 0 too */
     for (long long i = lo; i <= hi; i += step)
         vals |= 1ULL << i;
+    a->count += __builtin_popcountll(vals);
+    uint64_t high = vals & ~((2ULL << a->limit) - 1); /* limit <= 59 */
+    if ((a->dropped & high) && a->dropped_dup < 0) a->dropped_dup = lowest(a->dropped & high);
+    a->dropped |= high;
+    vals &= ~high;
     if (a->nums & vals) return bad(err, f, raw, "range '%.*s' repeats a value", (int)n, v);
     a->nums |= vals;
+    a->kept = a->kept || vals != 0;
     for (int i = 0; i <= 7; i++)
         if (vals >> i & 1) a->last_wdays |= (uint8_t)(1u << (i % 7));
     return 0;
@@ -237,11 +269,17 @@ static int rewrite_field(int f, const char *raw, scratch *s, ferry_error *err) {
     return 0;
 }
 
-static int parse_field(int f, const char *raw, field_acc *a, scratch *s, ferry_error *err) {
+/* Parse one field into *a; numbers above `limit` are set aside as described at field_acc. */
+static int parse_field(int f, const char *raw, int limit, field_acc *a, scratch *s,
+                       ferry_error *err) {
     memset(a, 0, sizeof *a);
+    a->limit = limit;
+    a->dropped_dup = -1;
     int rc = rewrite_field(f, raw, s, err);
     if (rc) return rc;
     for (char *atom = s->expanded, *next; atom; atom = next) {
+        if (a->count > FIELD_VALUES_MAX)
+            return bad(err, f, raw, "more than %d values", FIELD_VALUES_MAX);
         char *comma = strchr(atom, ',');
         next = comma ? comma + 1 : NULL;
         size_t n = comma ? (size_t)(comma - atom) : strlen(atom);
@@ -261,6 +299,10 @@ static int parse_field(int f, const char *raw, field_acc *a, scratch *s, ferry_e
             rc = add_value(a, f, raw, atom, n, err);
         }
         if (rc) return rc;
+    }
+    if (!a->kept) { /* every value was above the limit: cron-parser keeps them all */
+        if (a->dropped_dup >= 0) return bad(err, f, raw, "duplicate value %d", a->dropped_dup);
+        a->nums = a->dropped;
     }
     return 0;
 }
@@ -322,16 +364,20 @@ static int parse_into(ferry__cron *c, const char *expr, scratch *s, ferry_error 
     if (nf == 0) return ferry__err(err, FERRY_EINVAL, "cron: empty expression");
     /* Fewer than 6 fields are completed from the left with "0 * * * * *" (cron-parser). */
     static const char *const defaults[6] = {"0", "*", "*", "*", "*", "*"};
-    static const int field_of[6] = {F_SECOND, F_MINUTE, F_HOUR, F_DOM, F_MONTH, F_DOW};
-    const char *raw[6];
+    const char *raw[F_COUNT]; /* indexed by field: the F_ order is the text order */
     for (int i = 0; i < 6; i++)
         raw[i] = i < 6 - nf ? defaults[i] : fields[i - (6 - nf)];
+    /* cron-parser's order: the month comes before the day of month, which depends on it. */
+    static const int order[F_COUNT] = {F_SECOND, F_MINUTE, F_HOUR, F_MONTH, F_DOM, F_DOW};
+    static const int dim[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     field_acc acc[F_COUNT];
-    for (int i = 0; i < 6; i++) {
-        int f = field_of[i], rc;
-        const char *r = raw[i];
+    for (int i = 0; i < F_COUNT; i++) {
+        int f = order[i], rc, limit = SPEC[f].max;
+        const char *r = raw[f];
+        uint64_t mo = c->set[F_MONTH];
+        if (f == F_DOM && mo && (mo & (mo - 1)) == 0) limit = dim[lowest(mo)]; /* Feb: 29 */
         if (f == F_DOW && (rc = parse_nth(c, &r, s, err)) != 0) return rc;
-        if ((rc = parse_field(f, r, &acc[f], s, err)) != 0) return rc;
+        if ((rc = parse_field(f, r, limit, &acc[f], s, err)) != 0) return rc;
         c->set[f] = acc[f].nums;
     }
     c->dom_wild = !strcmp(raw[3], "*") || !strcmp(raw[3], "?");
@@ -341,7 +387,6 @@ static int parse_into(ferry__cron *c, const char *expr, scratch *s, ferry_error 
     c->dow_last = acc[F_DOW].last_wdays;
     c->hour_count = __builtin_popcountll(c->set[F_HOUR]);
     /* cron-parser refuses a single month whose listed days never occur (Feb counts 29). */
-    static const int dim[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     uint64_t mo = c->set[F_MONTH], dom = c->set[F_DOM];
     if ((mo & (mo - 1)) == 0 && !c->dom_has_l && c->dow_wild && dom &&
         __builtin_ctzll(dom) > dim[__builtin_ctzll(mo)])
@@ -510,10 +555,6 @@ static void add_unit(const ferry__tz *z, cdate *d, int unit, int hour_count) {
 
 static bool has(uint64_t set, int v) {
     return v >= 0 && v < 64 && (set >> v & 1);
-}
-
-static int lowest(uint64_t set) {
-    return __builtin_ctzll(set);
 }
 
 /* Smallest listed value greater than v, or -1. */

@@ -16,7 +16,11 @@
  *        @weekdays @weekends (the whole expression, exact spelling).
  *   Not supported: Jenkins-style hashed values (`H`, `H/5`, `H(0-29)`): cron-parser draws
  *        them from a fresh random seed on every parse, so no two processes agree.
- *   A value listed twice (`1,1`, `0,7`, `1-5,3`) is an error, as in cron-parser.
+ *   A value listed twice (`1,1`, `0,7`, `1-5,3`) is an error, as in cron-parser - except
+ *        that when the month field holds exactly one month, day-of-month numbers past that
+ *        month's length (Feb = 29) are dropped before the check (`0 0 31,31,1 4 *` is April
+ *        1), unless no value would be left. A field may not grow past 256 values (repeats
+ *        included) before its next list element.
  *
  * DST (same as cron-parser): a wall time skipped by a spring-forward gap runs at the
  * corresponding time after the gap (02:30 -> 03:30), once; a wall time repeated in autumn

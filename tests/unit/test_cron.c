@@ -287,6 +287,80 @@ static void test_invalid(void **state) {
     ferry__cron_free(c);
 }
 
+/* cron-parser's CronDayOfMonth.fromMonth: when the month field holds exactly one month, the
+ * day-of-month numbers that month does not have (February counts 29) are dropped BEFORE the
+ * duplicate check, unless that would leave no value. So a repeat among dropped days is fine,
+ * and so is a dropped day that is also covered by a range or step. The expected millis are
+ * cron-parser 5.10.3's answers (CronExpressionParser.parse(pattern, {tz: 'UTC',
+ * currentDate}).next(), chained); the comments give them as UTC wall times. */
+static void test_single_month_drops_missing_days(void **state) {
+    (void)state;
+    /* clang-format off */
+    static const cron_case cases[] = {
+        /* 1970-09-01 00:00, 1970-09-03 00:00, 1970-09-05 00:00 */
+        {"0 0 31,*/2 9 *", NULL, 0LL, 3, {20995200000LL, 21168000000LL, 21340800000LL}},
+        /* 2026-09-01 00:00, 2026-09-03 00:00, 2026-09-05 00:00 */
+        {"0 0 31,*/2 9 *", NULL, 1767225600000LL, 3, {1788220800000LL, 1788393600000LL, 1788566400000LL}},
+        /* 2026-04-01 00:00, 2026-04-02 00:00, 2026-04-03 00:00 */
+        {"0 0 31,1-31 4 *", NULL, 1767225600000LL, 3, {1775001600000LL, 1775088000000LL, 1775174400000LL}},
+        /* 2026-04-01 00:00, 2027-04-01 00:00, 2028-04-01 00:00 */
+        {"0 0 31,31,1 4 *", NULL, 1767225600000LL, 3, {1775001600000LL, 1806537600000LL, 1838160000000LL}},
+        /* 2026-02-28 00:00, 2027-02-28 00:00, 2028-02-29 00:00 */
+        {"0 0 30,30,L 2 *", NULL, 1767225600000LL, 3, {1772236800000LL, 1803772800000LL, 1835395200000LL}},
+        /* 2026-09-01 00:00, 2026-09-02 00:00, 2026-09-03 00:00 (day of month OR Monday) */
+        {"0 0 1-31,31 SEP MON", NULL, 1767225600000LL, 3, {1788220800000LL, 1788307200000LL, 1788393600000LL}},
+        /* 2028-02-29 00:00, 2032-02-29 00:00, 2036-02-29 00:00 */
+        {"0 0 30,30,29 2 *", NULL, 1767225600000LL, 3, {1835395200000LL, 1961625600000LL, 2087856000000LL}},
+        /* 2026-04-30 00:00, 2027-04-30 00:00, 2028-04-30 00:00 */
+        {"0 0 31,30,31 4 *", NULL, 1767225600000LL, 3, {1777507200000LL, 1809043200000LL, 1840665600000LL}},
+        /* 2026-04-30 00:00, 2027-04-30 00:00, 2028-04-30 00:00 ("5L" in day-of-month is L) */
+        {"0 0 31,31,5L 4 *", NULL, 1767225600000LL, 3, {1777507200000LL, 1809043200000LL, 1840665600000LL}},
+        /* 2026-11-01 00:00, 2026-11-03 00:00, 2026-11-05 00:00 */
+        {"0 0 1-31/2,31 11 *", NULL, 1767225600000LL, 3, {1793491200000LL, 1793664000000LL, 1793836800000LL}},
+    };
+    /* clang-format on */
+    check_cases(cases, sizeof cases / sizeof cases[0]);
+
+    /* Refused by cron-parser too: a repeat of a day the month has, a repeat when the month
+     * field holds more than one month (or a month twice), and a repeat among dropped days
+     * when nothing else is left (then all days are kept and checked). */
+    parse_bad("0 0 5,5 4 *", "duplicate value 5");
+    parse_bad("0 0 29,29 2 *", "duplicate value 29");
+    parse_bad("0 0 L,L 2 *", "duplicate value L");
+    parse_bad("0 0 31,31 4,6 *", "duplicate value 31");
+    parse_bad("0 0 31,31 4 *", "duplicate value 31");
+    parse_bad("0 0 30,30 2 *", "duplicate value 30");
+    parse_bad("0 0 30-31,30 2 *", "duplicate value 30");
+    parse_bad("0 0 31,31 4 MON", "duplicate value 31");
+    parse_bad("0 0 31,31 4-4 *", "duplicate value 31");
+    parse_bad("0 0 31,31 4,4 *", "month field '4,4': duplicate value 4");
+    parse_bad("0 0 31 4 *", "no listed day exists in month 4"); /* unchanged */
+
+    /* cron-parser refuses a field that holds more than 256 values before its next element;
+     * with dropped repeats allowed this is now reachable: 256 x "31" then "1" is fine in
+     * April, 257 x "31" then "1" is not. */
+    char expr[FERRY_CRON_EXPR_MAX + 1];
+    for (int n = 256; n <= 257; n++) {
+        size_t len = (size_t)snprintf(expr, sizeof expr, "0 0 ");
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(expr + len, sizeof expr - len, "31,");
+        snprintf(expr + len, sizeof expr - len, "1 4 *");
+        ferry__cron *c = NULL;
+        ferry_error e = {0};
+        int rc = ferry__cron_parse(expr, &c, &e);
+        if (n == 256) {
+            assert_int_equal(rc, 0);
+            long long next = 0;
+            assert_int_equal(ferry__cron_next(c, NULL, 1767225600000LL, &next, &e), 0);
+            assert_int_equal(next, 1775001600000LL); /* 2026-04-01, as cron-parser */
+            ferry__cron_free(c);
+        } else {
+            assert_int_equal(rc, FERRY_EINVAL);
+            assert_null(c);
+        }
+    }
+}
+
 /* Forms cron-parser accepts that look odd; ferry must accept them with the same meaning. */
 static void test_cron_parser_quirks(void **state) {
     (void)state;
@@ -348,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_not_found),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_cron_parser_quirks),
+        cmocka_unit_test(test_single_month_drops_missing_days),
         cmocka_unit_test(test_every_second_chain),
         cmocka_unit_test(test_lord_howe_anomaly),
     };
