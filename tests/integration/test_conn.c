@@ -18,6 +18,7 @@
 
 #include "redis/scripts.h"
 #include "support/testenv.h"
+#include "test_listen.h"
 #include "util/clock.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -79,35 +80,6 @@ static const char *fmt_url(const char *fmt, ...) {
     vsnprintf(b, sizeof url_buf[0], fmt, ap);
     va_end(ap);
     return b;
-}
-
-/* A TCP listener on 127.0.0.1 (or ::1) with the given backlog; *port receives the port.
- * Returns -1 when the address family is unavailable. */
-static int listen_local(int family, int backlog, int *port) {
-    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    if (family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *a;
-    }
-    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, backlog) < 0) {
-        close(fd);
-        return -1;
-    }
-    len = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &len);
-    *port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                     : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
 }
 
 static int connect_local(int port) {

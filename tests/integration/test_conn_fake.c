@@ -26,6 +26,7 @@
 
 #include "redis/scripts.h"
 #include "support/testenv.h"
+#include "test_listen.h"
 #include "util/clock.h"
 
 #define ACCEPT_WAIT_MS 20000
@@ -145,18 +146,6 @@ static void *fake_main(void *arg) {
     return NULL;
 }
 
-static int listen_tcp(int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, len), 0);
-    assert_int_equal(listen(fd, 4), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 static ferry_conn *open_url(const char *url, int connect_timeout_ms) {
     ferry_redis_options o;
     ferry_redis_options_init(&o);
@@ -178,7 +167,8 @@ typedef struct fake_session {
 static void fake_start(fake_session *s, size_t reply_memory_max) {
     memset(s, 0, sizeof *s);
     int port;
-    s->f.lfd = listen_tcp(&port);
+    s->f.lfd = listen_local(AF_INET, 4, &port);
+    assert_true(s->f.lfd >= 0);
     assert_int_equal(pthread_create(&s->th, NULL, fake_main, &s->f), 0);
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);

@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 
 #include "support/testenv.h"
+#include "test_listen.h"
 
 typedef struct tls_peer {
     int lfd;
@@ -63,18 +64,6 @@ static void *tls_peer_main(void *arg) {
     return NULL;
 }
 
-static int listen_local(int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, len), 0);
-    assert_int_equal(listen(fd, 4), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 typedef struct attempt {
     int version;
     const char *server_trusts; /* CA the server checks client certificates against */
@@ -89,7 +78,8 @@ static int try_open(const attempt *a, ferry_error *e, tls_peer *out) {
                   .cert = testenv_require("TLS_SERVER_CERT"),
                   .key = testenv_require("TLS_SERVER_KEY")};
     int port;
-    p.lfd = listen_local(&port);
+    p.lfd = listen_local(AF_INET, 4, &port);
+    assert_true(p.lfd >= 0);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, tls_peer_main, &p), 0);
     char url[64];
