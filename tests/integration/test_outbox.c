@@ -292,23 +292,6 @@ static char *job_field(const char *prefix, const char *queue, const char *id, co
     return s;
 }
 
-static int log_contains(const ob_relay *rl, const char *needle) {
-    char *log = cli_slurp(rl->log);
-    int found = strstr(log, needle) != NULL;
-    free(log);
-    return found;
-}
-
-typedef struct log_wait {
-    const ob_relay *rl;
-    const char *needle;
-} log_wait;
-
-static int log_cb(void *arg) {
-    log_wait *w = arg;
-    return log_contains(w->rl, w->needle);
-}
-
 static void test_relay_end_to_end(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
@@ -370,8 +353,7 @@ static void test_relay_end_to_end(void **state) {
               "NULL AND attempts = 0",
               schema, unk),
         1);
-    log_wait lw = {&rl, "topic 'inventory.reserved', which no route names"};
-    if (!testenv_wait_until(log_cb, &lw, 10000))
+    if (!ob_relay_wait_log(&rl, "topic 'inventory.reserved', which no route names", 10000))
         OB_FAIL_LOG(&rl, "no warning about the unknown topic");
     assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 2);
     assert_int_equal(ob_redis_ll(rds, "LLEN %s:notifications:wait", prefix), 1);
@@ -434,7 +416,7 @@ static void test_relay_end_to_end(void **state) {
     free(text);
 
     ob_relay_stop(&rl); /* SIGTERM: exit 0 */
-    assert_true(log_contains(&rl, "SIGTERM received"));
+    assert_true(ob_relay_log_contains(&rl, "SIGTERM received"));
 }
 
 /* The relay refuses to start on a bad routes file (naming file and line), a missing
@@ -448,12 +430,12 @@ static void test_relay_refuses_to_start(void **state) {
     assert_int_equal(ob_relay_wait(&rl, 20000), 2);
     char want[300];
     snprintf(want, sizeof want, "%s:3: topic 'order.cancelled' has no targets", bad);
-    if (!log_contains(&rl, want)) OB_FAIL_LOG(&rl, "message lacks '%s'", want);
+    if (!ob_relay_log_contains(&rl, want)) OB_FAIL_LOG(&rl, "message lacks '%s'", want);
 
     const char *good = ob_file("good.routes", OB_SEED_ROUTES);
     ob_relay_start(&rl, "no_such_schema_q", testenv_prefix(), good, NULL, NULL);
     assert_int_equal(ob_relay_wait(&rl, 20000), 3);
-    if (!log_contains(&rl, "run `ferry migrate`")) OB_FAIL_LOG(&rl, "no hint to migrate");
+    if (!ob_relay_log_contains(&rl, "run `ferry migrate`")) OB_FAIL_LOG(&rl, "no hint to migrate");
 }
 
 /* FERRY_FAULT kills the relay after the jobs were added and before the commit: the rows
@@ -470,7 +452,7 @@ static void test_crash_before_commit_dedups(void **state) {
                    (const char *const[]){"FERRY_FAULT=relay_after_publish", NULL});
     int st = ob_relay_wait(&rl, 20000);
     if (st != 128 + SIGKILL) OB_FAIL_LOG(&rl, "status %d, expected death by SIGKILL", st);
-    assert_true(log_contains(&rl, "FERRY_FAULT=relay_after_publish"));
+    assert_true(ob_relay_log_contains(&rl, "FERRY_FAULT=relay_after_publish"));
     assert_int_equal(
         ob_ll(db, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL", schema), 50);
     assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 50);

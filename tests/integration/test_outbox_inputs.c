@@ -233,18 +233,6 @@ static void expect_no_forgery(const char *what, const char *text) {
     if (strchr(text, 0x1b)) fail_msg("%s: a raw ESC byte reached the output:\n%s", what, text);
 }
 
-typedef struct log_wait {
-    const char *path, *needle;
-} log_wait;
-
-static int log_has(void *arg) {
-    log_wait *w = arg;
-    char *log = cli_slurp(w->path);
-    int found = strstr(log, w->needle) != NULL;
-    free(log);
-    return found;
-}
-
 static void test_topic_control_characters_escaped(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
@@ -265,8 +253,7 @@ static void test_topic_control_characters_escaped(void **state) {
     char needle[256];
     snprintf(needle, sizeof needle, "1 unpublished row(s) with topic '%s', which no route names",
              escaped);
-    log_wait w = {rl.log, needle};
-    if (!testenv_wait_until(log_has, &w, 20000))
+    if (!ob_relay_wait_log(&rl, needle, 20000))
         OB_FAIL_LOG(&rl, "no unknown-topic warning with the escaped topic (%s)", needle);
     ob_relay_stop(&rl);
     char *log = cli_slurp(rl.log);

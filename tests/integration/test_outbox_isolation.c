@@ -115,18 +115,6 @@ static void migrate_all_at_once(PGconn *x, const char *url) {
 
 /* ---- two relays ------------------------------------------------------------------------ */
 
-typedef struct log_wait {
-    const char *path, *needle;
-} log_wait;
-
-static int log_has(void *arg) {
-    log_wait *w = arg;
-    char *log = cli_slurp(w->path);
-    int found = strstr(log, w->needle) != NULL;
-    free(log);
-    return found;
-}
-
 /* Rows the relay said it published when it exited. */
 static long long published_by(const ob_relay *rl) {
     char *log = cli_slurp(rl->log);
@@ -148,8 +136,8 @@ static void relays_share_the_work(PGconn *x, const char *url) {
     ob_relay rl[2];
     for (int i = 0; i < 2; i++) {
         ob_relay_start(&rl[i], SCHEMA, prefix, routes, args, NULL);
-        log_wait w = {rl[i].log, "ferry relay: info: started"};
-        if (!testenv_wait_until(log_has, &w, 30000)) OB_FAIL_LOG(&rl[i], "relay did not start");
+        if (!ob_relay_wait_log(&rl[i], "ferry relay: info: started", 30000))
+            OB_FAIL_LOG(&rl[i], "relay did not start");
     }
     /* one statement: one NOTIFY, which wakes both */
     ob_insert_many(x, SCHEMA, "order.placed", ROWS);

@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ferry/outbox.h"
 #include "cli_spawn.h" /* temp dir, clocks, file helpers shared with the CLI tests */
+#include "ferry/outbox.h"
 #include "support/testenv.h"
 
 /* Write text to <tmpdir>/name; returns the path (static storage per call slot). */
@@ -242,6 +242,30 @@ static inline void ob_relay_dump(const ob_relay *rl) {
     free(log);
 }
 
+/* 1 when the relay's log (so far) contains `needle`. */
+static inline int ob_relay_log_contains(const ob_relay *rl, const char *needle) {
+    char *log = cli_slurp(rl->log);
+    int found = strstr(log, needle) != NULL;
+    free(log);
+    return found;
+}
+
+typedef struct ob_log_wait {
+    const ob_relay *rl;
+    const char *needle;
+} ob_log_wait;
+
+static inline int ob_log_wait_cb(void *arg) {
+    const ob_log_wait *w = arg;
+    return ob_relay_log_contains(w->rl, w->needle);
+}
+
+/* Wait up to timeout_ms for `needle` in the relay's log; 1 when it appeared. */
+static inline int ob_relay_wait_log(const ob_relay *rl, const char *needle, int timeout_ms) {
+    ob_log_wait w = {rl, needle};
+    return testenv_wait_until(ob_log_wait_cb, &w, timeout_ms);
+}
+
 /* Wait for exit (fail after timeout_ms); returns the status. */
 static inline int ob_relay_wait(ob_relay *rl, int timeout_ms) {
     if (!testenv_wait_until(ob_relay_exited_cb, rl, timeout_ms)) {
@@ -315,7 +339,6 @@ static inline int ob_wait_count(PGconn *c, const char *sql, long long want, int 
     "order.placed     payments:capture-payment notifications:order-confirmation\n"                 \
     "payment.captured shipping:create-shipment loyalty:award-points\n"                             \
     "order.cancelled  payments:void-authorization\n"
-
 
 static inline int ob_cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
