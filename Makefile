@@ -45,8 +45,9 @@ bench-relay: deps
 	@$(MAKE) --no-print-directory all
 	@bench/relay/run.sh $(BUILD)
 
+# PREFIX applies at install time too (the build directory may have been configured earlier)
 install: all
-	@cmake --install $(BUILD)
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	@rm -rf $(BUILD) $(ASAN_BUILD)
