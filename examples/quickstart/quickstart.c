@@ -3,6 +3,7 @@
  * backoff, one fails permanently), and a summary is printed. Used by `make demo`.
  *
  * Usage: quickstart [REDIS_URL] [JOBS]    (exit 0 when every job ended as expected) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime outside the ferry build too */
 #include <ferry/ferry.h>
 
 #include <pthread.h>
@@ -49,7 +50,8 @@ static void on_failed(const ferry_job *job, const char *reason, int final, void 
     pthread_mutex_lock(&t->mu);
     if (final) {
         t->failed_final++;
-        printf("  job %s (%s) failed for good: %s\n", ferry_job_id(job), ferry_job_name(job), reason);
+        printf("  job %s (%s) failed for good: %s\n", ferry_job_id(job), ferry_job_name(job),
+               reason);
     } else {
         t->retried++;
     }
@@ -90,7 +92,7 @@ int main(int argc, char **argv) {
     /* Producer: one bulk round trip per 1000 jobs. */
     printf("ferry %s quick start: queue %s, %d jobs\n", ferry_version(), qname, jobs);
     ferry_job_spec *specs = calloc((size_t)jobs, sizeof *specs);
-    char (*data)[64] = calloc((size_t)jobs, sizeof *data);
+    char(*data)[64] = calloc((size_t)jobs, sizeof *data);
     for (int i = 0; i < jobs; i++) {
         snprintf(data[i], sizeof data[i], "{\"to\":\"user%d@example.com\"}", i);
         specs[i].name = i == 0 ? "poison" : (i % 10 == 1 ? "flaky" : "welcome-email");
@@ -143,12 +145,14 @@ int main(int argc, char **argv) {
            "(permanent, kept for inspection)\n  elapsed    %.2f s (%.0f jobs/s)\n",
            jobs, done, retried, dead, secs, jobs / secs);
     if (crc == 0)
-        printf("  queue now  waiting %lld, active %lld, completed %lld (trimmed to 100), failed %lld\n",
+        printf("  queue now  waiting %lld, active %lld, completed %lld (trimmed to 100), failed "
+               "%lld\n",
                c.waiting, c.active, c.completed, c.failed);
     int expected_retries = (jobs + 8) / 10; /* ids with i % 10 == 1 */
     int ok = done == jobs - 1 && dead == 1 && retried == expected_retries && crc == 0 &&
              c.waiting == 0 && c.active == 0 && c.failed == 1;
-    printf("\n%s\n", ok ? "quick start OK" : "quick start FAILED: counts differ from what was expected");
+    printf("\n%s\n",
+           ok ? "quick start OK" : "quick start FAILED: counts differ from what was expected");
     ferry_queue_close(q);
     free(specs);
     free(data);
