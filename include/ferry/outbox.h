@@ -13,6 +13,9 @@
  * ferry_tasks and the version table ferry_schema_migrations, all in one schema (default
  * "public"). Needs PostgreSQL 13 or later.
  *
+ * Threads: the functions taking a PGconn follow libpq's rule (one thread at a time on a
+ * connection, separate connections in parallel); the rest say so where they are declared.
+ *
  * Error codes: PostgreSQL failures come back as FERRY_EDB (an error the server reported),
  * FERRY_EIO (connection refused or lost) or FERRY_ETIMEDOUT (a deadline passed); the
  * message carries the server's text and, when the server sent one, "SQLSTATE xxxxx"
@@ -83,7 +86,7 @@ FERRY_API int ferry_outbox_migrations_sql(const char *schema, ferry_migration_fn
                                           ferry_error *err);
 
 /* The newest schema version this library knows. */
-FERRY_API int ferry_outbox_schema_version(void);
+FERRY_API int ferry_outbox_schema_version(void); /* a constant; thread-safe */
 
 /* ---- appending events --------------------------------------------------------------- */
 
@@ -154,8 +157,10 @@ FERRY_API int ferry_outbox_database_url_check(const char *url, ferry_error *err)
  * "<filename>:<line>: <problem>". *out is freed with ferry_routes_free. Pure, thread-safe. */
 FERRY_API int ferry_routes_parse(const char *text, size_t len, const char *filename,
                                  ferry_routes **out, ferry_error *err);
-/* Read and parse a file (FERRY_EIO when it cannot be read, FERRY_ETOOBIG over 1 MiB). */
+/* Read and parse a file (FERRY_EIO when it cannot be read, FERRY_ETOOBIG over 1 MiB).
+ * Thread-safe. */
 FERRY_API int ferry_routes_load(const char *path, ferry_routes **out, ferry_error *err);
+/* NULL accepted; no other thread may still be using r. */
 FERRY_API void ferry_routes_free(ferry_routes *r);
 
 /* Topics in file order. Strings are borrowed from r. A parsed ferry_routes is immutable,
@@ -199,7 +204,7 @@ typedef struct ferry_outbox_status {
  * A few aggregate queries, run in one read-only transaction. */
 FERRY_API int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes *routes,
                                       ferry_outbox_status **out, ferry_error *err);
-FERRY_API void ferry_outbox_status_free(ferry_outbox_status *s);
+FERRY_API void ferry_outbox_status_free(ferry_outbox_status *s); /* NULL accepted */
 
 /* Delete published rows older than older_than_s seconds, at most `batch` rows per
  * statement (0 = 1000), until none are left or max_batches statements ran (0 = no limit).
@@ -275,11 +280,13 @@ typedef struct ferry_relay_options {
     void *fault_userdata;
 } ferry_relay_options;
 
-/* Fill *o with defaults. No allocation. */
+/* Fill *o with defaults. No allocation. Thread-safe. */
 FERRY_API void ferry_relay_options_init(ferry_relay_options *o);
 
 /* Validate options and load the routes (file errors name file and line). Does not
- * connect. *out is freed with ferry_relay_free. */
+ * connect. Copies every string, the Redis options and the routes; `log_userdata` and
+ * `fault_userdata` are not owned and must stay valid until ferry_relay_free. *out is
+ * freed with ferry_relay_free. Any thread; relays share no state. */
 FERRY_API int ferry_relay_create(const ferry_relay_options *opts, ferry_relay **out,
                                  ferry_error *err);
 
@@ -295,7 +302,8 @@ FERRY_API int ferry_relay_run(ferry_relay *r, ferry_error *err);
  * thread and from a signal handler (sets a flag and writes to a pipe). */
 FERRY_API void ferry_relay_stop(ferry_relay *r);
 
-/* Free a relay that is not running. NULL accepted. */
+/* Free a relay that is not running. NULL accepted. Nothing may call ferry_relay_stop on
+ * it any more: remove the signal handler that does before freeing. */
 FERRY_API void ferry_relay_free(ferry_relay *r);
 
 typedef struct ferry_relay_stats {

@@ -29,7 +29,9 @@ extern "C" {
 typedef struct ferry_worker ferry_worker;
 
 /* A fetched job as the handler sees it. Valid only during the handler call (or the
- * callback it is passed to); every string is borrowed from the worker. */
+ * callback it is passed to); every string is borrowed from the worker. The accessors
+ * below only read, so other threads of the handler may call them on its job while the
+ * handler call lasts; the setters are for the handler's own thread. */
 typedef struct ferry_job ferry_job;
 
 FERRY_API const char *ferry_job_queue(const ferry_job *j);
@@ -229,8 +231,14 @@ typedef struct ferry_worker_options {
 /* Fill *o with defaults. No allocation. */
 FERRY_API void ferry_worker_options_init(ferry_worker_options *o);
 
-/* Create a worker for queue `queue`. Validates options and copies them; does not connect.
- * *out is freed with ferry_worker_free(). */
+/* Create a worker for queue `queue`. Validates options and copies them (every string, the
+ * Redis options and the backoff strategy table); does not connect. *out is freed with
+ * ferry_worker_free(). Any thread; workers share no state.
+ * Not owned, and not copied: `handler_userdata`, `opts->userdata` and each strategy's
+ * userdata. They must stay valid until ferry_worker_close has returned 0; after
+ * FERRY_ETIMEDOUT, abandoned handlers may still run and call the handler's and the
+ * strategies' code with them, so keep them alive (treat them as leaked) until the process
+ * exits. */
 FERRY_API int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
                                   ferry_handler_fn handler, void *handler_userdata,
                                   ferry_worker **out, ferry_error *err);
