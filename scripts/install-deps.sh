@@ -14,7 +14,10 @@ pkgs=(
     libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev libmicrohttpd-dev
     libcurl4-openssl-dev
     redis-server redis-tools postgresql openssl ca-certificates locales
+    iproute2 jq
 )
+# (iproute2: `ss`, with which scripts/lib.sh finds free ports; jq: bench/run.sh. Both are
+# missing from minimal images such as containers and debootstrap --variant=minbase.)
 # Node may come from elsewhere (e.g. a vendor nodejs that bundles npm); only without it do we
 # take Debian's, whose nodejs 18 satisfies BullMQ 6 (node >= 14.18).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
