@@ -362,18 +362,31 @@ ferry_pg_as_owner() {
 }
 
 # Start a private cluster in PGDIR (created by the caller): trust auth on loopback TCP for the
-# superuser `ferry`, a database `ferry`, durability off (test data only). Sets FERRY_PG_PORT.
+# superuser `ferry`, a database `ferry`, durability off (test data only). Sets FERRY_PG_PORT,
+# and FERRY_PG_DIR to the directory really used (see below).
+# As root the server runs as `postgres`, which must reach PGDIR. A checkout under /root (mode
+# 700 on Debian) is out of its reach: then the cluster lives in a private directory under
+# /tmp, PGDIR becomes a symlink to it, and ferry_pg_stop removes it (keeping the logs).
 # Args: pgdir [ports to avoid...]
 ferry_pg_start() {
-    local pgdir=$1 bindir port try sockopt
+    local pgdir=$1 bindir port try sockopt real
     shift
+    FERRY_PG_DIR=$pgdir
     bindir=$(ferry_pg_bindir) || { ferry_msg "PostgreSQL server binaries not found (install postgresql)"; return 1; }
     if ((EUID == 0)); then
         id postgres >/dev/null 2>&1 || { ferry_msg "running as root needs the 'postgres' user"; return 1; }
         chown postgres: "$pgdir"
         if ! runuser -u postgres -- test -w "$pgdir"; then
-            ferry_msg "user postgres cannot write $pgdir (a parent directory is not searchable?)"
-            return 1
+            real=$(mktemp -d /tmp/ferry-pg.XXXXXX) || { ferry_msg "cannot make a directory in /tmp"; return 1; }
+            chown postgres: "$real"
+            if ! runuser -u postgres -- test -w "$real"; then
+                ferry_msg "user postgres cannot write $pgdir nor $real"
+                rm -rf -- "$real"
+                return 1
+            fi
+            rmdir -- "$pgdir" && ln -s -- "$real" "$pgdir" || { rm -rf -- "$real"; return 1; }
+            pgdir=$real
+            FERRY_PG_DIR=$real
         fi
     fi
     if ! ferry_pg_as_owner "$bindir/initdb" -D "$pgdir/data" -U ferry --auth=trust -E UTF8 \
@@ -413,12 +426,26 @@ ferry_pg_start() {
 }
 
 # Stop the cluster in PGDIR (immediate: test data needs no checkpoint). Fine when none runs.
+# A PGDIR that ferry_pg_start made a symlink to /tmp/ferry-pg.* becomes a plain directory
+# again, holding the logs, and the cluster's files are removed.
 ferry_pg_stop() {
-    local pgdir=$1 pid
-    [[ -r $pgdir/data/postmaster.pid ]] || return 0
-    pid=$(ferry_pidfile_pid "$pgdir/data/postmaster.pid" postgres)
-    [[ -n $pid ]] || return 0
-    # SIGQUIT is pg_ctl's "immediate" mode; sent directly so stop needs no pg_ctl or runuser.
-    kill -QUIT "$pid" 2>/dev/null || true
-    ferry_wait_exit "$pid" postgres
+    local pgdir=$1 pid rc=0 real
+    if [[ -r $pgdir/data/postmaster.pid ]]; then
+        pid=$(ferry_pidfile_pid "$pgdir/data/postmaster.pid" postgres)
+        if [[ -n $pid ]]; then
+            # SIGQUIT is pg_ctl's "immediate" mode; sent directly so stop needs no pg_ctl or runuser.
+            kill -QUIT "$pid" 2>/dev/null || true
+            ferry_wait_exit "$pid" postgres || rc=1
+        fi
+    fi
+    if ((rc == 0)) && [[ -L $pgdir ]]; then
+        real=$(readlink -- "$pgdir")
+        if [[ $real == /tmp/ferry-pg.* ]]; then
+            rm -f -- "$pgdir"
+            mkdir -p -- "$pgdir"
+            cp -p -- "$real"/*.log "$pgdir"/ 2>/dev/null || true
+            rm -rf -- "$real"
+        fi
+    fi
+    return "$rc"
 }

@@ -202,7 +202,7 @@ write_env() {
         if [[ -n ${PG_PORT:-} ]]; then
             echo "DATABASE_URL=postgresql://ferry@127.0.0.1:$PG_PORT/ferry"
             echo "PG_PORT=$PG_PORT"
-            echo "PG_DATA=$dir/pg/data"
+            echo "PG_DATA=$PG_DIR/data"
         fi
     } | ferry_write_env "$dir/env"
 }
@@ -266,6 +266,7 @@ cmd_start() {
     if ((with_pg)); then
         ferry_pg_start "$dir/pg" "$REDIS_PORT" "$TLS_PORT" || ferry_die "PostgreSQL did not start"
         PG_PORT=$FERRY_PG_PORT
+        PG_DIR=$FERRY_PG_DIR
     fi
     write_redis_ctl "$dir"
     write_env "$dir" "$sock"
