@@ -27,7 +27,14 @@
 extern "C" {
 #endif
 
-#define FERRY_SCHEDULER_ID_MAX 1024 /* scheduler id, bytes */
+#define FERRY_SCHEDULER_ID_MAX 1024 /* scheduler id that ferry_scheduler_upsert takes, bytes */
+/* Longest id ferry_scheduler_get / _remove accept: Node sets no limit on the ids it writes, and
+ * a ferry worker continues a scheduler whose id is up to this long, so it can be read and
+ * removed too. */
+#define FERRY_SCHEDULER_FOREIGN_ID_MAX 65536
+/* Largest limit and end_date_ms: JavaScript's Number.MAX_SAFE_INTEGER (2^53 - 1), the largest
+ * integer Node reads back exactly. */
+#define FERRY_SCHEDULER_NUM_MAX 9007199254740991LL
 /* Longest interval: ten years. The first run must also fall before 2039-09 (where delayed
  * scores stop being exact doubles), so start dates are bounded the same way. */
 #define FERRY_SCHEDULER_EVERY_MAX 315360000000LL
@@ -41,9 +48,11 @@ typedef struct ferry_scheduler_spec {
                                 (docs/cron.md) */
     const char *tz;          /* IANA zone for `pattern` ("Asia/Ho_Chi_Minh"); NULL = UTC (Node
                                 would use its process's zone). Stored as given. */
-    long long limit;         /* stop after this many iterations; 0 = no limit */
+    long long limit;         /* stop after this many iterations, 0..FERRY_SCHEDULER_NUM_MAX;
+                                0 = no limit */
     long long start_date_ms; /* no iteration before this instant (epoch ms); 0 = none */
-    long long end_date_ms;   /* no iteration after this instant; 0 = none; must be future */
+    long long end_date_ms;   /* no iteration after this instant, 0..FERRY_SCHEDULER_NUM_MAX;
+                                0 = none; must be future */
     long long offset_ms;     /* every only: align runs to floor(t/every)*every + offset */
     int immediately;         /* pattern only: first iteration now, then on the pattern
                                 (with every, the first run is immediate anyway) */
@@ -65,17 +74,18 @@ FERRY_API void ferry_scheduler_spec_init(ferry_scheduler_spec *s);
  * On success, if non-NULL, *job_id receives the pending iteration's id (malloc'd, the caller
  * frees it) and *delay_ms the time until it runs (0 = now).
  * Errors: FERRY_EINVAL naming the bad field (both or neither of every/pattern, a bad cron
- * pattern or time zone, negative values, end date in the past, start_date with immediately,
- * offset with a pattern, a pattern with no run time before end_date, bad data/opts JSON);
- * FERRY_ETOOBIG (data over the queue's payload limit, id or name too long); FERRY_ESTATE when
- * the next slot is held by a job that cannot be replaced (BullMQ's codes -10/-11); transport
- * errors within the queue's timeouts. */
+ * pattern or time zone, negative values, limit or end_date_ms over FERRY_SCHEDULER_NUM_MAX, end
+ * date in the past, start_date with immediately, offset with a pattern, a pattern with no run time
+ * before end_date, bad data/opts JSON); FERRY_ETOOBIG (data over the queue's payload limit, id or
+ * name too long); FERRY_ESTATE when the next slot is held by a job that cannot be replaced
+ * (BullMQ's codes -10/-11); transport errors within the queue's timeouts. */
 FERRY_API int ferry_scheduler_upsert(ferry_queue *q, const char *id,
                                      const ferry_scheduler_spec *spec, char **job_id,
                                      long long *delay_ms, ferry_error *err);
 
-/* Remove scheduler `id`: its pending iteration is deleted if it has not started (event
- * `removed`), then the scheduler itself. An iteration already running finishes normally and
+/* Remove scheduler `id` (1..FERRY_SCHEDULER_FOREIGN_ID_MAX bytes of UTF-8: Node may have
+ * written longer ids than upsert takes): its pending iteration is deleted if it has not started
+ * (event `removed`), then the scheduler itself. An iteration already running finishes normally and
  * produces no successor. Returns 0, or FERRY_ENOTFOUND when no such scheduler existed. */
 FERRY_API int ferry_scheduler_remove(ferry_queue *q, const char *id, ferry_error *err);
 
@@ -98,7 +108,9 @@ typedef struct ferry_scheduler_info {
     char *opts_json;         /* template options, NULL = {} */
 } ferry_scheduler_info;
 
-/* Read one scheduler. FERRY_ENOTFOUND if none. *out is freed with ferry_scheduler_info_free. */
+/* Read one scheduler (id: 1..FERRY_SCHEDULER_FOREIGN_ID_MAX bytes of UTF-8). FERRY_ENOTFOUND
+ * if none; FERRY_EREDIS with Redis's message (WRONGTYPE...) when a key is not of its type. *out is
+ * freed with ferry_scheduler_info_free. */
 FERRY_API int ferry_scheduler_get(ferry_queue *q, const char *id, ferry_scheduler_info **out,
                                   ferry_error *err);
 FERRY_API void ferry_scheduler_info_free(ferry_scheduler_info *info);

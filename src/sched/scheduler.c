@@ -26,12 +26,11 @@ void ferry_scheduler_spec_init(ferry_scheduler_spec *s) {
 
 /* ---- validation ---------------------------------------------------------------------- */
 
-int ferry__sched_check_id(const char *id, ferry_error *err) {
+int ferry__sched_check_id(const char *id, size_t max, ferry_error *err) {
     if (!id || !*id) return ferry__err(err, FERRY_EINVAL, "scheduler id is empty");
     size_t n = strlen(id);
-    if (n > FERRY_SCHEDULER_ID_MAX)
-        return ferry__err(err, FERRY_ETOOBIG, "scheduler id is %zu bytes, limit %d", n,
-                          FERRY_SCHEDULER_ID_MAX);
+    if (n > max)
+        return ferry__err(err, FERRY_ETOOBIG, "scheduler id is %zu bytes, limit %zu", n, max);
     if (!ferry__utf8_valid(id, n))
         return ferry__err(err, FERRY_EINVAL, "scheduler id is not valid UTF-8");
     return 0;
@@ -61,15 +60,18 @@ static int check_spec(const ferry_scheduler_spec *s, ferry_error *err) {
     if (has_every && (s->every_ms < 1 || s->every_ms > FERRY_SCHEDULER_EVERY_MAX))
         return ferry__err(err, FERRY_EINVAL, "scheduler: every %lld ms is out of range 1..%lld",
                           s->every_ms, FERRY_SCHEDULER_EVERY_MAX);
-    if (s->limit < 0)
-        return ferry__err(err, FERRY_EINVAL, "scheduler: limit %lld is negative", s->limit);
+    if (s->limit < 0 || s->limit > FERRY_SCHEDULER_NUM_MAX)
+        return ferry__err(err, FERRY_EINVAL, "scheduler: limit %lld is out of range 0..%lld",
+                          s->limit, FERRY_SCHEDULER_NUM_MAX);
     if (s->start_date_ms < 0 || s->start_date_ms > DUE_MS_MAX)
         return ferry__err(err, FERRY_EINVAL,
                           "scheduler: start_date_ms %lld is out of range 0..%lld (2039-09)",
                           s->start_date_ms, DUE_MS_MAX);
-    if (s->end_date_ms < 0)
-        return ferry__err(err, FERRY_EINVAL, "scheduler: end_date_ms %lld is negative",
-                          s->end_date_ms);
+    if (s->end_date_ms < 0 || s->end_date_ms > FERRY_SCHEDULER_NUM_MAX)
+        return ferry__err(err, FERRY_EINVAL,
+                          "scheduler: end_date_ms %lld is out of range 0..%lld (2^53-1, the "
+                          "largest integer JavaScript holds exactly)",
+                          s->end_date_ms, FERRY_SCHEDULER_NUM_MAX);
     if (s->end_date_ms && s->start_date_ms > s->end_date_ms)
         return ferry__err(err, FERRY_EINVAL, "scheduler: start_date_ms is after end_date_ms");
     if (s->offset_ms < 0 || s->offset_ms > FERRY_SCHEDULER_EVERY_MAX)
@@ -276,7 +278,7 @@ int ferry_scheduler_upsert(ferry_queue *q, const char *id, const ferry_scheduler
     if (job_id) *job_id = NULL;
     if (delay_ms) *delay_ms = 0;
     if (!q || !s) return ferry__err(err, FERRY_EINVAL, "ferry_scheduler_upsert: NULL argument");
-    int rc = ferry__sched_check_id(id, err);
+    int rc = ferry__sched_check_id(id, FERRY_SCHEDULER_ID_MAX, err);
     if (rc) return rc;
     if ((rc = check_spec(s, err))) return rc;
     const char *name = s->name ? s->name : id;
@@ -346,7 +348,8 @@ int ferry_scheduler_upsert(ferry_queue *q, const char *id, const ferry_scheduler
 
 int ferry_scheduler_remove(ferry_queue *q, const char *id, ferry_error *err) {
     if (!q) return ferry__err(err, FERRY_EINVAL, "ferry_scheduler_remove: queue is NULL");
-    int rc = ferry__sched_check_id(id, err);
+    /* Node's schedulers may have longer ids than upsert takes; they must be removable */
+    int rc = ferry__sched_check_id(id, FERRY_SCHEDULER_FOREIGN_ID_MAX, err);
     if (rc) return rc;
     size_t klen = q->keys.base_len + strlen(id) + 16;
     char *kbuf = malloc(klen);

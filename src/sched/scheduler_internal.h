@@ -11,11 +11,13 @@
 #include <stdint.h>
 
 #include "ferry/common.h"
+#include "ferry/scheduler.h"
 #include "redis/conn.h"
 
 /* Longest `rjk` (scheduler id) the hook accepts from a fetched job; Node itself sets no limit,
- * ferry's upsert stops at FERRY_SCHEDULER_ID_MAX. Longer is reported as FERRY__SCHED_ERROR. */
-#define FERRY__SCHED_RJK_MAX 65536
+ * ferry's upsert stops at FERRY_SCHEDULER_ID_MAX. Longer is reported as FERRY__SCHED_ERROR.
+ * get / remove accept the same (FERRY_SCHEDULER_FOREIGN_ID_MAX). */
+#define FERRY__SCHED_RJK_MAX FERRY_SCHEDULER_FOREIGN_ID_MAX
 /* Most jobs per ferry__scheduler_on_fetch call. */
 #define FERRY__SCHED_BATCH_MAX 4096
 
@@ -39,8 +41,11 @@ typedef enum ferry__sched_outcome {
                                  further time: the schedule ends with this iteration */
     FERRY__SCHED_LEGACY,      /* rjk is a legacy v5 repeatable-job key without a scheduler: not
                                  supported by BullMQ 6 either; `error` says so (report it) */
-    FERRY__SCHED_ERROR,       /* unusable repeat options, bad cron/zone, script error: `error`
-                                 says what (report it); no next iteration was added */
+    FERRY__SCHED_ERROR,       /* unusable repeat options, bad cron/zone, no usable `every`, a
+                                 broken scheduler hash (no hash or no name for the `repeat`
+                                 entry: corrupted or half-removed; `ic` not an integer), script
+                                 error: `error` says what (report it); no next iteration was
+                                 added (the script checks the hash before any write) */
 } ferry__sched_outcome;
 
 typedef struct ferry__sched_result {
@@ -91,9 +96,10 @@ int ferry__sched_cron_next(const char *pattern, const char *tz, long long from_m
  * (BullMQ's hasLegacyRepeatableKeyShape), else 0. Pure. */
 int ferry__sched_legacy_shape(const char *key);
 
-/* Check a scheduler id: 1..FERRY_SCHEDULER_ID_MAX bytes of UTF-8. 0 or FERRY_EINVAL /
- * FERRY_ETOOBIG with a message. */
-int ferry__sched_check_id(const char *id, ferry_error *err);
+/* Check a scheduler id: 1..max bytes of UTF-8 (max: FERRY_SCHEDULER_ID_MAX to create one,
+ * FERRY_SCHEDULER_FOREIGN_ID_MAX to read or remove one). 0 or FERRY_EINVAL / FERRY_ETOOBIG
+ * with a message. Pure. */
+int ferry__sched_check_id(const char *id, size_t max, ferry_error *err);
 
 /* A JSON number as JavaScript sees it: 1 and *out when v is an integer or real, else 0. */
 int ferry__sched_json_num(const json_t *v, double *out);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ferry/scheduler.h"
+#include "queue/job_opts_ext.h"
 #include "queue/queue_internal.h"
 #include "sched/scheduler_internal.h"
 #include "util/error.h"
@@ -34,9 +35,13 @@ static int is_str(const redisReply *r) {
     return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
 }
 
-/* Redis prints integral scores without a fraction; parse leniently anyway. */
+/* Redis prints integral scores without a fraction; parse leniently anyway. A score may be
+ * anything a client wrote (inf, 1e300): clamped to JavaScript's safe integers, never cast
+ * out of range. */
 static long long score_ms(const redisReply *r) {
-    return is_str(r) ? (long long)ferry__strtod_c(r->str, NULL) : 0;
+    return is_str(r) ? ferry__clamp_ll(ferry__strtod_c(r->str, NULL), -FERRY__JS_SAFE_MAX,
+                                       FERRY__JS_SAFE_MAX)
+                     : 0;
 }
 
 /* parseInt as Node's transformSchedulerData applies it. */
@@ -111,7 +116,8 @@ int ferry_scheduler_get(ferry_queue *q, const char *id, ferry_scheduler_info **o
                         ferry_error *err) {
     if (out) *out = NULL;
     if (!q || !out) return ferry__err(err, FERRY_EINVAL, "ferry_scheduler_get: NULL argument");
-    int rc = ferry__sched_check_id(id, err);
+    /* Node's schedulers may have longer ids than upsert takes; list shows them, get reads them */
+    int rc = ferry__sched_check_id(id, FERRY_SCHEDULER_FOREIGN_ID_MAX, err);
     if (rc) return rc;
     size_t klen = q->keys.base_len + strlen(id) + 16;
     char *hkey = malloc(klen);
@@ -129,6 +135,10 @@ int ferry_scheduler_get(ferry_queue *q, const char *id, ferry_scheduler_info **o
     if (rc == 0 && (x->type != REDIS_REPLY_ARRAY || x->elements != 2))
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: get job scheduler: unexpected reply",
                         q->keys.queue);
+    /* inside EXEC each command answers for itself: a key of the wrong type is Redis's
+     * WRONGTYPE error, reported as list reports it */
+    if (rc == 0) rc = ferry__queue_reply_error(q, x->element[0], "ZSCORE job scheduler", err);
+    if (rc == 0) rc = ferry__queue_reply_error(q, x->element[1], "HGETALL job scheduler", err);
     if (rc == 0 && !is_str(x->element[0]))
         rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'", q->keys.queue, id);
     ferry_scheduler_info *i = NULL;

@@ -42,6 +42,105 @@ static int truthy_num(const json_t *obj, const char *key, double *out) {
     return 1;
 }
 
+/* JavaScript's whitespace and line terminators (what Number() trims), at s[i]: the length of
+ * the character, 0 when it is something else. */
+static size_t js_space(const unsigned char *s, size_t i, size_t n) {
+    unsigned c = s[i];
+    if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
+    if (c == 0xC2 && i + 1 < n && s[i + 1] == 0xA0) return 2; /* U+00A0 */
+    if (i + 2 >= n) return 0;
+    unsigned c1 = s[i + 1], c2 = s[i + 2];
+    if (c == 0xEF && c1 == 0xBB && c2 == 0xBF) return 3; /* U+FEFF */
+    if (c == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3; /* U+1680 */
+    if (c == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3; /* U+3000 */
+    if (c == 0xE2 && c1 == 0x80 && (c2 <= 0x8A || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF))
+        return 3;                                        /* U+2000..200A, U+2028, U+2029, U+202F */
+    if (c == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3; /* U+205F */
+    return 0;
+}
+
+/* Number(s) for a JavaScript string: blanks trimmed, "" = 0, [+-]Infinity, decimal literals,
+ * 0x / 0o / 0b integers; anything else (strtod's "inf", "nan", hex floats...) is NaN. */
+static double js_str_number(const char *str, size_t n) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t a = 0, b = n, w;
+    while (a < b && (w = js_space(s, a, b)) > 0)
+        a += w;
+    size_t end = a; /* just past the last character that is not a blank */
+    for (size_t k = a; k < b;) {
+        if ((w = js_space(s, k, b)) > 0)
+            k += w;
+        else
+            end = ++k; /* lead bytes of blanks are never continuation bytes */
+    }
+    b = end;
+    if (a == b) return 0;
+    if (b - a > 2 && s[a] == '0' && s[a + 1] && strchr("xXoObB", s[a + 1])) {
+        int base = s[a + 1] == 'x' || s[a + 1] == 'X'   ? 16
+                   : s[a + 1] == 'o' || s[a + 1] == 'O' ? 8
+                                                        : 2;
+        double v = 0;
+        for (size_t k = a + 2; k < b; k++) {
+            int d = s[k] >= '0' && s[k] <= '9'   ? s[k] - '0'
+                    : s[k] >= 'a' && s[k] <= 'f' ? s[k] - 'a' + 10
+                    : s[k] >= 'A' && s[k] <= 'F' ? s[k] - 'A' + 10
+                                                 : 99;
+            if (d >= base) return NAN;
+            v = v * base + d;
+        }
+        return v;
+    }
+    size_t k = a;
+    int neg = s[k] == '-';
+    if (s[k] == '+' || s[k] == '-') k++;
+    if (b - k == 8 && !memcmp(s + k, "Infinity", 8)) return neg ? -INFINITY : INFINITY;
+    size_t digits = 0;
+    while (k < b && s[k] >= '0' && s[k] <= '9')
+        k++, digits++;
+    if (k < b && s[k] == '.')
+        for (k++; k < b && s[k] >= '0' && s[k] <= '9'; k++)
+            digits++;
+    if (digits == 0) return NAN;
+    if (k < b && (s[k] == 'e' || s[k] == 'E')) {
+        k++;
+        if (k < b && (s[k] == '+' || s[k] == '-')) k++;
+        size_t ed = 0;
+        while (k < b && s[k] >= '0' && s[k] <= '9')
+            k++, ed++;
+        if (ed == 0) return NAN;
+    }
+    if (k != b) return NAN;
+    /* the grammar is checked; strtod reads the same text (it stops at the trailing blanks) */
+    return ferry__strtod_c(str + a, NULL);
+}
+
+/* ToNumber of a JSON value, as JavaScript's relational operators apply it: numbers as they
+ * are, strings as Number(), true 1, false and null 0. Objects and arrays are NaN (JavaScript
+ * would convert them through their string form; no client writes them here). */
+static double js_to_number(const json_t *v) {
+    double d;
+    if (ferry__sched_json_num(v, &d)) return d;
+    if (json_is_string(v)) return js_str_number(json_string_value(v), json_string_length(v));
+    if (json_is_true(v)) return 1;
+    if (json_is_false(v) || json_is_null(v)) return 0;
+    return NAN;
+}
+
+/* JavaScript truthiness of a JSON member (v NULL = absent = undefined). */
+static int js_truthy(const json_t *v) {
+    double d;
+    if (!v || json_is_null(v) || json_is_false(v)) return 0;
+    if (ferry__sched_json_num(v, &d)) return d != 0 && !isnan(d);
+    if (json_is_string(v)) return json_string_length(v) > 0;
+    return 1; /* true, objects, arrays */
+}
+
+/* Lua truthiness of a JSON member after Node's msgpack round trip: null and absent are nil,
+ * so only those and false are false (0 and "" are true in Lua). */
+static int lua_truthy(const json_t *v) {
+    return v && !json_is_null(v) && !json_is_false(v);
+}
+
 /* A double from JSON as a long long, clamped to JavaScript's safe integers. */
 static long long js_ll(double d) {
     return ferry__clamp_ll(d, -FERRY__JS_SAFE_MAX, FERRY__JS_SAFE_MAX);
@@ -103,7 +202,7 @@ typedef struct next_call {
     char *keybuf; /* repeat \0 repeat:<id> \0 meta \0 events \0 */
     const char *keys[NEXT_KEYS];
     char *opts; /* next iteration's opts JSON, without jobId / delay */
-    char now[24], next[24], every[24], offset[24], priority[24];
+    char now[24], next[24], every[32], offset[24], priority[24];
     int lifo, legacy;
     int sent; /* appended in the current round */
 } next_call;
@@ -195,28 +294,34 @@ static int prepare(const ferry__sched_fetched *j, const char *base, int64_t now,
                        j->job_id, rjk);
         goto out;
     }
-    truthy_num(rep, "every", &every);
-    if (json_is_string(json_object_get(rep, "pattern")) &&
-        json_string_length(json_object_get(rep, "pattern")) > 0)
-        pattern = json_string_value(json_object_get(rep, "pattern"));
+    /* Node's worker only checks that exactly one of every and pattern is truthy; its script
+     * then takes `every` from the scheduler hash (else tonumber of the job's), so a numeric
+     * string or a fraction is fine, and the script refuses an `every` it cannot use */
+    const json_t *jevery = json_object_get(rep, "every"), *jpat = json_object_get(rep, "pattern");
+    int has_every = js_truthy(jevery), has_pattern = js_truthy(jpat);
+    if (json_is_string(jpat)) pattern = json_string_value(jpat);
     if (json_is_string(json_object_get(rep, "tz")))
         tz = json_string_value(json_object_get(rep, "tz"));
-    if ((every != 0) == (pattern != NULL)) {
+    if (has_every == has_pattern) {
         outcome = fail(res, FERRY_EINVAL,
-                       "job %s (scheduler %s): opts.repeat needs exactly one of every and pattern",
-                       j->job_id, rjk);
+                       "job %s (scheduler %s): opts.repeat needs exactly one of every and pattern "
+                       "(it has %s)",
+                       j->job_id, rjk, has_every ? "both" : "neither");
         goto out;
     }
-    if (every != 0 &&
-        (!isfinite(every) || every < 1 || every != floor(every) || every > 9007199254740991.0)) {
-        outcome = fail(res, FERRY_EINVAL,
-                       "job %s (scheduler %s): opts.repeat.every %g is not a "
-                       "positive integer",
-                       j->job_id, rjk, every);
+    if (has_pattern && !pattern) {
+        outcome =
+            fail(res, FERRY_EINVAL, "job %s (scheduler %s): opts.repeat.pattern is not a string",
+                 j->job_id, rjk);
         goto out;
     }
+    if (!has_pattern) pattern = NULL;
+    if (has_every) every = js_to_number(jevery); /* NaN or out of range: the script decides */
     long long count = truthy_num(rep, "count", &d) ? js_ll(d) + 1 : 1;
-    if (ferry__sched_json_num(json_object_get(rep, "limit"), &d) && (double)count > d) {
+    /* Node: typeof limit !== 'undefined' && count > limit, with JavaScript's coercion (a
+     * numeric string compares as its number; NaN compares false, i.e. no limit) */
+    const json_t *jlimit = json_object_get(rep, "limit");
+    if (jlimit && (double)count > js_to_number(jlimit)) {
         outcome = FERRY__SCHED_ENDED;
         goto out;
     }
@@ -241,7 +346,7 @@ static int prepare(const ferry__sched_fetched *j, const char *base, int64_t now,
             goto out;
         }
     }
-    int has_offset = every != 0 && truthy_num(rep, "offset", &off) && isfinite(off);
+    int has_offset = has_every && truthy_num(rep, "offset", &off) && isfinite(off);
     call->opts =
         next_opts(opts, rep, rjk, now, count, pattern != NULL, next, has_offset, js_ll(off));
     size_t blen = strlen(base);
@@ -258,14 +363,14 @@ static int prepare(const ferry__sched_fetched *j, const char *base, int64_t now,
     }
     snprintf(call->now, sizeof call->now, "%lld", (long long)now);
     if (pattern) snprintf(call->next, sizeof call->next, "%lld", next);
-    if (every != 0) snprintf(call->every, sizeof call->every, "%lld", (long long)every);
+    if (has_every && isfinite(every)) ferry__fmt_g(call->every, sizeof call->every, 17, every);
     if (has_offset) snprintf(call->offset, sizeof call->offset, "%lld", js_ll(off));
     double pr = 0;
     ferry__sched_json_num(json_object_get(opts, "priority"), &pr);
     if (!(pr > 0)) pr = 0;
     if (pr > PRIORITY_MAX) pr = PRIORITY_MAX;
     snprintf(call->priority, sizeof call->priority, "%lld", (long long)pr);
-    call->lifo = json_is_true(json_object_get(opts, "lifo"));
+    call->lifo = lua_truthy(json_object_get(opts, "lifo")); /* Node's script: opts['lifo'] and */
     call->legacy = ferry__sched_legacy_shape(rjk);
 out:
     json_decref(opts);
@@ -300,9 +405,14 @@ static long long tail_ms(const char *job_id, size_t len) {
     return len > 0 ? strtoll(job_id + len, NULL, 10) : 0;
 }
 
+/* The text of reply element i when it is a string, else "". */
+static const char *reply_text(const redisReply *r, size_t i) {
+    return r->elements > i && r->element[i]->type == REDIS_REPLY_STRING ? r->element[i]->str : "";
+}
+
 /* Read a script reply into res. */
-static void take_reply(const redisReply *r, const ferry__sched_fetched *j,
-                       ferry__sched_result *res) {
+static void take_reply(const redisReply *r, const char *base, const ferry__sched_fetched *j,
+                       const next_call *call, ferry__sched_result *res) {
     if (r->type == REDIS_REPLY_ERROR) {
         res->outcome = fail(res, FERRY_EREDIS, "job %s (scheduler %s): next iteration: %s",
                             j->job_id, j->rjk, r->str);
@@ -342,6 +452,31 @@ static void take_reply(const redisReply *r, const ferry__sched_fetched *j,
                    "migrate it to a job scheduler",
                    j->job_id, j->rjk);
         res->outcome = FERRY__SCHED_LEGACY;
+        break;
+    case 4:
+        if (!strcmp(reply_text(r, 1), "nohash"))
+            res->outcome = fail(res, FERRY_ESTATE,
+                                "job %s: scheduler %s is in %srepeat but its hash %srepeat:%s "
+                                "does not exist: corrupted or half-removed; no next iteration",
+                                j->job_id, j->rjk, base, base, j->rjk);
+        else
+            res->outcome = fail(res, FERRY_ESTATE,
+                                "job %s: scheduler hash %srepeat:%s has no name: corrupted or "
+                                "half-removed; no next iteration",
+                                j->job_id, base, j->rjk);
+        break;
+    case 5:
+        res->outcome = fail(res, FERRY_EINVAL,
+                            "job %s (scheduler %s): no usable every: the hash %srepeat:%s has "
+                            "'%s', the job's opts.repeat.every gives '%s'; the one used must be "
+                            "a number of ms in (0, 2^53-1]; no next iteration",
+                            j->job_id, j->rjk, base, j->rjk, reply_text(r, 1), call->every);
+        break;
+    case 6:
+        res->outcome = fail(res, FERRY_ESTATE,
+                            "job %s: scheduler hash %srepeat:%s has ic '%s', not an integer: "
+                            "corrupted; no next iteration",
+                            j->job_id, base, j->rjk, reply_text(r, 1));
         break;
     default:
         res->outcome = fail(res, FERRY_EPROTO, "job %s: next iteration: unexpected code %lld",
@@ -418,7 +553,7 @@ int ferry__scheduler_on_fetch(ferry_conn *c, const char *base, const ferry__sche
                     results[i].outcome =
                         fail(&results[i], FERRY_EREDIS, "job %s: %s", jobs[i].job_id, r->str);
                 else
-                    take_reply(r, &jobs[i], &results[i]);
+                    take_reply(r, base, &jobs[i], &calls[i], &results[i]);
             }
             freeReplyObject(r);
         }

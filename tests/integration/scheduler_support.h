@@ -1,8 +1,8 @@
 /* scheduler_support.h - helpers shared by the job scheduler tests (test_scheduler.c: layout,
- * re-upsert, removal, validation, reading back; test_scheduler_next.c: the worker hook that
- * produces the next iteration): scheduler specs, upserts that must succeed or fail, reading
- * scores, events and JSON, and a reduced worker fetch. Header-only (each test file is its
- * own executable). */
+ * re-upsert, removal, validation, reading back; test_scheduler_next.c and
+ * test_scheduler_node.c: the worker hook that produces the next iteration): scheduler specs,
+ * upserts that must succeed or fail, reading scores, events and JSON, and a reduced worker fetch.
+ * Header-only (each test file is its own executable). */
 #ifndef FERRY_TEST_SCHEDULER_SUPPORT_H
 #define FERRY_TEST_SCHEDULER_SUPPORT_H
 

@@ -398,7 +398,7 @@ static void test_validation(void **state) {
     upsert_fail(q, "x", &s, FERRY_EINVAL, "offset applies to every only");
     s = every_spec(1000);
     s.limit = -1;
-    upsert_fail(q, "x", &s, FERRY_EINVAL, "limit -1 is negative");
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "limit -1 is out of range");
     s = every_spec(1000);
     s.start_date_ms = -1;
     upsert_fail(q, "x", &s, FERRY_EINVAL, "start_date_ms -1");
@@ -501,6 +501,105 @@ static void test_get_list_count(void **state) {
     ferry_queue_close(q);
 }
 
+/* limit and end_date_ms stop at JavaScript's safe integers, as the CLI does. */
+static void test_validation_js_bounds(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "sjsmax", NULL);
+    ferry_scheduler_spec s = every_spec(1000);
+    s.limit = FERRY_SCHEDULER_NUM_MAX + 1;
+    upsert_fail(q, "x", &s, FERRY_EINVAL,
+                "limit 9007199254740992 is out of range 0..9007199254740991");
+    s = every_spec(1000);
+    s.end_date_ms = 9000000000000000000LL;
+    upsert_fail(q, "x", &s, FERRY_EINVAL, "end_date_ms 9000000000000000000 is out of range");
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "repeat"))), 0);
+    /* the largest are taken and stored as given */
+    s = every_spec(1000);
+    s.limit = FERRY_SCHEDULER_NUM_MAX;
+    s.end_date_ms = FERRY_SCHEDULER_NUM_MAX;
+    free(upsert(q, "max", &s, NULL));
+    assert_string_equal(hget(K(q, "repeat:max"), "limit"), "9007199254740991");
+    assert_string_equal(hget(K(q, "repeat:max"), "endDate"), "9007199254740991");
+    ferry_queue_close(q);
+}
+
+/* Node-written ids longer than upsert takes: ferry lists and continues such a scheduler, so
+ * it reads and removes it too. */
+static void test_get_remove_long_id(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "slongid", NULL);
+    ferry_error e = {0};
+    size_t len = 5000;
+    char *id = malloc(FERRY_SCHEDULER_FOREIGN_ID_MAX + 2);
+    memset(id, 'n', len);
+    id[len] = 0;
+    freeReplyObject(cmd("ZADD %s 1795979227000 %s", K(q, "repeat"), id));
+    freeReplyObject(cmd("HSET %s%s name long every 1000 ic 3", K(q, "repeat:"), id));
+    ferry_scheduler_info *i = NULL;
+    assert_int_equal(ferry_scheduler_get(q, id, &i, &e), 0);
+    assert_string_equal(i->id, id);
+    assert_string_equal(i->name, "long");
+    assert_int_equal(i->every_ms, 1000);
+    assert_int_equal(i->next_ms, 1795979227000LL);
+    ferry_scheduler_info_free(i);
+    assert_int_equal(ferry_scheduler_remove(q, id, &e), 0);
+    assert_int_equal(ival(cmd("EXISTS %s %s%s", K(q, "repeat"), K(q, "repeat:"), id)), 0);
+    assert_int_equal(ferry_scheduler_get(q, id, &i, &e), FERRY_ENOTFOUND);
+    memset(id, 'n', FERRY_SCHEDULER_FOREIGN_ID_MAX + 1);
+    id[FERRY_SCHEDULER_FOREIGN_ID_MAX + 1] = 0;
+    assert_int_equal(ferry_scheduler_get(q, id, &i, &e), FERRY_ETOOBIG);
+    assert_non_null(strstr(e.message, "limit 65536"));
+    assert_int_equal(ferry_scheduler_remove(q, id, &e), FERRY_ETOOBIG);
+    free(id);
+    ferry_queue_close(q);
+}
+
+/* Scores outside long long (a client may write any): clamped, not cast. */
+static void test_get_list_odd_scores(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "sscores", NULL);
+    ferry_error e = {0};
+    ferry_scheduler_info *i = NULL;
+    freeReplyObject(cmd("ZADD %s inf hi -inf lo 1e300 big", K(q, "repeat")));
+    assert_int_equal(ferry_scheduler_get(q, "hi", &i, &e), 0);
+    assert_int_equal(i->next_ms, 9007199254740991LL);
+    ferry_scheduler_info_free(i);
+    assert_int_equal(ferry_scheduler_get(q, "lo", &i, &e), 0);
+    assert_int_equal(i->next_ms, -9007199254740991LL);
+    ferry_scheduler_info_free(i);
+    ferry_scheduler_info *items = NULL;
+    size_t got = 0;
+    assert_int_equal(ferry_scheduler_list(q, 0, 10, 1, &items, &got, &e), 0);
+    assert_int_equal(got, 3);
+    assert_int_equal(items[0].next_ms, -9007199254740991LL);
+    assert_int_equal(items[1].next_ms, 9007199254740991LL);
+    assert_int_equal(items[2].next_ms, 9007199254740991LL);
+    ferry_scheduler_list_free(items, got);
+    ferry_queue_close(q);
+}
+
+/* A key of the wrong type: get says Redis's WRONGTYPE, as list does. */
+static void test_get_wrongtype(void **state) {
+    (void)state;
+    ferry_queue *q = open_q(testenv_prefix(), "swrongt", NULL);
+    ferry_error e = {0};
+    ferry_scheduler_info *i = NULL, *items = NULL;
+    size_t got = 0;
+    freeReplyObject(cmd("ZADD %s 5 hi", K(q, "repeat")));
+    freeReplyObject(cmd("SET %s x", K(q, "repeat:hi")));
+    assert_int_equal(ferry_scheduler_get(q, "hi", &i, &e), FERRY_EREDIS);
+    assert_non_null(strstr(e.message, "WRONGTYPE"));
+    assert_null(i);
+    assert_int_equal(ferry_scheduler_list(q, 0, 10, 1, &items, &got, &e), FERRY_EREDIS);
+    assert_non_null(strstr(e.message, "WRONGTYPE"));
+    /* the `repeat` key itself */
+    freeReplyObject(cmd("DEL %s", K(q, "repeat")));
+    freeReplyObject(cmd("SET %s x", K(q, "repeat")));
+    assert_int_equal(ferry_scheduler_get(q, "hi", &i, &e), FERRY_EREDIS);
+    assert_non_null(strstr(e.message, "WRONGTYPE"));
+    ferry_queue_close(q);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_exact_state),
@@ -513,6 +612,10 @@ int main(void) {
         cmocka_unit_test(test_remove),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_get_list_count),
+        cmocka_unit_test(test_validation_js_bounds),
+        cmocka_unit_test(test_get_remove_long_id),
+        cmocka_unit_test(test_get_list_odd_scores),
+        cmocka_unit_test(test_get_wrongtype),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -211,4 +211,27 @@ suite.check('[ferry worker] ferry and Node workers sharing a ferry scheduler run
   console.log(`#   iterations run by ferry: ${ferrySeen.length}, by Node: ${nodeSeen.length}`);
 });
 
+suite.check('[ferry worker] a ferry worker continues Node schedulers with limit \'2\' (a string), every \'400\' and every 500.5 as Node does', async () => {
+  const nq = await h.nodeQueue(suite, h.uniqueQueue('sch-loose'));
+  // Node only checks that every is truthy and compares count > limit with JS coercion
+  await nq.queue.upsertJobScheduler('lim', { every: 300, limit: '2' }, { name: 'lim' });
+  await nq.queue.upsertJobScheduler('str', { every: '400' }, { name: 'str' });
+  await nq.queue.upsertJobScheduler('frac', { every: 500.5 }, { name: 'frac' });
+  const fw = h.startFerryWorker(nq.name, { concurrency: 4 });
+  const ran = (name) => fw.starts().filter((r) => r.name === name);
+  await h.waitFor(() => ran('str').length >= 3 && ran('frac').length >= 3 && ran('lim').length >= 2,
+    { what: '3 iterations of str and frac, 2 of lim, run by ferry', timeout: 30000 });
+  // lim's third slot was due long before str and frac ran three times: the limit held
+  assert.strictEqual(ran('lim').length, 2, `lim ran ${ran('lim').length} times, limit '2'`);
+  assert.strictEqual((await nq.queue.getJobScheduler('lim')).iterationCount, 2);
+  assert.deepStrictEqual(await pendingIterations(nq.name, 'lim'), []);
+  const str = ran('str').map((r) => millisOf(r.id));
+  for (let i = 1; i < 3; i++) assert.ok(str[i] > str[i - 1] && (str[i] - str[i - 1]) % 400 === 0, `str gap ${str[i] - str[i - 1]}`);
+  const frac = ran('frac').map((r) => millisOf(r.id));
+  for (let i = 1; i < 3; i++) assert.ok(Number.isInteger(frac[i]) && frac[i] > frac[i - 1], `frac ${frac[i]} after ${frac[i - 1]}`);
+  assert.ok((await nq.queue.getJobScheduler('frac')).iterationCount >= 4);
+  await fw.stop();
+  assert.doesNotMatch(fw.output, /scheduler job/, 'the worker reported no scheduler error');
+});
+
 suite.run();
