@@ -27,10 +27,13 @@ test-fast: all
 
 # Sanitizer pass, built with clang (the normal build uses the default cc, gcc on Debian), so
 # both compilers see the code with -Werror; also builds the libFuzzer targets and smoke-runs them.
+# The sanitizers need llvm-symbolizer (Debian's llvm-14, which install-deps.sh installs, has it
+# only under a versioned name) for readable reports and for the name-based leak suppressions.
+SYMBOLIZER ?= $(firstword $(wildcard /usr/lib/llvm-14/bin/llvm-symbolizer /usr/bin/llvm-symbolizer))
 test-asan:
 	@CC=clang cmake -S . -B $(ASAN_BUILD) -DFERRY_SANITIZE=ON -DFERRY_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
-	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	@cd $(ASAN_BUILD) && $(if $(SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(SYMBOLIZER)) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2 -LE interop
 
 demo: deps

@@ -10,14 +10,16 @@ root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 prog=install-deps.sh
 
 pkgs=(
-    build-essential cmake pkg-config clang libclang-rt-14-dev tzdata
+    build-essential cmake pkg-config clang libclang-rt-14-dev llvm-14 tzdata
     libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev libmicrohttpd-dev
     libcurl4-openssl-dev
     redis-server redis-tools postgresql openssl ca-certificates locales
     iproute2 jq
 )
 # (iproute2: `ss`, with which scripts/lib.sh finds free ports; jq: bench/run.sh. Both are
-# missing from minimal images such as containers and debootstrap --variant=minbase.)
+# missing from minimal images such as containers and debootstrap --variant=minbase.
+# llvm-14: llvm-symbolizer, without which sanitizer reports have no function names and the
+# LeakSanitizer suppressions, which match names, do not apply.)
 # Node may come from elsewhere (e.g. a vendor nodejs that bundles npm); only without it do we
 # take Debian's, whose nodejs 18 satisfies BullMQ 6 (node >= 14.18).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
