@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - ferry vs BullMQ Node benchmark (`make bench`): starts a private Redis, runs the Node
-# baseline (bench/node/bullmq_bench.js) and `ferry bench` alternately (Node, ferry, Node, ferry...)
-# on that same Redis for every scenario, measures Redis CPU around each run (INFO cpu), and
+# baseline (bench/node/bullmq_bench.js) and `ferry bench` alternately (Node first in odd rounds,
+# ferry first in even ones) on that same Redis for every scenario, each run after an untimed
+# warm-up of the same work in the same process, measures Redis CPU around each run (INFO cpu), and
 # prints a table of medians and ferry/Node ratios, also written to BUILD/bench-results.md.
 #
 #   bench/run.sh BUILD_DIR
@@ -62,6 +63,11 @@ SCENARIOS=(
     "latency latency 2500 10"
 )
 LATENCY_RATE=500
+# Untimed warm-up per run (same process, same work: see --warmup in both tools): start-up and
+# V8's JIT warm-up cost Node 10-25% of a cold run's rate, ferry about 2%.
+warmup_for() { # MODE JOBS
+    if [[ $1 == latency ]]; then echo 500; elif (($2 / 10 > 2000)); then echo $(($2 / 10)); else echo 2000; fi
+}
 
 # --- private Redis --------------------------------------------------------------------------
 # Measured commands run in the background and are waited for, so a signal to run.sh is
@@ -110,22 +116,23 @@ ferry_keep=()
 # (INFO cpu around the timed phase, both tools do it) is used, since a run also fills the
 # queue first (ferry) or connects a worker to a large queue.
 run_one() {
-    local impl=$1 scen=$2 round=$3 mode=$4 jobs=$5 conc=$6 out before after rc=0 extra=()
+    local impl=$1 scen=$2 round=$3 mode=$4 jobs=$5 conc=$6 out before after rc=0 extra=() warm
+    warm=$(warmup_for "$mode" "$jobs")
     rcli FLUSHALL >/dev/null
     [[ $mode == latency ]] && extra=(--rate "$LATENCY_RATE")
     [[ $impl == ferry && ($mode == add || $mode == addbulk) ]] && extra+=("${ferry_keep[@]}")
     if [[ $mode == process ]] && { [[ $impl == node ]] || ((ferry_prefilled)); }; then
-        run_bg "$TMP/out" "$TMP/err" node "$NODE_BENCH" --mode fill --jobs "$jobs" --payload "$PAYLOAD" \
+        run_bg "$TMP/out" "$TMP/err" node "$NODE_BENCH" --mode fill --jobs "$jobs" --warmup "$warm" --payload "$PAYLOAD" \
             --queue "$QUEUE" --redis "$url" || die "filling the queue failed: $(tail -n 3 "$TMP/err")"
         extra+=(--queue "$QUEUE" --no-fill)
     fi
     before=$(redis_cpu)
     if [[ $impl == node ]]; then
-        run_bg "$TMP/out" "$TMP/err" node "$NODE_BENCH" --mode "$mode" --jobs "$jobs" --concurrency "$conc" \
-            --payload "$PAYLOAD" --redis "$url" "${extra[@]}" || rc=$?
+        run_bg "$TMP/out" "$TMP/err" node "$NODE_BENCH" --mode "$mode" --jobs "$jobs" --warmup "$warm" \
+            --concurrency "$conc" --payload "$PAYLOAD" --redis "$url" "${extra[@]}" || rc=$?
     else
-        run_bg "$TMP/out" "$TMP/err" "$FERRY" bench --mode "$mode" --jobs "$jobs" --concurrency "$conc" \
-            --payload "$PAYLOAD" --json --redis "$url" "${extra[@]}" || rc=$?
+        run_bg "$TMP/out" "$TMP/err" "$FERRY" bench --mode "$mode" --jobs "$jobs" --warmup "$warm" \
+            --concurrency "$conc" --payload "$PAYLOAD" --json --redis "$url" "${extra[@]}" || rc=$?
     fi
     after=$(redis_cpu)
     out=$(cat "$TMP/out")
@@ -136,9 +143,10 @@ run_one() {
         return 0
     fi
     # Latency keys: the contract says p50_ms/p99_ms/max_ms; accept latency_p50_ms etc. too.
+    # The outer Redis figure covers the warm-up too, which is the same Redis work per job.
     jq -c --arg impl "$impl" --arg scen "$scen" --arg mode "$mode" --argjson round "$round" --argjson jobs "$jobs" \
-        --argjson before "$before" --argjson after "$after" \
-        '(($after - $before) * 1000000 / $jobs) as $outer
+        --argjson warm "$warm" --argjson before "$before" --argjson after "$after" \
+        '(($after - $before) * 1000000 / ($jobs + $warm)) as $outer
          | (if (.redis_cpu_us_per_job | type) == "number" then .redis_cpu_us_per_job else null end) as $tool
          | {impl: $impl, scenario: $scen, round: $round,
             jobs_per_s: .jobs_per_s, client_cpu_us_per_job: .client_cpu_us_per_job,
@@ -163,8 +171,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
         if [[ -n ${BENCH_JOBS:-} ]]; then
             if [[ $mode == latency ]]; then ((BENCH_JOBS < jobs)) && jobs=$BENCH_JOBS; else jobs=$BENCH_JOBS; fi
         fi
-        run_one node "$scen" "$round" "$mode" "$jobs" "$conc"
-        run_one ferry "$scen" "$round" "$mode" "$jobs" "$conc"
+        # A B B A ...: a steady drift of the box's speed favours neither side
+        if ((round % 2)); then order=(node ferry); else order=(ferry node); fi
+        for impl in "${order[@]}"; do run_one "$impl" "$scen" "$round" "$mode" "$jobs" "$conc"; done
     done
 done
 elapsed=$(($(date +%s) - started))

@@ -1,8 +1,15 @@
 // bullmq_bench.js - the BullMQ 6.7.0 Node baseline that bench/run.sh runs against `ferry bench`
 // on the same private Redis. Prints one JSON line with the same keys as `ferry bench --json`.
 //
-//   node bullmq_bench.js --mode addbulk|add|fill|process|latency --jobs N [--concurrency K]
-//        [--payload BYTES] [--batch 1000] [--rate R] [--queue bench] [--no-fill] --redis URL
+//   node bullmq_bench.js --mode addbulk|add|fill|process|latency --jobs N [--warmup W]
+//        [--concurrency K] [--payload BYTES] [--batch 1000] [--rate R] [--queue bench] [--no-fill]
+//        --redis URL
+//
+// --warmup W: untimed work of the same kind first, in the same process, so that start-up and
+// V8's warm-up stay out of the figures (as `ferry bench --warmup W`): add modes add W jobs before
+// the timer starts; process mode fills N+W jobs (with --no-fill the queue must hold N+W) and
+// times from the W-th completion to the last; latency mode adds N+W jobs and drops the first W
+// samples. Every job is added with removeOnComplete:true, as ferry bench adds them.
 //
 // addbulk  Queue.addBulk in batches of --batch, one batch in flight (timed: all adds)
 // add      `await queue.add` loop (timed: all adds)
@@ -29,14 +36,17 @@ const args = parseArgs(process.argv.slice(2), {
   batch: '1000',
   rate: '500',
   queue: 'bench',
+  warmup: '0',
 });
 const N = Number(args.jobs);
+const W = Number(args.warmup);
 const K = Number(args.concurrency);
 const BATCH = Number(args.batch);
 if (!args.redis) throw new Error('--redis URL is required');
 const connection = connectionFromUrl(args.redis);
 const data = payload(Number(args.payload));
 const wallMs = () => performance.timeOrigin + performance.now();
+const jobOpts = { removeOnComplete: true };
 
 async function addBulkAll(queue, n, opts) {
   for (let done = 0; done < n; done += BATCH) {
@@ -50,10 +60,14 @@ async function addBulkAll(queue, n, opts) {
 async function modeAdd(bulk) {
   const queue = new Queue(args.queue, { connection });
   await queue.waitUntilReady();
+  const addAll = async (n) => {
+    if (bulk) await addBulkAll(queue, n, jobOpts);
+    else for (let i = 0; i < n; i++) await queue.add('bench', data, jobOpts);
+  };
+  if (W > 0) await addAll(W);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  if (bulk) await addBulkAll(queue, N, undefined);
-  else for (let i = 0; i < N; i++) await queue.add('bench', data);
+  await addAll(N);
   const dt = performance.now() - t0;
   const cpu = cpuSince(cpu0);
   await queue.close();
@@ -62,53 +76,70 @@ async function modeAdd(bulk) {
 
 async function modeFill() {
   const queue = new Queue(args.queue, { connection });
-  await addBulkAll(queue, N, { removeOnComplete: true });
+  await addBulkAll(queue, N + W, jobOpts);
   await queue.close();
-  return { mode: 'fill', jobs: N };
+  return { mode: 'fill', jobs: N + W };
 }
 
 async function modeProcess() {
   if (!args['no-fill']) await modeFill();
+  const total = N + W;
   let done = 0;
   let finish;
+  let warm;
   const finished = new Promise((r) => (finish = r));
+  const warmedUp = new Promise((r) => (warm = r));
   const info = new IORedis(connection);
-  const redis0 = await redisCpuSeconds(info);
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
+  await info.ping();
+  const mark = async () => {
+    // Redis first, then the clock and the completions so far (as ferry bench does)
+    const redis = await redisCpuSeconds(info);
+    return { redis, cpu: process.cpuUsage(), t: performance.now(), done };
+  };
+  let start = W > 0 ? null : await mark();
   const worker = new Worker(args.queue, async () => {}, { connection, concurrency: K });
   worker.on('completed', () => {
-    if (++done === N) finish(performance.now());
+    ++done;
+    if (done === W) warm();
+    if (done === total) finish(performance.now());
   });
   worker.on('error', (e) => process.stderr.write(`worker error: ${e.message}\n`));
+  if (W > 0) {
+    await warmedUp;
+    start = await mark();
+  }
   const t1 = await finished;
-  const cpu = cpuSince(cpu0);
+  const cpu = cpuSince(start.cpu);
   const redis1 = await redisCpuSeconds(info);
   info.disconnect();
   await worker.close();
-  const dt = t1 - t0;
+  const counted = total - start.done;
+  const dt = t1 - start.t;
   return {
-    mode: 'process', jobs: N, concurrency: K, seconds: dt / 1000, jobs_per_s: (N * 1000) / dt, client_cpu_us_per_job: cpu / N,
-    redis_cpu_us_per_job: ((redis1 - redis0) * 1e6) / N,
+    mode: 'process', jobs: N, warmup: W, timed_jobs: counted, concurrency: K, seconds: dt / 1000,
+    jobs_per_s: (counted * 1000) / dt, client_cpu_us_per_job: cpu / counted,
+    redis_cpu_us_per_job: ((redis1 - start.redis) * 1e6) / counted,
   };
 }
 
 async function modeLatency() {
   const lat = [];
+  let seen = 0;
   let finish;
   const finished = new Promise((r) => (finish = r));
   const worker = new Worker(
     args.queue,
     async (job) => {
-      lat.push(wallMs() - job.data.t);
-      if (lat.length === N) finish(performance.now());
+      const ms = wallMs() - job.data.t;
+      if (++seen > W) lat.push(ms);
+      if (seen === N + W) finish(performance.now());
     },
     { connection, concurrency: K },
   );
   worker.on('error', (e) => process.stderr.write(`worker error: ${e.message}\n`));
   await worker.waitUntilReady();
   const cpu0 = process.cpuUsage();
-  const childArgs = ['--mode', 'latency-producer', '--jobs', String(N), '--payload', args.payload, '--rate', args.rate,
+  const childArgs = ['--mode', 'latency-producer', '--jobs', String(N + W), '--payload', args.payload, '--rate', args.rate,
     '--queue', args.queue, '--redis', args.redis];
   const child = fork(__filename, childArgs, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const childDone = new Promise((resolve, reject) => {
@@ -120,11 +151,11 @@ async function modeLatency() {
   const cpu = cpuSince(cpu0) + producer.cpu_us;
   await worker.close();
   lat.sort((a, b) => a - b);
-  // jobs/s here is the rate the producer achieved (its start-up is not part of it)
+  // jobs/s here is the rate the producer achieved over all N+W adds (its start-up is not part of it)
   return {
-    mode: 'latency', jobs: N, concurrency: K, rate: Number(args.rate), seconds: producer.seconds,
-    jobs_per_s: N / producer.seconds,
-    client_cpu_us_per_job: cpu / N,
+    mode: 'latency', jobs: N, warmup: W, timed_jobs: N + W, concurrency: K, rate: Number(args.rate), seconds: producer.seconds,
+    jobs_per_s: (N + W) / producer.seconds,
+    client_cpu_us_per_job: cpu / (N + W),
     p50_ms: percentile(lat, 0.5), p99_ms: percentile(lat, 0.99), max_ms: lat[lat.length - 1],
   };
 }
@@ -141,7 +172,7 @@ async function modeLatencyProducer() {
     const due = t0 + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    await queue.add('lat', { ...data, t: wallMs() });
+    await queue.add('lat', { ...data, t: wallMs() }, jobOpts);
   }
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuSince(cpu0);

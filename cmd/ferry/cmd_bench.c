@@ -2,8 +2,8 @@
  * reporting jobs/s, add->start latency, and CPU per job of the client and of Redis.
  *
  * Redis CPU comes from `INFO cpu` (used_cpu_sys + used_cpu_user) sampled before and after
- * the measured phase. The public API has no raw command, so the sample is taken by running
- * a small command (default: redis-cli on the same URL) - see --redis-info-cmd. */
+ * the measured phase, on a connection of its own (the library's internal one: the public
+ * API has no raw command), or by a shell command given with --redis-info-cmd. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -18,13 +18,14 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
+#include "redis/conn.h"
 #include "util/numtext.h"
 
 #define BULK_BATCH 1000
 
 typedef struct bench_opts {
     const char *mode, *queue;
-    long long jobs, concurrency, lanes, payload, rate, wait_ms;
+    long long jobs, concurrency, lanes, payload, rate, wait_ms, warmup;
     int json, keep, no_fill;
     const char *redis_info_cmd;
 } bench_opts;
@@ -35,6 +36,11 @@ static const opt_def bench_defs[] = {
      "no-op worker) or latency (add at --rate with an idle worker; add->start latency). "
      "Default process."},
     {"jobs", OPT_INT, "N", offsetof(bench_opts, jobs), 1, 100000000, "Jobs (default 10000)."},
+    {"warmup", OPT_INT, "W", offsetof(bench_opts, warmup), 0, 100000000,
+     "Untimed jobs first, in the same process (default 0): add modes add W jobs before the "
+     "timer starts; process mode fills N+W jobs (with --no-fill, the queue must hold N+W) "
+     "and times from the W-th completion to the last; latency mode adds N+W jobs and drops "
+     "the first W samples. So start-up and warm-up costs stay out of the figures."},
     {"concurrency", OPT_INT, "K", offsetof(bench_opts, concurrency), 1, 1024,
      "Worker concurrency (default 100)."},
     {"lanes", OPT_INT, "N", offsetof(bench_opts, lanes), 1, 4,
@@ -58,8 +64,8 @@ static const opt_def bench_defs[] = {
      "addbulk/add added."},
     {"redis-info-cmd", OPT_STRING, "CMD", offsetof(bench_opts, redis_info_cmd), 0, 0,
      "Shell command printing Redis `INFO cpu` (run before and after the measured phase; "
-     "$FERRY_BENCH_REDIS_URL holds the URL). Default: redis-cli -u \"$FERRY_BENCH_REDIS_URL\" "
-     "info cpu for redis:// URLs, redis-cli -s for unix:// ones. \"none\" disables it."},
+     "$FERRY_BENCH_REDIS_URL holds the URL). Default: INFO cpu on a connection of the "
+     "bench's own. \"none\" disables it."},
 };
 
 static const cmd_spec bench_spec = {
@@ -94,47 +100,63 @@ static double client_cpu_s(void) {
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-/* Run the INFO command and return used_cpu_sys + used_cpu_user, or -1. */
-static double redis_cpu_s(const char *cmd) {
-    if (!cmd) return -1;
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    char line[256];
+/* used_cpu_sys + used_cpu_user in an `INFO cpu` text, or -1. */
+static double parse_info_cpu(const char *text) {
     double sys = -1, user = -1;
-    while (fgets(line, sizeof line, p)) {
+    for (const char *line = text; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         if (!strncmp(line, "used_cpu_sys:", 13)) sys = ferry__strtod_c(line + 13, NULL);
         if (!strncmp(line, "used_cpu_user:", 14)) user = ferry__strtod_c(line + 14, NULL);
     }
+    return sys < 0 || user < 0 ? -1 : sys + user;
+}
+
+/* Where Redis CPU samples come from: a shell command (--redis-info-cmd), or INFO on a
+ * connection of our own (fast: a sample is one round trip, so the warm-up's end is marked
+ * within a fraction of a millisecond). */
+typedef struct info_source {
+    const char *cmd; /* shell command, or NULL */
+    ferry_conn *conn;
+} info_source;
+
+/* Redis' CPU seconds so far, or -1 when not available. */
+static double redis_cpu_s(info_source *src) {
+    if (src->conn) {
+        redisReply *r = NULL;
+        ferry_error e = {0};
+        double v = -1;
+        if (ferry__conn_command(src->conn, &r, &e, "INFO cpu") == 0) {
+            if (r->type == REDIS_REPLY_STRING) v = parse_info_cpu(r->str);
+            freeReplyObject(r);
+        }
+        return v;
+    }
+    if (!src->cmd) return -1;
+    FILE *p = popen(src->cmd, "r");
+    if (!p) return -1;
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = 0;
     int st = pclose(p);
-    if (st != 0 || sys < 0 || user < 0) return -1;
-    return sys + user;
+    return st != 0 ? -1 : parse_info_cpu(buf);
 }
 
-static int on_path(const char *prog) {
-    const char *path = getenv("PATH");
-    char buf[4096];
-    while (path && *path) {
-        size_t n = strcspn(path, ":");
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, prog);
-        if (n && access(buf, X_OK) == 0) return 1;
-        path += n;
-        if (*path == ':') path++;
+/* Set up the Redis CPU source: --redis-info-cmd ("none": no Redis figures), else a
+ * connection with the bench's own Redis options. */
+static void info_open(const bench_opts *o, const cli_conn *c, info_source *src) {
+    *src = (info_source){0};
+    if (o->redis_info_cmd) {
+        if (strcmp(o->redis_info_cmd, "none")) {
+            setenv("FERRY_BENCH_REDIS_URL", c->redis_url, 1);
+            src->cmd = o->redis_info_cmd;
+        }
+        return;
     }
-    return 0;
-}
-
-/* The INFO command to use, or NULL (Redis CPU then reported as null). */
-static const char *info_command(const bench_opts *o, const cli_conn *c) {
-    if (o->redis_info_cmd) return strcmp(o->redis_info_cmd, "none") ? o->redis_info_cmd : NULL;
-    if (!on_path("redis-cli")) return NULL;
-    setenv("FERRY_BENCH_REDIS_URL", c->redis_url, 1);
-    if (!strncmp(c->redis_url, "redis://", 8))
-        return "redis-cli -u \"$FERRY_BENCH_REDIS_URL\" info cpu 2>/dev/null";
-    if (!strncmp(c->redis_url, "unix://", 7)) {
-        setenv("FERRY_BENCH_REDIS_SOCKET", c->host, 1);
-        return "redis-cli -s \"$FERRY_BENCH_REDIS_SOCKET\" info cpu 2>/dev/null";
+    ferry_error e = {0};
+    if (ferry__conn_open(&c->redis, NULL, &src->conn, &e) != 0) {
+        src->conn = NULL;
+        fprintf(stderr, "ferry bench: no Redis CPU figures: %s\n", e.message);
     }
-    return NULL; /* rediss://: redis-cli needs TLS flags we cannot guess; pass --redis-info-cmd */
 }
 
 /* ---- shared run state --------------------------------------------------------------------- */
@@ -147,6 +169,8 @@ typedef struct bench_run {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     long long done; /* completed jobs seen by the callback */
+    long long skip; /* latency mode: samples to drop first (the warm-up) */
+    long long seen; /* latency mode: samples seen */
     long long target;
     double *lat_ms; /* latency mode: one sample per job */
     long long nlat;
@@ -179,7 +203,8 @@ static ferry_outcome latency_handler(ferry_job *job, void *ud) {
     if (t) {
         long long t0 = strtoll(t + 4, NULL, 10);
         pthread_mutex_lock(&b->lock);
-        if (b->nlat < b->o->jobs) b->lat_ms[b->nlat++] = (double)(t_now - t0) / 1000.0;
+        if (b->seen++ >= b->skip && b->nlat < b->o->jobs)
+            b->lat_ms[b->nlat++] = (double)(t_now - t0) / 1000.0;
         pthread_mutex_unlock(&b->lock);
     }
     return FERRY_COMPLETED;
@@ -314,7 +339,8 @@ static int run_latency(bench_run *b, ferry_queue *q, double *producer_s) {
     double interval = 1.0 / (double)o->rate;
     double t0 = now_s();
     int rc = 0;
-    for (long long i = 0; i < o->jobs; i++) {
+    long long total = o->jobs + o->warmup;
+    for (long long i = 0; i < total; i++) {
         double due = t0 + (double)i * interval;
         double wait = due - now_s();
         if (wait > 0) {
@@ -332,14 +358,17 @@ static int run_latency(bench_run *b, ferry_queue *q, double *producer_s) {
     }
     free(buf);
     *producer_s = now_s() - t0;
-    return rc ? rc : wait_done(b, o->jobs);
+    return rc ? rc : wait_done(b, total);
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-static void report(const bench_run *b, double elapsed, double ccpu, double rcpu) {
+/* `counted`: the jobs the timed phase covered (N, or in process mode with a warm-up the jobs
+ * completed after the timer started; in latency mode all jobs added, for the rate). */
+static void report(const bench_run *b, long long counted, double elapsed, double ccpu,
+                   double rcpu) {
     const bench_opts *o = b->o;
-    double n = (double)o->jobs;
+    double n = (double)counted;
     double *lat = b->lat_ms;
     if (lat) qsort(lat, (size_t)b->nlat, sizeof *lat, cmp_double);
     if (o->json) {
@@ -348,6 +377,8 @@ static void report(const bench_run *b, double elapsed, double ccpu, double rcpu)
         jsonw_str(&w, "impl", "ferry");
         jsonw_str(&w, "mode", o->mode);
         jsonw_int(&w, "jobs", o->jobs);
+        jsonw_int(&w, "warmup", o->warmup);
+        jsonw_int(&w, "timed_jobs", counted);
         jsonw_int(&w, "concurrency", o->concurrency);
         jsonw_int(&w, "payload", o->payload);
         if (lat) jsonw_int(&w, "rate", o->rate);
@@ -371,8 +402,8 @@ static void report(const bench_run *b, double elapsed, double ccpu, double rcpu)
         jsonw_end(&w);
         return;
     }
-    printf("mode %s: %lld jobs, concurrency %lld, payload %lld bytes\n", o->mode, o->jobs,
-           o->concurrency, o->payload);
+    printf("mode %s: %lld jobs (+%lld warm-up), concurrency %lld, payload %lld bytes\n", o->mode,
+           o->jobs, o->warmup, o->concurrency, o->payload);
     printf("  elapsed        %.3f s (%.0f jobs/s)\n", elapsed, n / elapsed);
     printf("  client CPU     %.1f us/job\n", ccpu * 1e6 / n);
     if (rcpu >= 0)
@@ -426,7 +457,6 @@ static int bench_main(int argc, char **argv) {
     bench_run b = {.o = &o, .conn = &conn, .queue = queue, .prefix = prefix};
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.cond, NULL);
-    const char *info = info_command(&o, &conn);
     ferry_queue *q = NULL;
     ferry_worker *w = NULL;
     ferry_queue_options qo;
@@ -439,27 +469,54 @@ static int bench_main(int argc, char **argv) {
         free(b.data);
         return CLI_EXIT_RUNTIME;
     }
+    info_source info;
+    info_open(&o, &conn, &info);
     if (ferry_queue_open(queue, &qo, &q, &err) != 0) {
         q = NULL;
         rc = cli_report(&bench_spec, &conn, NULL, &err);
         goto out;
     }
     const char *remove_opts = "{\"removeOnComplete\":true}";
-    if (is_proc && !o.no_fill && (rc = add_jobs(&b, q, o.jobs, 1, remove_opts))) goto out;
-    if (is_lat && (rc = start_worker(&b, latency_handler, &w))) goto out;
+    const long long total = o.jobs + o.warmup;
+    if (is_proc && !o.no_fill && (rc = add_jobs(&b, q, total, 1, remove_opts))) goto out;
+    if (is_lat) {
+        b.skip = o.warmup;
+        if ((rc = start_worker(&b, latency_handler, &w))) goto out;
+    }
+    /* the warm-up: untimed work of the same kind in this process */
+    if ((is_bulk || is_add) && o.warmup && (rc = add_jobs(&b, q, o.warmup, is_bulk, remove_opts)))
+        goto out;
+    if (is_proc && o.warmup) {
+        if ((rc = start_worker(&b, noop_handler, &w)) || (rc = wait_done(&b, o.warmup))) goto out;
+    }
 
+    /* Redis first (a redis-cli run takes a few ms), then the clock and the completions so far:
+     * the jobs completed while INFO ran are outside the count, their Redis CPU inside (a
+     * fraction of a percent of a timed phase; the Node baseline reads in the same order). */
     double producer_s = 0;
-    double rcpu0 = redis_cpu_s(info), ccpu0 = client_cpu_s(), t0 = now_s();
+    double rcpu0 = redis_cpu_s(&info), ccpu0 = client_cpu_s(), t0 = now_s();
+    pthread_mutex_lock(&b.lock);
+    long long done0 = b.done;
+    pthread_mutex_unlock(&b.lock);
+    long long counted = o.jobs;
     if (is_bulk || is_add) {
         rc = add_jobs(&b, q, o.jobs, is_bulk, remove_opts);
     } else if (is_proc) {
-        if (!(rc = start_worker(&b, noop_handler, &w))) rc = wait_done(&b, o.jobs);
+        if (!w) rc = start_worker(&b, noop_handler, &w);
+        if (!rc) rc = wait_done(&b, total);
+        counted = total - done0;
     } else {
         rc = run_latency(&b, q, &producer_s);
+        counted = total; /* the producer's rate covers every add */
     }
     double elapsed = is_lat ? producer_s : now_s() - t0;
-    double ccpu = client_cpu_s() - ccpu0, rcpu1 = redis_cpu_s(info);
-    if (!rc) report(&b, elapsed, ccpu, rcpu0 >= 0 && rcpu1 >= 0 ? rcpu1 - rcpu0 : -1);
+    double ccpu = client_cpu_s() - ccpu0, rcpu1 = redis_cpu_s(&info);
+    if (!rc && counted < 1) {
+        fprintf(stderr, "ferry bench: every job completed before the timer started (raise "
+                        "--jobs or lower --warmup)\n");
+        rc = CLI_EXIT_RUNTIME;
+    }
+    if (!rc) report(&b, counted, elapsed, ccpu, rcpu0 >= 0 && rcpu1 >= 0 ? rcpu1 - rcpu0 : -1);
 
     /* addbulk/add leave N jobs behind. The fresh queue is obliterated below with them; a
      * named queue, shared with others, is drained instead (the jobs carry removeOnComplete). */
@@ -467,7 +524,7 @@ static int bench_main(int argc, char **argv) {
         pthread_mutex_lock(&b.lock);
         b.done = 0;
         pthread_mutex_unlock(&b.lock);
-        if (!(rc = start_worker(&b, noop_handler, &w))) rc = wait_done(&b, o.jobs);
+        if (!(rc = start_worker(&b, noop_handler, &w))) rc = wait_done(&b, total);
     }
 out:
     if (stop_worker(w) != 0 && !rc) rc = CLI_EXIT_RUNTIME;
@@ -478,6 +535,7 @@ out:
         if (!rc) rc = CLI_EXIT_RUNTIME;
     }
     ferry_queue_close(q);
+    ferry__conn_close(info.conn);
     free(b.data);
     free(b.lat_ms);
     return rc;

@@ -4,6 +4,7 @@
  * they were; active jobs are refused without force and deleted with it; a queue larger than
  * one chunk; a flow parent in another queue is released; the script's own refusals; the CLI's
  * --yes guard and its count; `ferry bench` leaving no key behind. */
+#include <jansson.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -566,6 +567,49 @@ static void test_bench_leaves_nothing(void **state) {
     assert_true(count_keys(pat) >= 10);
 }
 
+/* `ferry bench --warmup W`: the warm-up is untimed work in the same run, the figures cover
+ * what came after it (timed_jobs of N in process mode: the jobs completed after the timer
+ * started; N+W adds in latency mode), Redis CPU is sampled on the bench's own connection, and
+ * the run still leaves nothing behind. */
+static void test_bench_warmup(void **state) {
+    (void)state;
+    char p[64], pat[80];
+    snprintf(p, sizeof p, "%s", testenv_prefix());
+    snprintf(pat, sizeof pat, "%s:*", p);
+    const char *url = testenv_require("REDIS_URL");
+    struct {
+        const char *mode, *jobs, *warmup;
+        long long timed_min, timed_max;
+    } runs[] = {{"process", "400", "200", 1, 400},
+                {"addbulk", "300", "200", 300, 300},
+                {"latency", "20", "10", 30, 30}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        cli_run r;
+        CLI(r, "bench", "--mode", runs[i].mode, "--jobs", runs[i].jobs, "--warmup", runs[i].warmup,
+            "--concurrency", "4", "--rate", "1000", "--json", "--redis", url, "--prefix", p);
+        CLI_EXPECT(r, 0);
+        json_error_t je;
+        json_t *j = json_loads(r.out, 0, &je);
+        if (!j) fail_msg("bench --mode %s: not JSON (%s): %s", runs[i].mode, je.text, r.out);
+        long long timed = json_integer_value(json_object_get(j, "timed_jobs"));
+        if (timed < runs[i].timed_min || timed > runs[i].timed_max)
+            fail_msg("bench --mode %s: timed_jobs %lld, want %lld..%lld", runs[i].mode, timed,
+                     runs[i].timed_min, runs[i].timed_max);
+        assert_int_equal(json_integer_value(json_object_get(j, "warmup")),
+                         strtoll(runs[i].warmup, NULL, 10));
+        assert_int_equal(json_integer_value(json_object_get(j, "failed")), 0);
+        assert_true(json_real_value(json_object_get(j, "jobs_per_s")) > 0);
+        /* sampled on its own connection: a number, not null */
+        assert_true(json_is_number(json_object_get(j, "redis_cpu_us_per_job")));
+        if (!strcmp(runs[i].mode, "latency")) /* one sample per timed job */
+            assert_true(json_is_number(json_object_get(j, "p99_ms")));
+        json_decref(j);
+        cli_run_free(&r);
+        if (count_keys(pat))
+            fail_msg("bench --mode %s left %zu keys under %s", runs[i].mode, count_keys(pat), pat);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_state_sibling_untouched),
@@ -576,6 +620,7 @@ int main(void) {
         cmocka_unit_test(test_script_refusals),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_bench_leaves_nothing),
+        cmocka_unit_test(test_bench_warmup),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     cli_tmpdir_remove();
