@@ -469,13 +469,13 @@ static int bench_main(int argc, char **argv) {
         free(b.data);
         return CLI_EXIT_RUNTIME;
     }
-    info_source info;
-    info_open(&o, &conn, &info);
+    info_source info = {0};
     if (ferry_queue_open(queue, &qo, &q, &err) != 0) {
         q = NULL;
         rc = cli_report(&bench_spec, &conn, NULL, &err);
         goto out;
     }
+    info_open(&o, &conn, &info); /* after the queue: an unreachable server is reported once */
     const char *remove_opts = "{\"removeOnComplete\":true}";
     const long long total = o.jobs + o.warmup;
     if (is_proc && !o.no_fill && (rc = add_jobs(&b, q, total, 1, remove_opts))) goto out;
