@@ -60,7 +60,7 @@ out.push('# ferry vs BullMQ Node — benchmark results');
 out.push('');
 out.push(
   `${meta.date || ''} · ${meta.host || ''} (${meta.cores || '?'} cores) · Redis ${meta.redis || '?'} · Node ${meta.node || '?'} · ` +
-    `bullmq ${meta.bullmq || '?'} · ${meta.ferry || 'ferry ?'} · ${meta.rounds || '?'} round(s) each, alternating Node/ferry · ` +
+    `bullmq ${meta.bullmq || '?'} · ${meta.ferry || 'ferry ?'} · ${meta.rounds || '?'} round(s) each, alternating (Node first in odd rounds, ferry in even), each run after an untimed warm-up · ` +
     `payload ${meta.payload || '?'} B · took ${meta.elapsed_s || '?'} s`,
 );
 out.push('');
