@@ -371,6 +371,7 @@ ferry_pg_as_owner() {
 ferry_pg_start() {
     local pgdir=$1 bindir port try sockopt real
     shift
+    # shellcheck disable=SC2034 # result for the caller
     FERRY_PG_DIR=$pgdir
     bindir=$(ferry_pg_bindir) || { ferry_msg "PostgreSQL server binaries not found (install postgresql)"; return 1; }
     if ((EUID == 0)); then
@@ -384,8 +385,13 @@ ferry_pg_start() {
                 rm -rf -- "$real"
                 return 1
             fi
-            rmdir -- "$pgdir" && ln -s -- "$real" "$pgdir" || { rm -rf -- "$real"; return 1; }
+            if ! { rmdir -- "$pgdir" && ln -s -- "$real" "$pgdir"; }; then
+                ferry_msg "cannot replace $pgdir by a symlink to $real"
+                rm -rf -- "$real"
+                return 1
+            fi
             pgdir=$real
+            # shellcheck disable=SC2034 # result for the caller
             FERRY_PG_DIR=$real
         fi
     fi
@@ -443,7 +449,7 @@ ferry_pg_stop() {
         if [[ $real == /tmp/ferry-pg.* ]]; then
             rm -f -- "$pgdir"
             mkdir -p -- "$pgdir"
-            cp -p -- "$real"/*.log "$pgdir"/ 2>/dev/null || true
+            cp -p -- "$real"/*.log "$real"/*.log.port* "$pgdir"/ 2>/dev/null || true
             rm -rf -- "$real"
         fi
     fi

@@ -11,16 +11,20 @@
 // times from the W-th completion to the last; latency mode adds N+W jobs and drops the first W
 // samples. Every job is added with removeOnComplete:true, as ferry bench adds them.
 //
-// addbulk  Queue.addBulk in batches of --batch, one batch in flight (timed: all adds)
-// add      `await queue.add` loop (timed: all adds)
-// fill     addBulk of N jobs with removeOnComplete:true (untimed helper for process runs)
+// addbulk  Queue.addBulk in batches of --batch, one batch in flight (timed: the N adds after
+//          the W warm-up adds)
+// add      `await queue.add` loop (timed: the N adds after the W warm-up adds)
+// fill     addBulk of N+W jobs with removeOnComplete:true (untimed helper for process runs)
 // process  fill (unless --no-fill), then a Worker with concurrency K and a no-op processor;
-//          timed from worker start to the Nth completion; jobs are removeOnComplete:true
-// latency  an idle Worker (concurrency K) in this process, a producer child adding N jobs at
-//          --rate jobs/s; latency = processor start - producer's clock at add (sub-ms clock)
+//          timed from the W-th completion (from worker start when W is 0) to the (N+W)-th;
+//          timed_jobs = the completions after the timer started
+// latency  an idle Worker (concurrency K) in this process, a producer child adding N+W jobs at
+//          --rate jobs/s; latency = processor start - producer's clock at add (sub-ms clock),
+//          the first W samples dropped; timed_jobs = N+W (the producer's rate covers them all)
 // client_cpu_us_per_job is this process's CPU (plus the producer child's in latency mode)
-// during the timed phase divided by N; in process mode redis_cpu_us_per_job is the INFO cpu
-// delta of redis-server over the timed phase divided by N (as `ferry bench` reports it).
+// during the timed phase divided by timed_jobs (N in add modes); in process mode
+// redis_cpu_us_per_job is the INFO cpu delta of redis-server over the timed phase divided by
+// timed_jobs (as `ferry bench` reports it).
 'use strict';
 const { fork } = require('node:child_process');
 const { performance } = require('node:perf_hooks');
@@ -114,6 +118,7 @@ async function modeProcess() {
   info.disconnect();
   await worker.close();
   const counted = total - start.done;
+  if (counted < 1) throw new Error('every job completed before the timer started (raise --jobs or lower --warmup)');
   const dt = t1 - start.t;
   return {
     mode: 'process', jobs: N, warmup: W, timed_jobs: counted, concurrency: K, seconds: dt / 1000,

@@ -55,7 +55,8 @@ static const opt_def bench_defs[] = {
      "Use queue Q under the usual prefix (--prefix / $FERRY_PREFIX / bull) instead of a fresh "
      "prefix; with --no-fill, process jobs someone else added (e.g. the Node baseline)."},
     {"no-fill", OPT_FLAG, NULL, offsetof(bench_opts, no_fill), 0, 0,
-     "process mode with --queue: do not pre-add; time the worker on the N jobs already there."},
+     "process mode with --queue: do not pre-add; time the worker on the N jobs (N+W with "
+     "--warmup) already there."},
     {"json", OPT_FLAG, NULL, offsetof(bench_opts, json), 0, 0,
      "Print one JSON object for the run (for bench/run.sh)."},
     {"keep", OPT_FLAG, NULL, offsetof(bench_opts, keep), 0, 0,
