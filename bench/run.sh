@@ -64,7 +64,8 @@ SCENARIOS=(
 )
 LATENCY_RATE=500
 # Untimed warm-up per run (same process, same work: see --warmup in both tools): start-up and
-# V8's JIT warm-up cost Node 10-25% of a cold run's rate, ferry about 2%.
+# V8's JIT warm-up cost Node 10-25% of a cold run's rate, ferry about 2% (measured by the
+# 2026-11-30 benchmark review, per 5,000-job segment of single runs).
 warmup_for() { # MODE JOBS
     if [[ $1 == latency ]]; then echo 500; elif (($2 / 10 > 2000)); then echo $(($2 / 10)); else echo 2000; fi
 }

@@ -18,17 +18,13 @@ static ferry_conn *rds;
 
 static int setup(void **state) {
     (void)state;
-    db = ob_pg();
-    rds = testenv_conn();
+    ob_open(&db, &rds);
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    ob_drop_schemas(db);
-    PQfinish(db);
-    ferry__conn_close(rds);
-    cli_tmpdir_remove();
+    ob_close(db, rds);
     return 0;
 }
 

@@ -17,15 +17,13 @@ static PGconn *db;
 
 static int setup(void **state) {
     (void)state;
-    db = ob_pg();
+    ob_open(&db, NULL);
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    ob_drop_schemas(db);
-    PQfinish(db);
-    cli_tmpdir_remove();
+    ob_close(db, NULL);
     return 0;
 }
 

@@ -17,56 +17,25 @@
 
 static PGconn *db;
 static ferry_conn *rds;
-static char iso_db[64];
 
 static int setup(void **state) {
     (void)state;
-    db = ob_pg();
-    rds = testenv_conn();
+    ob_open(&db, &rds);
     return 0;
-}
-
-static void drop_iso_db(void) {
-    if (!iso_db[0]) return;
-    PQclear(ob_sql(db, "DROP DATABASE IF EXISTS %s WITH (FORCE)", iso_db));
-    iso_db[0] = '\0';
 }
 
 static int teardown(void **state) {
     (void)state;
-    drop_iso_db();
-    PQfinish(db);
-    ferry__conn_close(rds);
-    cli_tmpdir_remove();
+    ob_close(db, rds);
     return 0;
-}
-
-/* DATABASE_URL with its database replaced by `name` (URL form, as the fixture writes). */
-static void url_for_db(const char *name, char *out, size_t cap) {
-    const char *url = testenv_require("DATABASE_URL");
-    const char *host = strstr(url, "://");
-    if (!host) fail_msg("DATABASE_URL is not a URL: %s", url);
-    size_t at = (size_t)(host + 3 - url) + strcspn(host + 3, "/?");
-    const char *query = strchr(url + at, '?');
-    snprintf(out, cap, "%.*s/%s%s", (int)at, url, name, query ? query : "");
-}
-
-static PGconn *connect_url(const char *url) {
-    PGconn *c = PQconnectdb(url);
-    if (PQstatus(c) != CONNECTION_OK) fail_msg("connect %s: %s", url, PQerrorMessage(c));
-    PQclear(ob_sql(c, "SET client_min_messages = warning"));
-    return c;
 }
 
 /* A new database whose sessions default to REPEATABLE READ; its URL into url. */
 static void make_iso_db(char *url, size_t cap) {
-    snprintf(iso_db, sizeof iso_db, "ferry_iso_%d", (int)getpid());
-    PQclear(ob_sql(db, "DROP DATABASE IF EXISTS %s WITH (FORCE)", iso_db));
-    PQclear(ob_sql(db, "CREATE DATABASE %s", iso_db));
+    const char *name = ob_scratch_create(db, "iso", url, cap);
     PQclear(ob_sql(db, "ALTER DATABASE %s SET default_transaction_isolation = 'repeatable read'",
-                   iso_db));
-    url_for_db(iso_db, url, cap);
-    PGconn *probe = connect_url(url); /* the setting holds for new sessions */
+                   name));
+    PGconn *probe = ob_connect(url); /* the setting holds for new sessions */
     PGresult *r = ob_sql(probe, "SHOW default_transaction_isolation");
     assert_string_equal(PQgetvalue(r, 0, 0), "repeatable read");
     PQclear(r);
@@ -168,11 +137,11 @@ static void test_repeatable_read_default(void **state) {
     (void)state;
     char url[512];
     make_iso_db(url, sizeof url);
-    PGconn *x = connect_url(url);
+    PGconn *x = ob_connect(url);
     migrate_all_at_once(x, url);
     relays_share_the_work(x, url);
     PQfinish(x);
-    drop_iso_db();
+    ob_scratch_drop(db);
 }
 
 int main(void) {

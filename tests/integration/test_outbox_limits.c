@@ -13,28 +13,16 @@
 
 static PGconn *db;
 static ferry_conn *rds;
-static char idle_db[64]; /* database made by the idle test, dropped at the end */
 
 static int setup(void **state) {
     (void)state;
-    db = ob_pg();
-    rds = testenv_conn();
+    ob_open(&db, &rds);
     return 0;
-}
-
-static void drop_idle_db(void) {
-    if (!idle_db[0]) return;
-    PQclear(ob_sql(db, "DROP DATABASE IF EXISTS %s WITH (FORCE)", idle_db));
-    idle_db[0] = '\0';
 }
 
 static int teardown(void **state) {
     (void)state;
-    drop_idle_db();
-    ob_drop_schemas(db);
-    PQfinish(db);
-    ferry__conn_close(rds);
-    cli_tmpdir_remove();
+    ob_close(db, rds);
     return 0;
 }
 
@@ -214,16 +202,6 @@ static void test_batch_bytes_out_of_range(void **state) {
 
 /* ---- idle_session_timeout --------------------------------------------------------------- */
 
-/* DATABASE_URL with its database replaced by `name` (URL form, as the fixture writes). */
-static void url_for_db(const char *name, char *out, size_t cap) {
-    const char *url = testenv_require("DATABASE_URL");
-    const char *host = strstr(url, "://");
-    if (!host) fail_msg("DATABASE_URL is not a URL: %s", url);
-    size_t at = (size_t)(host + 3 - url) + strcspn(host + 3, "/?");
-    const char *query = strchr(url + at, '?');
-    snprintf(out, cap, "%.*s/%s%s", (int)at, url, name, query ? query : "");
-}
-
 /* A database whose sessions end after 300 ms idle (as a server-wide setting would do):
  * the relay's LISTEN connection and its retention connection (which runs every second)
  * must outlive that many times over, and the relay then publishes on them with nothing to
@@ -234,21 +212,15 @@ static void test_idle_session_timeout(void **state) {
         print_message("PostgreSQL < 14 has no idle_session_timeout: skipped\n");
         skip();
     }
-    snprintf(idle_db, sizeof idle_db, "ferry_idle_%d", (int)getpid());
-    PQclear(ob_sql(db, "DROP DATABASE IF EXISTS %s WITH (FORCE)", idle_db));
-    PQclear(ob_sql(db, "CREATE DATABASE %s", idle_db));
     char url[512];
-    url_for_db(idle_db, url, sizeof url);
-    PGconn *x = PQconnectdb(url); /* before the setting: this session keeps no timeout */
-    if (PQstatus(x) != CONNECTION_OK) fail_msg("connect %s: %s", url, PQerrorMessage(x));
-    PQclear(ob_sql(x, "SET client_min_messages = warning"));
+    const char *idle_db = ob_scratch_create(db, "idle", url, sizeof url);
+    PGconn *x = ob_connect(url); /* before the setting: this session keeps no timeout */
     ferry_migrate_options mo = {.schema = "obidle"};
     ferry_error e = {0};
     int applied = 0;
     if (ferry_outbox_migrate(x, &mo, &applied, &e)) fail_msg("migrate: %s", e.message);
     PQclear(ob_sql(db, "ALTER DATABASE %s SET idle_session_timeout = '300ms'", idle_db));
-    PGconn *probe = PQconnectdb(url); /* the setting holds for new sessions */
-    if (PQstatus(probe) != CONNECTION_OK) fail_msg("connect %s: %s", url, PQerrorMessage(probe));
+    PGconn *probe = ob_connect(url); /* the setting holds for new sessions */
     assert_int_equal(ob_ll(probe, "SELECT (current_setting('idle_session_timeout')::interval = "
                                   "interval '300 ms')::int"),
                      1);
@@ -299,7 +271,7 @@ static void test_idle_session_timeout(void **state) {
     if (log_contains(&rl, ": warning: ") || log_contains(&rl, ": error: "))
         OB_FAIL_LOG(&rl, "the relay reported a problem");
     PQfinish(x);
-    drop_idle_db();
+    ob_scratch_drop(db);
 }
 
 int main(void) {

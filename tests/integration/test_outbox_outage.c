@@ -12,21 +12,16 @@ static ferry_conn *rds;
 
 static int setup(void **state) {
     (void)state;
-    db = ob_pg();
+    ob_open(&db, &rds);
     /* The test's own inserts must survive a server crash (the cluster runs with
      * synchronous_commit=off for speed). */
     ob_exec(db, "SET synchronous_commit = on");
-    rds = testenv_conn();
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    if (PQstatus(db) != CONNECTION_OK) PQreset(db);
-    ob_drop_schemas(db);
-    PQfinish(db);
-    ferry__conn_close(rds);
-    cli_tmpdir_remove();
+    ob_close(db, rds);
     return 0;
 }
 

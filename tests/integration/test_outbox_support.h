@@ -38,12 +38,16 @@ static inline const char *ob_file(const char *name, const char *text) {
 
 /* ---- PostgreSQL ---------------------------------------------------------------------- */
 
-static inline PGconn *ob_pg(void) {
-    const char *url = testenv_require("DATABASE_URL");
+/* A session on `url` (quiet notices); fails the test when it cannot connect. */
+static inline PGconn *ob_connect(const char *url) {
     PGconn *c = PQconnectdb(url);
     if (PQstatus(c) != CONNECTION_OK) fail_msg("connect %s: %s", url, PQerrorMessage(c));
     PQclear(PQexec(c, "SET client_min_messages = warning"));
     return c;
+}
+
+static inline PGconn *ob_pg(void) {
+    return ob_connect(testenv_require("DATABASE_URL"));
 }
 
 /* Run SQL (printf-style; only for trusted test text) and return the result; fails the test
@@ -111,6 +115,50 @@ static inline const char *ob_schema(PGconn *c) {
 }
 
 /* Append one event in its own transaction (commit = 1) or rolled back; id_out gets the id. */
+/* A scratch database of the test's own (for settings made with ALTER DATABASE): one per
+ * process, dropped by ob_scratch_drop (ob_close calls it). */
+static char ob_scratch_name[64];
+
+static inline void ob_scratch_drop(PGconn *admin) {
+    if (!ob_scratch_name[0]) return;
+    PQclear(ob_sql(admin, "DROP DATABASE IF EXISTS %s WITH (FORCE)", ob_scratch_name));
+    ob_scratch_name[0] = '\0';
+}
+
+/* Create (again) the scratch database "ferry_<stem>_<pid>"; its name is returned and its
+ * URL (DATABASE_URL with the database replaced) written to url. */
+static inline const char *ob_scratch_create(PGconn *admin, const char *stem, char *url,
+                                            size_t cap) {
+    ob_scratch_drop(admin);
+    snprintf(ob_scratch_name, sizeof ob_scratch_name, "ferry_%s_%d", stem, (int)getpid());
+    PQclear(ob_sql(admin, "DROP DATABASE IF EXISTS %s WITH (FORCE)", ob_scratch_name));
+    PQclear(ob_sql(admin, "CREATE DATABASE %s", ob_scratch_name));
+    const char *base = testenv_require("DATABASE_URL");
+    const char *host = strstr(base, "://");
+    if (!host) fail_msg("DATABASE_URL is not a URL: %s", base);
+    size_t at = (size_t)(host + 3 - base) + strcspn(host + 3, "/?");
+    const char *query = strchr(base + at, '?');
+    snprintf(url, cap, "%.*s/%s%s", (int)at, base, ob_scratch_name, query ? query : "");
+    return ob_scratch_name;
+}
+
+/* The group fixture of an outbox test file: a PostgreSQL session and, when rds is not
+ * NULL, a Redis connection; ob_close drops the scratch database and every schema
+ * ob_schema made, closes both, and removes the CLI temp dir. */
+static inline void ob_open(PGconn **db, ferry_conn **rds) {
+    *db = ob_pg();
+    if (rds) *rds = testenv_conn();
+}
+
+static inline void ob_close(PGconn *db, ferry_conn *rds) {
+    if (PQstatus(db) != CONNECTION_OK) PQreset(db); /* a test may have restarted the server */
+    ob_scratch_drop(db);
+    ob_drop_schemas(db);
+    PQfinish(db);
+    ferry__conn_close(rds);
+    cli_tmpdir_remove();
+}
+
 static inline void ob_append(PGconn *c, const char *schema, const char *topic, const char *payload,
                              const char *trace, int commit, char id_out[37]) {
     ob_exec(c, "BEGIN");
