@@ -92,21 +92,6 @@ static int connect_local(int port) {
     return fd;
 }
 
-static ferry_redis_options plain_opts(void) {
-    ferry_redis_options o;
-    ferry_redis_options_init(&o);
-    o.url = testenv_require("REDIS_URL");
-    return o;
-}
-
-static ferry_redis_options tls_opts(void) {
-    ferry_redis_options o;
-    ferry_redis_options_init(&o);
-    o.url = testenv_require("REDIS_TLS_URL");
-    o.tls_ca_file = testenv_require("TLS_CA");
-    return o;
-}
-
 static long long client_id(ferry_conn *c) {
     redisReply *r = testenv_cmd(c, "CLIENT ID");
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
@@ -224,7 +209,7 @@ static void test_acl_auth(void **state) {
 static void test_select_db(void **state) {
     (void)state;
     const char *port = testenv_require("REDIS_PORT");
-    ferry_redis_options o = plain_opts();
+    ferry_redis_options o = testenv_redis_options(0);
     o.url = fmt_url("redis://127.0.0.1:%s/3", port);
     ferry_conn *c3 = open_ok(&o, NULL);
     ferry_conn *c0 = testenv_conn();
@@ -245,7 +230,7 @@ static void test_select_db(void **state) {
 
 static void test_client_name(void **state) {
     (void)state;
-    ferry_redis_options o = plain_opts();
+    ferry_redis_options o = testenv_redis_options(0);
     ferry_conn *c = open_ok(&o, "bull:dGVzdA==:w:h1");
     want_str(testenv_cmd(c, "CLIENT GETNAME"), "bull:dGVzdA==:w:h1");
     ferry__conn_close(c);
@@ -285,7 +270,7 @@ static void test_unix_socket(void **state) {
 
 static void test_tls_ok(void **state) {
     (void)state;
-    ferry_redis_options o = tls_opts();
+    ferry_redis_options o = testenv_redis_options(1);
     ferry_conn *c = open_ok(&o, NULL);
     assert_int_equal(ferry__conn_url(c)->kind, FERRY_URL_TLS);
     ping(c);
@@ -315,7 +300,7 @@ static void test_tls_ok(void **state) {
 
 static void test_tls_wrong_ca(void **state) {
     (void)state;
-    ferry_redis_options o = tls_opts();
+    ferry_redis_options o = testenv_redis_options(1);
     o.tls_ca_file = testenv_require("TLS_OTHER_CA");
     ferry_error e = {0};
     open_fails(&o, FERRY_ETLS, "certificate verify failed", &e);
@@ -325,19 +310,19 @@ static void test_tls_wrong_ca(void **state) {
     open_fails(&o, FERRY_ETLS, "certificate verify failed", &e);
 
     /* the right CA but another name */
-    o = tls_opts();
+    o = testenv_redis_options(1);
     o.tls_server_name = "not-the-server.example";
     open_fails(&o, FERRY_ETLS, "hostname mismatch", &e);
 
     /* IP verification: the certificate has IP 127.0.0.1, not 127.0.0.2 */
-    o = tls_opts();
+    o = testenv_redis_options(1);
     o.url = fmt_url("rediss://127.0.0.1:%s", testenv_require("REDIS_TLS_PORT"));
     o.tls_server_name = "127.0.0.2";
     open_fails(&o, FERRY_ETLS, "IP address mismatch", &e);
 
     /* TLS to a plain-text server: Redis waits for the end of an "inline command" that
      * never comes, so the handshake's deadline ends it */
-    o = tls_opts();
+    o = testenv_redis_options(1);
     o.url = fmt_url("rediss://localhost:%s", testenv_require("REDIS_PORT"));
     o.connect_timeout_ms = 1000;
     open_fails(&o, FERRY_ETIMEDOUT, "TLS handshake: timed out", &e);
@@ -345,7 +330,7 @@ static void test_tls_wrong_ca(void **state) {
 
 static void test_tls_insecure(void **state) {
     (void)state;
-    ferry_redis_options o = tls_opts();
+    ferry_redis_options o = testenv_redis_options(1);
     o.tls_ca_file = testenv_require("TLS_OTHER_CA");
     o.tls_server_name = "not-the-server.example";
     o.tls_insecure = 1;
@@ -356,14 +341,14 @@ static void test_tls_insecure(void **state) {
 
 static void test_tls_bad_options(void **state) {
     (void)state;
-    ferry_redis_options o = tls_opts();
+    ferry_redis_options o = testenv_redis_options(1);
     ferry_error e = {0};
     o.tls_ca_file = "/nonexistent/ca.pem";
     open_fails(&o, FERRY_EINVAL, "cannot load CA file '/nonexistent/ca.pem'", &e);
-    o = tls_opts();
+    o = testenv_redis_options(1);
     o.tls_key_file = testenv_require("TLS_KEY");
     open_fails(&o, FERRY_EINVAL, "tls_key_file given without tls_cert_file", &e);
-    o = tls_opts();
+    o = testenv_redis_options(1);
     o.tls_cert_file = testenv_require("TLS_CERT");
     o.tls_key_file = testenv_require("TLS_SERVER_KEY");
     open_fails(&o, FERRY_EINVAL, "cannot load client key", &e);
@@ -495,22 +480,22 @@ static void killed_connection(ferry_redis_options *o) {
 static void test_killed_connection(void **state) {
     (void)state;
     signal(SIGPIPE, SIG_DFL); /* a SIGPIPE would kill this test */
-    ferry_redis_options o = plain_opts();
+    ferry_redis_options o = testenv_redis_options(0);
     killed_connection(&o);
-    o = tls_opts();
+    o = testenv_redis_options(1);
     killed_connection(&o);
 }
 
 static void test_bad_options(void **state) {
     (void)state;
-    ferry_redis_options o = plain_opts();
+    ferry_redis_options o = testenv_redis_options(0);
     ferry_error e = {0};
     o.connect_timeout_ms = -1;
     open_fails(&o, FERRY_EINVAL, "connect_timeout_ms -1 out of range", &e);
-    o = plain_opts();
+    o = testenv_redis_options(0);
     o.command_timeout_ms = -5;
     open_fails(&o, FERRY_EINVAL, "command_timeout_ms", &e);
-    o = plain_opts();
+    o = testenv_redis_options(0);
     o.url = "redis://127.0.0.1:99999";
     open_fails(&o, FERRY_EINVAL, "port out of range", &e);
 }

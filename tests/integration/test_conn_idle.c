@@ -9,18 +9,6 @@
 #include "redis/conn.h"
 #include "support/testenv.h"
 
-static ferry_redis_options opts_for(int tls) {
-    ferry_redis_options o;
-    ferry_redis_options_init(&o);
-    if (tls) {
-        o.url = testenv_require("REDIS_TLS_URL");
-        o.tls_ca_file = testenv_require("TLS_CA");
-    } else {
-        o.url = testenv_require("REDIS_URL");
-    }
-    return o;
-}
-
 static ferry_conn *open_conn(const ferry_redis_options *o) {
     ferry_conn *c = NULL;
     ferry_error e = {0};
@@ -41,7 +29,7 @@ static int is_broken(void *arg) {
 }
 
 static void idle_check(int tls) {
-    ferry_redis_options o = opts_for(tls);
+    ferry_redis_options o = testenv_redis_options(tls);
     /* a fresh connection (TLS 1.3 tickets may still be waiting) and one that answered a
      * command: both alive */
     ferry_conn *fresh = open_conn(&o);

@@ -188,25 +188,10 @@ static void open_as_user(ferry_redis_options o, const char *scheme, const char *
     ferry__conn_close(admin);
 }
 
-static ferry_redis_options plain_server(void) {
-    ferry_redis_options o;
-    ferry_redis_options_init(&o);
-    o.url = testenv_require("REDIS_URL");
-    return o;
-}
-
-static ferry_redis_options tls_server(void) {
-    ferry_redis_options o;
-    ferry_redis_options_init(&o);
-    o.url = testenv_require("REDIS_TLS_URL");
-    o.tls_ca_file = testenv_require("TLS_CA");
-    return o;
-}
-
 static void test_acl_user_tcp(void **state) {
     (void)state;
     char *pw = make_password(40);
-    open_as_user(plain_server(), "redis", testenv_require("REDIS_PORT"), pw);
+    open_as_user(testenv_redis_options(0), "redis", testenv_require("REDIS_PORT"), pw);
     free(pw);
 }
 
@@ -214,14 +199,14 @@ static void test_acl_user_tcp(void **state) {
 static void test_long_password_tcp(void **state) {
     (void)state;
     char *pw = make_password(3000);
-    open_as_user(plain_server(), "redis", testenv_require("REDIS_PORT"), pw);
+    open_as_user(testenv_redis_options(0), "redis", testenv_require("REDIS_PORT"), pw);
     free(pw);
 }
 
 static void test_acl_user_tls(void **state) {
     (void)state;
     char *pw = make_password(64);
-    open_as_user(tls_server(), "rediss", testenv_require("REDIS_TLS_PORT"), pw);
+    open_as_user(testenv_redis_options(1), "rediss", testenv_require("REDIS_TLS_PORT"), pw);
     free(pw);
 }
 

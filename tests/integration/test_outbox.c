@@ -16,17 +16,7 @@
 static PGconn *db;
 static ferry_conn *rds;
 
-static int setup(void **state) {
-    (void)state;
-    ob_open(&db, &rds);
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    ob_close(db, rds);
-    return 0;
-}
+OB_GROUP_FIXTURE(&db, &rds)
 
 /* ---- migrations ---------------------------------------------------------------------- */
 
@@ -646,5 +636,5 @@ int main(void) {
         cmocka_unit_test(test_owned_connection_pipeline),
         cmocka_unit_test(test_library_relay_in_process),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

@@ -15,17 +15,7 @@
 
 static PGconn *db;
 
-static int setup(void **state) {
-    (void)state;
-    ob_open(&db, NULL);
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    ob_close(db, NULL);
-    return 0;
-}
+OB_GROUP_FIXTURE(&db, NULL)
 
 /* The server's own verdict on `text` as jsonb: NULL when it accepts it, else its SQLSTATE
  * (static storage). Autocommit, on its own connection. */
@@ -282,5 +272,5 @@ int main(void) {
         cmocka_unit_test(test_relay_bad_default_job_options_exit_2),
         cmocka_unit_test(test_topic_control_characters_escaped),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

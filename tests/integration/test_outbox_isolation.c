@@ -18,17 +18,7 @@
 static PGconn *db;
 static ferry_conn *rds;
 
-static int setup(void **state) {
-    (void)state;
-    ob_open(&db, &rds);
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    ob_close(db, rds);
-    return 0;
-}
+OB_GROUP_FIXTURE(&db, &rds)
 
 /* A new database whose sessions default to REPEATABLE READ; its URL into url. */
 static void make_iso_db(char *url, size_t cap) {
@@ -148,5 +138,5 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repeatable_read_default),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

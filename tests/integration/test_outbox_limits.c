@@ -14,17 +14,7 @@
 static PGconn *db;
 static ferry_conn *rds;
 
-static int setup(void **state) {
-    (void)state;
-    ob_open(&db, &rds);
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    ob_close(db, rds);
-    return 0;
-}
+OB_GROUP_FIXTURE(&db, &rds)
 
 static int log_contains(const ob_relay *rl, const char *needle) {
     char *log = cli_slurp(rl->log);
@@ -281,5 +271,5 @@ int main(void) {
         cmocka_unit_test(test_batch_bytes_out_of_range),
         cmocka_unit_test(test_idle_session_timeout),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

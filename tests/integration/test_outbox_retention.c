@@ -6,17 +6,7 @@
 
 static PGconn *db;
 
-static int setup(void **state) {
-    (void)state;
-    ob_open(&db, NULL);
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    ob_close(db, NULL);
-    return 0;
-}
+OB_GROUP_FIXTURE(&db, NULL)
 
 /* n rows of topic, published `pub_days` ago (-1 = unpublished), created a day earlier. */
 static void add_rows(const char *schema, const char *topic, int n, int pub_days) {
@@ -127,5 +117,5 @@ int main(void) {
         cmocka_unit_test(test_cleanup_bounded_batches),
         cmocka_unit_test(test_relay_retention_singleton),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

@@ -18,17 +18,7 @@
 static PGconn *db;
 static ferry_conn *rds;
 
-static int setup(void **state) {
-    (void)state;
-    ob_open(&db, &rds);
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    ob_close(db, rds);
-    return 0;
-}
+OB_GROUP_FIXTURE(&db, &rds)
 
 /* One row of order.placed `ms` milliseconds into 2030, payload {"blob": blob x's}. */
 static void insert_row(const char *schema, int ms, long long blob) {
@@ -138,5 +128,5 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim_timeouts_do_not_wedge_the_relay),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

@@ -159,6 +159,21 @@ static inline void ob_close(PGconn *db, ferry_conn *rds) {
     cli_tmpdir_remove();
 }
 
+/* OB_GROUP_FIXTURE(&db, &rds) (or &db, NULL: no Redis) defines ob_group_setup and
+ * ob_group_teardown, the cmocka group fixture over ob_open/ob_close of the file's globals. */
+#define OB_GROUP_FIXTURE(DBP, RDSP)                                                                \
+    static int ob_group_setup(void **state) {                                                      \
+        (void)state;                                                                               \
+        ob_open((DBP), (RDSP));                                                                    \
+        return 0;                                                                                  \
+    }                                                                                              \
+    static int ob_group_teardown(void **state) {                                                   \
+        (void)state;                                                                               \
+        ferry_conn **rdsp_ = (RDSP);                                                               \
+        ob_close(*(DBP), rdsp_ ? *rdsp_ : NULL);                                                   \
+        return 0;                                                                                  \
+    }
+
 static inline void ob_append(PGconn *c, const char *schema, const char *topic, const char *payload,
                              const char *trace, int commit, char id_out[37]) {
     ob_exec(c, "BEGIN");

@@ -50,8 +50,9 @@ const char *testenv_get(const char *key) {
 
 const char *testenv_require(const char *key) {
     const char *v = testenv_get(key);
-    if (!v) fail_msg("test environment has no %s (FERRY_TESTENV=%s); run through ctest", key,
-                     getenv("FERRY_TESTENV") ? getenv("FERRY_TESTENV") : "(unset)");
+    if (!v)
+        fail_msg("test environment has no %s (FERRY_TESTENV=%s); run through ctest", key,
+                 getenv("FERRY_TESTENV") ? getenv("FERRY_TESTENV") : "(unset)");
     return v;
 }
 
@@ -64,10 +65,20 @@ const char *testenv_prefix(void) {
     return b;
 }
 
-ferry_conn *testenv_conn(void) {
+ferry_redis_options testenv_redis_options(int tls) {
     ferry_redis_options o;
     ferry_redis_options_init(&o);
-    o.url = testenv_require("REDIS_URL");
+    if (tls) {
+        o.url = testenv_require("REDIS_TLS_URL");
+        o.tls_ca_file = testenv_require("TLS_CA");
+    } else {
+        o.url = testenv_require("REDIS_URL");
+    }
+    return o;
+}
+
+ferry_conn *testenv_conn(void) {
+    ferry_redis_options o = testenv_redis_options(0);
     ferry_conn *c = NULL;
     ferry_error e = {0};
     if (ferry__conn_open(&o, NULL, &c, &e) != 0) fail_msg("connect %s: %s", o.url, e.message);

@@ -26,6 +26,11 @@ const char *testenv_require(const char *key);
  * each other's keys. Static storage per call slot (copy it if you keep several). */
 const char *testenv_prefix(void);
 
+/* Options for the fixture's plain Redis (tls 0: REDIS_URL) or its TLS one (tls 1:
+ * REDIS_TLS_URL, verified against TLS_CA), defaults otherwise. The strings are the env
+ * file's (static storage). */
+ferry_redis_options testenv_redis_options(int tls);
+
 /* Open a plain command connection to the test Redis (fails the test on error). */
 ferry_conn *testenv_conn(void);
 
