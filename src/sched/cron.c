@@ -14,6 +14,7 @@
 
 #include "util/civil.h"
 #include "util/error.h"
+#include "util/numtext.h"
 
 enum { F_SECOND, F_MINUTE, F_HOUR, F_DOM, F_MONTH, F_DOW, F_COUNT };
 
@@ -72,59 +73,12 @@ static long long js_parse_int(const char *s, size_t n) {
     return i ? v : -1;
 }
 
-/* JavaScript Number(s) for the n of `d#n`, which cannot hold ',', '-', '/' or spaces.
- * Returns the n (1-5), -1 for a value in range with a fraction (it never matches), or 0
- * when Number(s) is not within 1..5. */
+/* JavaScript Number(s) for the n of `d#n`, as cron-parser reads it: the n (1-5), -1 for a
+ * value in range with a fraction (it never matches), or 0 when Number(s) is not within 1..5. */
 static int js_number_nth(const char *s) {
-    const char *p = s;
-    if (p[0] == '0' && p[1] && strchr("xXoObB", p[1])) {
-        int base = (p[1] == 'x' || p[1] == 'X') ? 16 : (p[1] == 'o' || p[1] == 'O') ? 8 : 2;
-        long long v = 0;
-        if (!p[2]) return 0;
-        for (p += 2; *p; p++) {
-            int dv = is_digit(*p)                           ? *p - '0'
-                     : (*p | 32) >= 'a' && (*p | 32) <= 'f' ? (*p | 32) - 'a' + 10
-                                                            : 99;
-            if (dv >= base) return 0;
-            v = v < 1000 ? v * base + dv : v;
-        }
-        return v >= 1 && v <= 5 ? (int)v : 0;
-    }
-    if (*p == '+') p++;
-    char digits[64];
-    size_t nd = 0, int_len = 0;
-    long long exp = 0;
-    bool any = false, in_frac = false;
-    for (; is_digit(*p) || (*p == '.' && !in_frac); p++) {
-        if (*p == '.') {
-            in_frac = true;
-            continue;
-        }
-        any = true;
-        if (nd == 0 && *p == '0') { /* leading zero: shifts the point instead */
-            if (in_frac) exp--;
-            continue;
-        }
-        if (nd < sizeof digits) digits[nd++] = *p;
-        if (!in_frac) int_len++;
-    }
-    if (!any) return 0; /* "", "+", ".", "Infinity", letters: NaN, 0 or out of range */
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+') p++;
-        if (!is_digit(*p)) return 0;
-        long long e = 0;
-        for (; is_digit(*p); p++)
-            e = e < 100000 ? e * 10 + (*p - '0') : e;
-        exp += e;
-    }
-    if (*p) return 0;
-    while (nd > 0 && digits[nd - 1] == '0')
-        nd--;
-    if (nd == 0 || (long long)int_len + exp != 1) return 0; /* zero, or not within [1, 10) */
-    int first = digits[0] - '0';
-    if (nd == 1) return first <= 5 ? first : 0;
-    return first <= 4 ? -1 : 0;
+    double v = ferry__js_number(s, strlen(s));
+    if (!(v >= 1 && v <= 5)) return 0;
+    return v == (double)(int)v ? (int)v : -1;
 }
 
 /* cron-parser refuses a field that has grown past this many values before its next list

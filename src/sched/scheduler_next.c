@@ -42,85 +42,13 @@ static int truthy_num(const json_t *obj, const char *key, double *out) {
     return 1;
 }
 
-/* JavaScript's whitespace and line terminators (what Number() trims), at s[i]: the length of
- * the character, 0 when it is something else. */
-static size_t js_space(const unsigned char *s, size_t i, size_t n) {
-    unsigned c = s[i];
-    if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
-    if (c == 0xC2 && i + 1 < n && s[i + 1] == 0xA0) return 2; /* U+00A0 */
-    if (i + 2 >= n) return 0;
-    unsigned c1 = s[i + 1], c2 = s[i + 2];
-    if (c == 0xEF && c1 == 0xBB && c2 == 0xBF) return 3; /* U+FEFF */
-    if (c == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3; /* U+1680 */
-    if (c == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3; /* U+3000 */
-    if (c == 0xE2 && c1 == 0x80 && (c2 <= 0x8A || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF))
-        return 3;                                        /* U+2000..200A, U+2028, U+2029, U+202F */
-    if (c == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3; /* U+205F */
-    return 0;
-}
-
-/* Number(s) for a JavaScript string: blanks trimmed, "" = 0, [+-]Infinity, decimal literals,
- * 0x / 0o / 0b integers; anything else (strtod's "inf", "nan", hex floats...) is NaN. */
-static double js_str_number(const char *str, size_t n) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t a = 0, b = n, w;
-    while (a < b && (w = js_space(s, a, b)) > 0)
-        a += w;
-    size_t end = a; /* just past the last character that is not a blank */
-    for (size_t k = a; k < b;) {
-        if ((w = js_space(s, k, b)) > 0)
-            k += w;
-        else
-            end = ++k; /* lead bytes of blanks are never continuation bytes */
-    }
-    b = end;
-    if (a == b) return 0;
-    if (b - a > 2 && s[a] == '0' && s[a + 1] && strchr("xXoObB", s[a + 1])) {
-        int base = s[a + 1] == 'x' || s[a + 1] == 'X'   ? 16
-                   : s[a + 1] == 'o' || s[a + 1] == 'O' ? 8
-                                                        : 2;
-        double v = 0;
-        for (size_t k = a + 2; k < b; k++) {
-            int d = s[k] >= '0' && s[k] <= '9'   ? s[k] - '0'
-                    : s[k] >= 'a' && s[k] <= 'f' ? s[k] - 'a' + 10
-                    : s[k] >= 'A' && s[k] <= 'F' ? s[k] - 'A' + 10
-                                                 : 99;
-            if (d >= base) return NAN;
-            v = v * base + d;
-        }
-        return v;
-    }
-    size_t k = a;
-    int neg = s[k] == '-';
-    if (s[k] == '+' || s[k] == '-') k++;
-    if (b - k == 8 && !memcmp(s + k, "Infinity", 8)) return neg ? -INFINITY : INFINITY;
-    size_t digits = 0;
-    while (k < b && s[k] >= '0' && s[k] <= '9')
-        k++, digits++;
-    if (k < b && s[k] == '.')
-        for (k++; k < b && s[k] >= '0' && s[k] <= '9'; k++)
-            digits++;
-    if (digits == 0) return NAN;
-    if (k < b && (s[k] == 'e' || s[k] == 'E')) {
-        k++;
-        if (k < b && (s[k] == '+' || s[k] == '-')) k++;
-        size_t ed = 0;
-        while (k < b && s[k] >= '0' && s[k] <= '9')
-            k++, ed++;
-        if (ed == 0) return NAN;
-    }
-    if (k != b) return NAN;
-    /* the grammar is checked; strtod reads the same text (it stops at the trailing blanks) */
-    return ferry__strtod_c(str + a, NULL);
-}
-
 /* ToNumber of a JSON value, as JavaScript's relational operators apply it: numbers as they
  * are, strings as Number(), true 1, false and null 0. Objects and arrays are NaN (JavaScript
  * would convert them through their string form; no client writes them here). */
 static double js_to_number(const json_t *v) {
     double d;
     if (ferry__sched_json_num(v, &d)) return d;
-    if (json_is_string(v)) return js_str_number(json_string_value(v), json_string_length(v));
+    if (json_is_string(v)) return ferry__js_number(json_string_value(v), json_string_length(v));
     if (json_is_true(v)) return 1;
     if (json_is_false(v) || json_is_null(v)) return 0;
     return NAN;

@@ -20,4 +20,9 @@ long long ferry__clamp_ll(double d, long long lo, long long hi);
 /* strtod that reads '.' as the decimal separator whatever the locale; *end as strtod's. */
 double ferry__strtod_c(const char *s, char **end);
 
+/* JavaScript's Number(s) for the string s[0..n): blanks (JavaScript's white space and line
+ * terminators, UTF-8) trimmed, "" = 0, [+-]Infinity, decimal literals, 0x / 0o / 0b integers;
+ * anything else (strtod's "inf", "nan", hex floats, "1_0"...) is NaN. Pure, thread-safe. */
+double ferry__js_number(const char *s, size_t n);
+
 #endif

@@ -2,6 +2,7 @@
  * the decimal separator when the host program switched to a locale that uses a comma
  * (de_DE, compiled by the `locale.de_DE` CTest fixture into LOCPATH). */
 #include <locale.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -91,6 +92,49 @@ static void test_job_opts_json(void **state) {
 /* Whole numbers from doubles: truncation, clamping at both bounds (including a bound that
  * is not exactly representable as a double), NaN and infinities. UBSan fails this on any
  * out-of-range cast. */
+/* ferry__js_number against what Node's Number() gives for the same strings (checked with
+ * node -e 'Number(s)' on Node 20). */
+static void test_js_number(void **state) {
+    (void)state;
+    static const struct {
+        const char *s;
+        double want; /* NAN for NaN */
+    } cases[] = {
+        {"", 0},
+        {" 12 ", 12},
+        {"0x1F", 31},
+        {"0b101", 5},
+        {"0o17", 15},
+        {"1e3", 1000},
+        {"inf", NAN},
+        {"1_0", NAN},
+        {".5", 0.5},
+        {"5.", 5},
+        {"+-1", NAN},
+        {"0x", NAN},
+        {"1e", NAN},
+        {"-0x10", NAN},
+        {"1.0000000000000000001", 1},
+        {"\xc2\xa0 7\xe3\x80\x80", 7}, /* U+00A0, U+3000 */
+        {"\xe2\x80\xaf"
+         "3",
+         3}, /* U+202F */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double got = ferry__js_number(cases[i].s, strlen(cases[i].s));
+        if (isnan(cases[i].want) ? !isnan(got) : got != cases[i].want)
+            fail_msg("Number(\"%s\"): got %g, want %g", cases[i].s, got, cases[i].want);
+    }
+    assert_true(isinf(ferry__js_number("-Infinity", 9)) && ferry__js_number("-Infinity", 9) < 0);
+    /* n bytes, not up to NUL: "12" of "123" */
+    assert_true(ferry__js_number("123", 2) == 12);
+    /* a literal longer than the stack copy: 300 digits */
+    char big[301];
+    memset(big, '1', 300);
+    big[300] = '\0';
+    assert_true(ferry__js_number(big, 300) == ferry__strtod_c(big, NULL));
+}
+
 static void test_clamp_ll(void **state) {
     (void)state;
     assert_int_equal(ferry__clamp_ll(41.9, 0, 100), 41);
@@ -110,10 +154,9 @@ static void test_clamp_ll(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format),
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_job_opts_json),
-        cmocka_unit_test(test_clamp_ll),
+        cmocka_unit_test(test_format),        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_job_opts_json), cmocka_unit_test(test_clamp_ll),
+        cmocka_unit_test(test_js_number),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
