@@ -50,7 +50,8 @@ static const opt_def bench_defs[] = {
     {"rate", OPT_INT, "R", offsetof(bench_opts, rate), 1, 1000000,
      "latency mode: jobs added per second (default 500)."},
     {"wait", OPT_INT, "MS", offsetof(bench_opts, wait_ms), 1, 3600000,
-     "Give up when the worker has not finished this long after the last add (default 120000)."},
+     "Give up (exit 1) when no job has completed for this long (default 120000). A failed "
+     "job voids the run at once (exit 1, no figures)."},
     {"queue", OPT_STRING, "Q", offsetof(bench_opts, queue), 0, 0,
      "Use queue Q under the usual prefix (--prefix / $FERRY_PREFIX / bull) instead of a fresh "
      "prefix; with --no-fill, process jobs someone else added (e.g. the Node baseline)."},
@@ -175,7 +176,8 @@ typedef struct bench_run {
     long long target;
     double *lat_ms; /* latency mode: one sample per job */
     long long nlat;
-    unsigned long long errors;
+    unsigned long long errors; /* failed jobs */
+    char first_failure[256];   /* the first failed job's reason */
 } bench_run;
 
 static char *make_payload(long long bytes) {
@@ -225,7 +227,12 @@ static void on_failed(const ferry_job *job, const char *reason, int final, void 
     (void) final;
     bench_run *b = ud;
     pthread_mutex_lock(&b->lock);
-    if (b->errors++ == 0) fprintf(stderr, "ferry bench: a job failed: %s\n", reason);
+    /* a failed job voids the run: the waiter stops at once instead of waiting out --wait
+     * for a completion that will never come (the first reason is kept for its message) */
+    if (b->errors++ == 0)
+        snprintf(b->first_failure, sizeof b->first_failure, "%s",
+                 reason ? reason : "no reason given");
+    pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
 }
 
@@ -260,13 +267,14 @@ static int start_worker(bench_run *b, ferry_handler_fn fn, ferry_worker **out) {
     return 0;
 }
 
-/* Wait until `target` completions (or the --wait deadline after the last progress). */
+/* Wait until `target` completions, a failed job (the run is void: no-op handlers do not
+ * fail, so something is wrong) or the --wait deadline after the last progress. */
 static int wait_done(bench_run *b, long long target) {
     pthread_mutex_lock(&b->lock);
     b->target = target;
     long long last = b->done;
     double last_progress = now_s();
-    while (b->done < target) {
+    while (b->done < target && !b->errors) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100 * 1000000L;
@@ -283,7 +291,15 @@ static int wait_done(bench_run *b, long long target) {
         }
     }
     long long done = b->done;
+    unsigned long long failed = b->errors;
+    char reason[sizeof b->first_failure];
+    memcpy(reason, b->first_failure, sizeof reason);
     pthread_mutex_unlock(&b->lock);
+    if (failed) {
+        fprintf(stderr, "ferry bench: %llu job%s failed (first: %s); the run is void\n", failed,
+                failed == 1 ? "" : "s", reason);
+        return CLI_EXIT_RUNTIME;
+    }
     if (done < target) {
         fprintf(stderr, "ferry bench: only %lld of %lld jobs completed (no progress for %lld ms)\n",
                 done, target, b->o->wait_ms);

@@ -3,7 +3,8 @@
  * name that starts the same, a prefix nested under the queue's own keys) stay byte for byte as
  * they were; active jobs are refused without force and deleted with it; a queue larger than
  * one chunk; a flow parent in another queue is released; the script's own refusals; the CLI's
- * --yes guard and its count; `ferry bench` leaving no key behind. */
+ * --yes guard and its count; `ferry bench` leaving no key behind, and failing a run with a
+ * failed job. */
 #include <jansson.h>
 #include <pthread.h>
 #include <time.h>
@@ -612,6 +613,39 @@ static void test_bench_warmup(void **state) {
     }
 }
 
+/* A failed job voids a `ferry bench` run at once (exit 1, naming the first reason): no-op
+ * handlers do not fail, so the figures would be wrong, and waiting for a completion that never
+ * comes would take --wait. Here job 20 carries a deferred failure (`defa`), which a worker
+ * fails without running it. */
+static void test_bench_failed_job_voids_run(void **state) {
+    (void)state;
+    char p[64];
+    snprintf(p, sizeof p, "%s", testenv_prefix());
+    const char *url = testenv_require("REDIS_URL");
+    cli_run r;
+    CLI(r, "bench", "--mode", "addbulk", "--jobs", "40", "--keep", "--queue", "bq", "--json",
+        "--redis", url, "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    freeReplyObject(cmd("HSET %s:bq:20 defa %s", p, "bench test failure"));
+    /* --wait 600000: without the check, the run would wait out the CTest timeout */
+    CLI(r, "bench", "--mode", "process", "--queue", "bq", "--no-fill", "--jobs", "40",
+        "--concurrency", "4", "--wait", "600000", "--json", "--redis", url, "--prefix", p);
+    CLI_EXPECT(r, 1);
+    if (!strstr(r.err, "ferry bench: 1 job failed (first: bench test failure); the run is void"))
+        fail_msg("stderr: %s", r.err);
+    assert_string_equal(r.out, ""); /* no figures from a void run */
+    cli_run_free(&r);
+    /* the failed job is in failed, as Node would leave it */
+    redisReply *f = cmd("ZSCORE %s:bq:failed 20", p);
+    assert_int_equal(f->type, REDIS_REPLY_STRING);
+    freeReplyObject(f);
+    CLI(r, "queue", "obliterate", "bq", "--yes", "--force", "--redis", url, "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    expect_no_keys(p, "bq");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_state_sibling_untouched),
@@ -623,6 +657,7 @@ int main(void) {
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_bench_leaves_nothing),
         cmocka_unit_test(test_bench_warmup),
+        cmocka_unit_test(test_bench_failed_job_voids_run),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     cli_tmpdir_remove();
