@@ -14,12 +14,15 @@
 #   BENCH_ONLY="a b"    run only these scenarios (names as in the table: addbulk add process-c1
 #                       process-c10 process-c100 latency)
 #   BENCH_PAYLOAD=B     job data size in bytes (default 100)
-#   FERRY_BIN=PATH      ferry CLI to measure (default BUILD_DIR/ferry)
+#   FERRY_BIN=PATH      ferry CLI to measure (default BUILD_DIR/ferry); it must be an optimised
+#                       build without sanitizers (`ferry --version` says), unless BENCH_ANY_BUILD=1
 # Raw per-run results: BUILD/bench-results.jsonl. See bench/README.md for how to read the table.
+# Exit status: 0 when every run succeeded, 1 when some failed (the table is still printed and
+# names them), 2 for bad arguments.
 set -euo pipefail
 
 usage() {
-    sed -n '7,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    sed -n '7,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
     exit 2
 }
 [[ $# -eq 1 && $1 != -h && $1 != --help ]] || usage
@@ -44,6 +47,15 @@ die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 [[ -z ${BENCH_JOBS:-} || ${BENCH_JOBS} =~ ^[1-9][0-9]*$ ]] || die "BENCH_JOBS must be a positive integer"
 [[ $PAYLOAD =~ ^[1-9][0-9]*$ ]] || die "BENCH_PAYLOAD must be a positive integer"
 [[ -x $FERRY ]] || die "ferry CLI not found at $FERRY (build first, or set FERRY_BIN)"
+# A debug or sanitizer build would be measured as ferry: refuse it (`ferry --version` names the
+# build on its "build:" line; a CLI without that line predates it and is only warned about).
+ferry_version=$("$FERRY" --version 2>/dev/null | head -n 1) || true
+ferry_build=$("$FERRY" --version 2>/dev/null | sed -n 's/^build: //p') || true
+if [[ -z $ferry_build ]]; then
+    printf 'bench: warning: %s does not name its build; make sure it is optimised\n' "$FERRY" >&2
+elif [[ ! $ferry_build =~ ^(Release|RelWithDebInfo|MinSizeRel)$ && ${BENCH_ANY_BUILD:-0} != 1 ]]; then
+    die "$FERRY is a \"$ferry_build\" build: benchmark an optimised one without sanitizers (make bench builds build/), or set BENCH_ANY_BUILD=1"
+fi
 for t in node redis-cli jq timeout; do command -v "$t" >/dev/null || die "missing $t (scripts/install-deps.sh)"; done
 
 export NODE_PATH=$SRC/tests/interop/node_modules
@@ -181,7 +193,7 @@ elapsed=$(($(date +%s) - started))
 
 meta=$(jq -nc --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(uname -n)" --arg cores "$(nproc)" \
     --arg redis "$(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version://p')" \
-    --arg node "$(node --version)" --arg ferry "$("$FERRY" --version 2>/dev/null || echo unknown)" \
+    --arg node "$(node --version)" --arg ferry "${ferry_version:-unknown}${ferry_build:+ ($ferry_build)}" \
     --arg bullmq "$(node -p 'require("bullmq/package.json").version')" \
     --argjson rounds "$ROUNDS" --argjson payload "$PAYLOAD" --argjson elapsed "$elapsed" \
     --argjson rate "$LATENCY_RATE" --argjson prefilled "$ferry_prefilled" \
@@ -190,3 +202,8 @@ meta=$(jq -nc --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(uname -n
 node "$SRC/bench/node/report.js" "$RESULTS" "$meta" >"$REPORT"
 cat "$REPORT"
 msg "table written to $REPORT (raw runs: $RESULTS); took ${elapsed}s"
+failed_runs=$(jq -s '[.[] | select(.error)] | length' "$RESULTS")
+if ((failed_runs > 0)); then
+    total_runs=$(jq -s 'length' "$RESULTS")
+    die "$failed_runs of $total_runs runs failed (see the notes under the table and the messages above)"
+fi

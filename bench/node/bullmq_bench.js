@@ -3,7 +3,11 @@
 //
 //   node bullmq_bench.js --mode addbulk|add|fill|process|latency --jobs N [--warmup W]
 //        [--concurrency K] [--payload BYTES] [--batch 1000] [--rate R] [--queue bench] [--no-fill]
-//        --redis URL
+//        [--wait MS] --redis URL
+//
+// A failed job voids a process or latency run (the processor does nothing, so something is
+// wrong): it exits 1 at once, naming the job. So does no completion for --wait ms (default
+// 120000, as `ferry bench --wait`), instead of hanging until run.sh's time limit.
 //
 // --warmup W: untimed work of the same kind first, in the same process, so that start-up and
 // V8's warm-up stay out of the figures (as `ferry bench --warmup W`): add modes add W jobs before
@@ -41,11 +45,14 @@ const args = parseArgs(process.argv.slice(2), {
   rate: '500',
   queue: 'bench',
   warmup: '0',
+  wait: '120000',
 });
 const N = Number(args.jobs);
 const W = Number(args.warmup);
 const K = Number(args.concurrency);
 const BATCH = Number(args.batch);
+const WAIT_MS = Number(args.wait);
+if (!(WAIT_MS >= 1)) throw new Error(`--wait must be a positive number of ms, not ${args.wait}`);
 if (!args.redis) throw new Error('--redis URL is required');
 const connection = connectionFromUrl(args.redis);
 const data = payload(Number(args.payload));
@@ -85,6 +92,27 @@ async function modeFill() {
   return { mode: 'fill', jobs: N + W };
 }
 
+// A worker's run ends early on a failed job or when no job completes for WAIT_MS:
+// `guard.failed` rejects then. progress() marks a completion. stop() clears the timer.
+function runGuard(worker, total, countSoFar) {
+  let fail;
+  let last = performance.now();
+  const failed = new Promise((_, reject) => (fail = reject));
+  failed.catch(() => {}); // raced below; an unraced rejection must not end the process early
+  worker.on('failed', (job, err) => {
+    fail(new Error(`job ${job ? job.id : '?'} failed (${err ? err.message : 'no reason'}); the run is void`));
+  });
+  const timer = setInterval(() => {
+    if (performance.now() - last > WAIT_MS)
+      fail(new Error(`only ${countSoFar()} of ${total} jobs completed (no progress for ${WAIT_MS} ms)`));
+  }, 100);
+  return {
+    failed,
+    progress: () => (last = performance.now()),
+    stop: () => clearInterval(timer),
+  };
+}
+
 async function modeProcess() {
   if (!args['no-fill']) await modeFill();
   const total = N + W;
@@ -102,17 +130,20 @@ async function modeProcess() {
   };
   let start = W > 0 ? null : await mark();
   const worker = new Worker(args.queue, async () => {}, { connection, concurrency: K });
+  const guard = runGuard(worker, total, () => done);
   worker.on('completed', () => {
     ++done;
+    guard.progress();
     if (done === W) warm();
     if (done === total) finish(performance.now());
   });
   worker.on('error', (e) => process.stderr.write(`worker error: ${e.message}\n`));
   if (W > 0) {
-    await warmedUp;
+    await Promise.race([warmedUp, guard.failed]);
     start = await mark();
   }
-  const t1 = await finished;
+  const t1 = await Promise.race([finished, guard.failed]);
+  guard.stop();
   const cpu = cpuSince(start.cpu);
   const redis1 = await redisCpuSeconds(info);
   info.disconnect();
@@ -132,15 +163,18 @@ async function modeLatency() {
   let seen = 0;
   let finish;
   const finished = new Promise((r) => (finish = r));
+  let guard = null;
   const worker = new Worker(
     args.queue,
     async (job) => {
       const ms = wallMs() - job.data.t;
+      if (guard) guard.progress();
       if (++seen > W) lat.push(ms);
       if (seen === N + W) finish(performance.now());
     },
     { connection, concurrency: K },
   );
+  guard = runGuard(worker, N + W, () => seen);
   worker.on('error', (e) => process.stderr.write(`worker error: ${e.message}\n`));
   await worker.waitUntilReady();
   const cpu0 = process.cpuUsage();
@@ -151,7 +185,9 @@ async function modeLatency() {
     child.on('message', (m) => resolve(m));
     child.on('exit', (code) => (code ? reject(new Error(`producer exited ${code}`)) : null));
   });
-  await finished;
+  // (a producer that dies ends the wait too: childDone rejects)
+  await Promise.race([finished, guard.failed, childDone.then(() => new Promise(() => {}))]);
+  guard.stop();
   const producer = await childDone;
   const cpu = cpuSince(cpu0) + producer.cpu_us;
   await worker.close();

@@ -116,8 +116,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ferry %s: unexpected argument '%s' (takes none)\n", first, argv[2]);
             return CLI_EXIT_USAGE;
         }
-        printf("ferry %s (library %s, BullMQ %s protocol)\n", FERRY_VERSION_STRING, ferry_version(),
-               FERRY_BULLMQ_VERSION);
+        printf("ferry %s (library %s, BullMQ %s protocol)\nbuild: %s\n", FERRY_VERSION_STRING,
+               ferry_version(), FERRY_BULLMQ_VERSION, FERRY_BUILD_INFO);
         return CLI_EXIT_OK;
     }
     if (!strcmp(first, "-h") || !strcmp(first, "--help") || !strcmp(first, "help"))

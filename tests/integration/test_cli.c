@@ -81,6 +81,8 @@ static void test_help_and_version(void **state) {
     CLI(r, "--version");
     CLI_EXPECT(r, 0);
     assert_non_null(strstr(r.out, FERRY_VERSION_STRING));
+    /* the build it is (bench/run.sh refuses debug and sanitizer builds by this line) */
+    assert_non_null(strstr(r.out, "\nbuild: "));
     cli_run_free(&r);
     CLI(r, "help");
     CLI_EXPECT(r, 0);
