@@ -47,15 +47,10 @@ die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 [[ -z ${BENCH_JOBS:-} || ${BENCH_JOBS} =~ ^[1-9][0-9]*$ ]] || die "BENCH_JOBS must be a positive integer"
 [[ $PAYLOAD =~ ^[1-9][0-9]*$ ]] || die "BENCH_PAYLOAD must be a positive integer"
 [[ -x $FERRY ]] || die "ferry CLI not found at $FERRY (build first, or set FERRY_BIN)"
-# A debug or sanitizer build would be measured as ferry: refuse it (`ferry --version` names the
-# build on its "build:" line; a CLI without that line predates it and is only warned about).
-ferry_version=$("$FERRY" --version 2>/dev/null | head -n 1) || true
-ferry_build=$("$FERRY" --version 2>/dev/null | sed -n 's/^build: //p') || true
-if [[ -z $ferry_build ]]; then
-    printf 'bench: warning: %s does not name its build; make sure it is optimised\n' "$FERRY" >&2
-elif [[ ! $ferry_build =~ ^(Release|RelWithDebInfo|MinSizeRel)$ && ${BENCH_ANY_BUILD:-0} != 1 ]]; then
-    die "$FERRY is a \"$ferry_build\" build: benchmark an optimised one without sanitizers (make bench builds build/), or set BENCH_ANY_BUILD=1"
-fi
+# A debug or sanitizer build would be measured as ferry: refuse it
+# shellcheck source=lib.sh
+. "$SRC/bench/lib.sh"
+bench_check_build "$FERRY"
 for t in node redis-cli jq timeout; do command -v "$t" >/dev/null || die "missing $t (scripts/install-deps.sh)"; done
 
 export NODE_PATH=$SRC/tests/interop/node_modules
@@ -193,7 +188,7 @@ elapsed=$(($(date +%s) - started))
 
 meta=$(jq -nc --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(uname -n)" --arg cores "$(nproc)" \
     --arg redis "$(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version://p')" \
-    --arg node "$(node --version)" --arg ferry "${ferry_version:-unknown}${ferry_build:+ ($ferry_build)}" \
+    --arg node "$(node --version)" --arg ferry "${bench_ferry_version:-unknown}${bench_ferry_build:+ ($bench_ferry_build)}" \
     --arg bullmq "$(node -p 'require("bullmq/package.json").version')" \
     --argjson rounds "$ROUNDS" --argjson payload "$PAYLOAD" --argjson elapsed "$elapsed" \
     --argjson rate "$LATENCY_RATE" --argjson prefilled "$ferry_prefilled" \

@@ -14,6 +14,9 @@ build=${1:-$root/build}
 FERRY_BIN=${FERRY_BIN:-$build/ferry}
 [[ -x $FERRY_BIN ]] || { echo "run.sh: no ferry binary at $FERRY_BIN (build first)" >&2; exit 2; }
 command -v node >/dev/null || { echo "run.sh: node is required" >&2; exit 2; }
+# shellcheck source=../lib.sh
+. "$root/bench/lib.sh"
+bench_check_build "$FERRY_BIN" # a debug or sanitizer build is refused (BENCH_ANY_BUILD=1 allows it)
 if [[ ! -d $here/node_modules/pg || ! -d $here/node_modules/bullmq ]]; then
     (cd "$here" && npm ci --no-audit --no-fund >/dev/null)
 fi

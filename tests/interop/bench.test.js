@@ -1,8 +1,9 @@
 // bench.test.js - the benchmark tools fail loudly instead of hanging or reporting success:
 // the BullMQ Node baseline (bench/node/bullmq_bench.js) ends a process run at once, exit 1,
 // when a job fails (here a job with a deferred failure, `defa`, which BullMQ fails without
-// running it); bench/run.sh exits 1 when a run failed, after printing the table, and refuses
-// a ferry CLI that names a debug build. (`ferry bench` itself: test_queue_obliterate.c.)
+// running it); bench/run.sh exits 1 when a run failed, after printing the table, and it and
+// bench/relay/run.sh refuse a ferry CLI that names a debug build.
+// (`ferry bench` itself: test_queue_obliterate.c.)
 'use strict';
 const assert = require('node:assert');
 const fs = require('node:fs');
@@ -108,7 +109,7 @@ suite.check('run.sh: a failed run still gives the table, then exit 1 naming the 
   assert.ok(lines.find((l) => l.impl === 'node').jobs_per_s > 0);
 });
 
-suite.check('run.sh: refuses a ferry CLI that names a debug or sanitizer build', async () => {
+suite.check('run.sh and relay/run.sh: refuse a ferry CLI that names a debug or sanitizer build', async () => {
   for (const build of ['Debug', 'Debug, ASan+UBSan', 'RelWithDebInfo, ASan+UBSan']) {
     const dir = path.join(tmp, 'build-debug');
     fs.mkdirSync(dir, { recursive: true });
@@ -116,6 +117,10 @@ suite.check('run.sh: refuses a ferry CLI that names a debug or sanitizer build',
     assert.strictEqual(r.code, 1, `${build}: exit ${r.code}; stderr ${r.stderr}`);
     assert.ok(r.stderr.includes(`is a "${build}" build: benchmark an optimised one`), `${build}: ${r.stderr}`);
     assert.ok(!fs.existsSync(path.join(dir, 'bench-results.jsonl')), `${build}: nothing was run`);
+    // the relay benchmark too, before it starts any server
+    const rr = await run('bash', [path.join(SRC, 'bench/relay/run.sh'), dir], { env: { FERRY_BIN: fakeFerry('ferry-debug', build) } });
+    assert.strictEqual(rr.code, 1, `relay ${build}: exit ${rr.code}; stderr ${rr.stderr}`);
+    assert.ok(rr.stderr.includes(`is a "${build}" build`), `relay ${build}: ${rr.stderr}`);
   }
 });
 
