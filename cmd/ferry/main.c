@@ -1,5 +1,6 @@
 /* main.c - `ferry` entry point: finds the subcommand in the group tables and runs it.
  * Everything else lives in one file per subcommand group (cmd_*.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,7 +106,7 @@ static int help_for(int argc, char **argv) {
     return c->run(1, hargv);
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     if (argc < 2) {
         print_usage(stderr);
         return CLI_EXIT_USAGE;
@@ -129,4 +130,17 @@ int main(int argc, char **argv) {
     const cli_command *c = find(argc - 1, argv + 1, &words);
     if (!c) return group_error(argc - 1, argv + 1);
     return c->run(argc - 1 - words, argv + 1 + words);
+}
+
+int main(int argc, char **argv) {
+    int rc = run(argc, argv);
+    /* What a command printed (a job id, counts, a delay line) is its result: a failed write
+     * (a full disk, a closed pipe) is a failure, not a silent success. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        fprintf(stderr, "ferry: error writing standard output: %s\n",
+                e ? strerror(e) : "write failed");
+        return CLI_EXIT_RUNTIME;
+    }
+    return rc;
 }

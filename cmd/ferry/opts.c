@@ -150,11 +150,21 @@ int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, in
             if ((rc = store(spec, d, base, val)) != 0) goto done;
             continue;
         }
-        if (a[0] == '-' && a[1] != '\0') {
+        /* "-" is stdin and "-5" / "-1.5" a negative number (DATA, a value): positionals, as
+         * no command has one-letter options besides -h */
+        if (a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.') {
             rc = opts_usage_error(spec, "unknown option %s (see ferry %s --help)", a, spec->name);
             goto done;
         }
         out->pos[out->npos++] = argv[i];
+    }
+    if (!spec->wants_command && out->cmd) {
+        /* `--` ends the options: what follows are positionals (an ID or DATA that starts
+         * with '-'), subject to the count checks below like the others */
+        for (int k = 0; k < out->ncmd; k++)
+            out->pos[out->npos++] = out->cmd[k];
+        out->cmd = NULL;
+        out->ncmd = 0;
     }
     if (out->npos < spec->min_pos) {
         rc = opts_usage_error(spec, "missing argument%s: expected %s",
@@ -168,22 +178,6 @@ int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, in
     if (spec->wants_command && out->ncmd == 0) {
         rc = opts_usage_error(spec, "missing command: expected %s", spec->args);
         goto done;
-    }
-    if (!spec->wants_command && out->cmd && out->ncmd > 0) {
-        /* `--` followed by arguments: treat them as positionals (e.g. DATA that starts
-         * with '-'), still subject to the count check. */
-        for (int k = 0; k < out->ncmd; k++)
-            out->pos[out->npos++] = out->cmd[k];
-        out->cmd = NULL;
-        out->ncmd = 0;
-        if (spec->max_pos >= 0 && out->npos > spec->max_pos) {
-            rc = too_many(spec, out);
-            goto done;
-        }
-        if (out->npos < spec->min_pos) {
-            rc = opts_usage_error(spec, "missing argument: expected %s", spec->args);
-            goto done;
-        }
     }
     return 0;
 done:
