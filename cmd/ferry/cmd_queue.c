@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
+#include "util/printable.h"
 
 /* ---- queue add ------------------------------------------------------------------------ */
 
@@ -131,6 +132,24 @@ static int opts_with_job_id(const char *opts_json, const char *job_id, char **ou
     return *out ? 0 : opts_usage_error(&add_spec, "out of memory");
 }
 
+/* A backoff type that neither BullMQ nor ferry builds in is legal (Node accepts it too), but
+ * only a worker that registers a strategy of that name retries the job: a typo such as
+ * "exponentail" would silently remove every retry, so say so (the job is added anyway). */
+static void warn_backoff_type(const char *opts_json) {
+    json_t *o = opts_json ? json_loads(opts_json, 0, NULL) : NULL;
+    const char *type = json_string_value(json_object_get(json_object_get(o, "backoff"), "type"));
+    if (type && strcmp(type, "fixed") && strcmp(type, "exponential") && strcmp(type, "capped")) {
+        char shown[96];
+        ferry__printable(type, shown, sizeof shown);
+        fprintf(stderr,
+                "ferry queue add: warning: backoff type \"%s\" is not built in (fixed, "
+                "exponential, capped): only a worker with a custom strategy of that name retries "
+                "this job\n",
+                shown);
+    }
+    json_decref(o);
+}
+
 static int queue_add(int argc, char **argv) {
     cli_conn conn = {0};
     add_opts ao = {0};
@@ -147,6 +166,10 @@ static int queue_add(int argc, char **argv) {
     if (!strcmp(data_json, "-")) {
         if ((rc = read_stdin(limit, &data))) goto out;
         data_json = data;
+        if (!data_json[strspn(data_json, " \t\r\n")]) {
+            rc = opts_usage_error(&add_spec, "DATA: standard input is empty (expected JSON)");
+            goto out;
+        }
     } else if (strlen(data_json) > limit) {
         rc = opts_usage_error(
             &add_spec, "DATA is over the payload limit of %zu bytes (see --max-payload)", limit);
@@ -179,6 +202,7 @@ static int queue_add(int argc, char **argv) {
         goto out;
     }
     printf("%s\n", id);
+    warn_backoff_type(opts_json);
 out:
     free(id);
     ferry_queue_close(q);
