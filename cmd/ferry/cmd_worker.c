@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,7 +106,8 @@ static const cmd_spec worker_spec = {
     "after exit 118/119) and FERRY_ATTEMPTS_STARTED (runs so far, this one included).\n"
     "Its exit status decides:\n"
     "  0          completed; stdout is the return value (stored as JSON when it parses,\n"
-    "             else as a JSON string; empty = null)\n"
+    "             else as a JSON string; empty = null). Stdout that is neither JSON nor\n"
+    "             UTF-8 text fails the job without retry (it ran: a retry would repeat it)\n"
     "  65         failed permanently (no retry; BullMQ UnrecoverableError)\n"
     "  75         failed, retried while attempts remain (backoff from the job's opts)\n"
     "  118        retry later: back to delayed without spending an attempt\n"
@@ -125,7 +127,9 @@ static const cmd_spec worker_spec = {
     "CMD must be an executable file (by path or in PATH) when the worker starts, else\n"
     "exit 2; a run that cannot start it later fails the job as 75 would.\n"
     "SIGTERM/SIGINT/SIGHUP: stop fetching, let running jobs finish, exit 0. A second signal\n"
-    "sends SIGTERM to the running commands, a third SIGKILL.\n",
+    "sends SIGTERM to the running commands, a third SIGKILL; their jobs go back to the\n"
+    "queue without spending an attempt. While still connecting at start, the first\n"
+    "signal exits 0 at once.\n",
     1,
     1,
     1};
@@ -153,6 +157,14 @@ typedef struct exec_worker {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop_requested;
+    /* ferry_worker_start returned; a stop signal before that (while connecting, which can
+     * take the whole command timeout) exits at once unless a run has begun: `abandoned`
+     * then keeps any job fetched meanwhile from starting its command */
+    int started, abandoned;
+    /* a second stop signal killed the running commands: their jobs go back to the queue
+     * (no attempt spent), as the jobs of a worker that stops are not the jobs' failure */
+    int shutdown_kill;
+    unsigned long long runs_begun;
     /* --max-jobs: runs begun (at most max_jobs), runs whose outcome is stored, and fetched
      * jobs handed back without running once max_jobs runs had begun */
     unsigned long long runs_claimed, runs_stored, handed_back;
@@ -253,18 +265,17 @@ static void make_utf8(char *s) {
 }
 
 /* Store stdout as the return value. Returns 0, or -1 with *why set when it cannot be
- * stored (the job then fails). */
+ * stored (the job then fails, permanently: the command succeeded, so running it again
+ * would repeat its effects). Text with NUL bytes is stored as a JSON string (\u0000). */
 static int set_return_value(ferry_job *job, exec_result *res, const char **why) {
     size_t n = res->output_len;
     const char *out = res->output ? res->output : "";
     while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         n--;
-    if (memchr(out, 0, n)) {
-        *why = "stdout contains a NUL byte (return value must be text)";
-        return -1;
-    }
     if (n == 0) return ferry_job_set_return(job, "null") ? (*why = "out of memory", -1) : 0;
-    json_t *v = json_loadb(out, n, JSON_DECODE_ANY, NULL);
+    /* (a raw NUL byte is never JSON: such text is quoted below) */
+    json_t *v =
+        memchr(out, 0, n) ? NULL : json_loadb(out, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     int rc;
     if (v) {
         json_decref(v);
@@ -273,7 +284,8 @@ static int set_return_value(ferry_job *job, exec_result *res, const char **why) 
         free(text);
     } else {
         if (!valid_utf8((const unsigned char *)out, n)) {
-            *why = "stdout is neither JSON nor valid UTF-8 text";
+            *why = "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored "
+                   "as the return value (not retried: the command succeeded)";
             return -1;
         }
         json_t *s = json_stringn(out, n);
@@ -287,8 +299,8 @@ static int set_return_value(ferry_job *job, exec_result *res, const char **why) 
         free(text);
     }
     if (rc == FERRY_ETOOBIG)
-        *why = "stdout as a JSON string is over the 16 MiB return value limit "
-               "(FERRY_RETURN_MAX_BYTES)";
+        *why = "exit 0, but stdout as a JSON string is over the 16 MiB return value limit "
+               "(FERRY_RETURN_MAX_BYTES; not retried: the command succeeded)";
     else if (rc)
         *why = "out of memory storing the return value";
     return rc ? -1 : 0;
@@ -330,8 +342,15 @@ static ferry_outcome postpone(const exec_worker *xw, ferry_job *job, const exec_
     return throttled ? FERRY_THROTTLED : FERRY_RETRY_LATER;
 }
 
-static ferry_outcome outcome_of(const exec_worker *xw, ferry_job *job, exec_result *res,
-                                int spawn_rc, char *status, size_t scap) {
+static int shutdown_killed(exec_worker *xw) {
+    pthread_mutex_lock(&xw->lock);
+    int k = xw->shutdown_kill;
+    pthread_mutex_unlock(&xw->lock);
+    return k;
+}
+
+static ferry_outcome outcome_of(exec_worker *xw, ferry_job *job, exec_result *res, int spawn_rc,
+                                char *status, size_t scap) {
     const char *cmd = xw->cmd[0];
     char reason[EXEC_ERRLINE_MAX + 64];
     if (spawn_rc) {
@@ -343,6 +362,15 @@ static ferry_outcome outcome_of(const exec_worker *xw, ferry_job *job, exec_resu
         snprintf(status, scap, "exit:%d", res->exit_code);
     else
         snprintf(status, scap, "signal:%d", res->term_signal);
+    if (!res->exited && !res->timed_out && shutdown_killed(xw)) {
+        /* killed by the worker's shutdown (a second or third stop signal): back to the
+         * queue, ready at once, without spending an attempt; not the job's failure */
+        snprintf(reason, sizeof reason, "signal %d: stopped by the worker's shutdown",
+                 res->term_signal);
+        ferry_job_set_delay(job, 0);
+        ferry_job_set_failure(job, reason, NULL);
+        return FERRY_RETRY_LATER;
+    }
     if (res->timed_out) {
         snprintf(reason, sizeof reason, "timeout after %lld ms", xw->o->job_timeout);
         snprintf(status, scap, "timeout");
@@ -358,7 +386,7 @@ static ferry_outcome outcome_of(const exec_worker *xw, ferry_job *job, exec_resu
         const char *why = NULL;
         if (set_return_value(job, res, &why) == 0) return FERRY_COMPLETED;
         snprintf(status, scap, "bad-output");
-        return fail(job, FERRY_FAILED, why, cmd, status);
+        return fail(job, FERRY_FAILED_PERMANENT, why, cmd, status);
     }
     if (res->exited &&
         (res->exit_code == EXEC_EXIT_RETRY_LATER || res->exit_code == EXEC_EXIT_THROTTLED))
@@ -394,8 +422,16 @@ static void activity(exec_worker *xw, int running_delta, int stored) {
  * and are handed back. */
 static int claim_run(exec_worker *xw) {
     long long max = xw->o->max_jobs;
-    if (!max) return 1;
     pthread_mutex_lock(&xw->lock);
+    if (xw->abandoned) { /* the process is exiting (a signal while starting) */
+        pthread_mutex_unlock(&xw->lock);
+        return 0;
+    }
+    xw->runs_begun++;
+    if (!max) {
+        pthread_mutex_unlock(&xw->lock);
+        return 1;
+    }
     int granted = xw->runs_claimed < (unsigned long long)max;
     if (granted)
         xw->runs_claimed++;
@@ -537,6 +573,19 @@ static void on_error(const ferry_error *err, void *userdata) {
 /* First signal: let running jobs finish; second: SIGTERM them; third: SIGKILL them. */
 static void on_signal(int sig, int count, void *userdata) {
     exec_worker *xw = userdata;
+    pthread_mutex_lock(&xw->lock);
+    int abandon = !xw->started && xw->runs_begun == 0;
+    if (abandon) xw->abandoned = 1;
+    pthread_mutex_unlock(&xw->lock);
+    if (abandon) {
+        /* Still connecting (ferry_worker_start may wait out the command timeout): nothing
+         * has run, so leave now. A job a lane fetched in the last instant stays active and
+         * is recovered as stalled, as after a shutdown timeout. */
+        fprintf(stderr, "ferry worker: %s received while connecting: exiting, no job was run\n",
+                cli_signame(sig));
+        fflush(stderr);
+        _exit(CLI_EXIT_OK);
+    }
     if (count == 1) {
         fprintf(stderr,
                 "ferry worker: %s received: finishing running jobs (up to %lld ms; send "
@@ -544,6 +593,9 @@ static void on_signal(int sig, int count, void *userdata) {
                 cli_signame(sig), xw->o->shutdown_timeout);
         request_stop(xw);
     } else {
+        pthread_mutex_lock(&xw->lock);
+        xw->shutdown_kill = 1;
+        pthread_mutex_unlock(&xw->lock);
         int n = exec_kill_all(count == 2 ? SIGTERM : SIGKILL);
         fprintf(stderr, "ferry worker: %s received again: sent %s to %d running command%s\n",
                 cli_signame(sig), count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
@@ -552,19 +604,24 @@ static void on_signal(int sig, int count, void *userdata) {
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-/* Is `cmd` an executable file (by path, or found in PATH)? */
+/* A regular file we may execute (a directory passes access(X_OK) but cannot be run). */
+static int executable_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* Is `cmd` an executable file (by path, or found in PATH as execvp looks it up)? */
 static int command_exists(const char *cmd) {
-    if (strchr(cmd, '/')) return access(cmd, X_OK) == 0;
+    if (!*cmd) return 0;
+    if (strchr(cmd, '/')) return executable_file(cmd);
     const char *path = getenv("PATH");
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
     char buf[4096];
     while (*path) {
         size_t n = strcspn(path, ":");
-        if (n == 0)
-            snprintf(buf, sizeof buf, "./%s", cmd);
-        else
-            snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, cmd);
-        if (access(buf, X_OK) == 0) return 1;
+        int len = n == 0 ? snprintf(buf, sizeof buf, "./%s", cmd)
+                         : snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, cmd);
+        if (len > 0 && (size_t)len < sizeof buf && executable_file(buf)) return 1;
         path += n;
         if (*path == ':') path++;
     }
@@ -649,8 +706,10 @@ static int worker_main(int argc, char **argv) {
     else if (o.log_format && strcmp(o.log_format, "text"))
         return opts_usage_error(&worker_spec, "--log-format: expected text, json or none, got '%s'",
                                 o.log_format);
+    if (!*cmd[0]) return opts_usage_error(&worker_spec, "the command after -- is empty");
     if (!command_exists(cmd[0]))
-        return opts_usage_error(&worker_spec, "%s: command not found or not executable", cmd[0]);
+        return opts_usage_error(&worker_spec, "%s: command not found or not an executable file",
+                                cmd[0]);
 
     exec_worker xw = {.queue = queue, .cmd = cmd, .o = &o, .conn = &conn, .log_format = log_format};
     pthread_mutex_init(&xw.lock, NULL);
@@ -708,6 +767,9 @@ static int worker_main(int argc, char **argv) {
         rc = cli_report(&worker_spec, &conn, NULL, &err);
         goto out;
     }
+    pthread_mutex_lock(&xw.lock);
+    xw.started = 1;
+    pthread_mutex_unlock(&xw.lock);
     char limiter[64] = "";
     if (o.limiter_max)
         snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o.limiter_max,

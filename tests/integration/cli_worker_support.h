@@ -25,6 +25,8 @@ static const char job_script[] =
     "'{\"queue\":\"%s\",\"id\":\"%s\",\"name\":\"%s\",\"attempt\":%s,\"data\":%s}\\n' "
     "\"$FERRY_QUEUE\" \"$FERRY_JOB_ID\" \"$FERRY_JOB_NAME\" \"$FERRY_ATTEMPT\" \"$data\" ;;\n"
     "  text) echo 'plain words' ;;\n"
+    "  nulout) printf 'a\\000b' ;;\n"
+    "  binout) printf '\\377\\376abc' ;;\n"
     "  flaky) if [ \"$FERRY_ATTEMPT\" = 1 ]; then echo 'first attempt glitch' >&2; exit 75; fi\n"
     "         echo '\"second time lucky\"' ;;\n"
     "  transient) echo 'noise' >&2; echo 'still down' >&2; echo >&2; exit 75 ;;\n"

@@ -198,6 +198,36 @@ static void test_add_from_stdin_and_env(void **state) {
            "--redis", url(), "--prefix", p);
     expect_usage_error(&r, "payload limit");
     cli_run_free(&r);
+    /* empty (or blank) stdin says so */
+    CLI_IN(r, " \n", "queue", "add", "q", "blank", "-", "--redis", url(), "--prefix", p);
+    expect_usage_error(&r, "DATA: standard input is empty (expected JSON)");
+    cli_run_free(&r);
+}
+
+/* A backoff type nothing builds in is added as Node adds it, with a warning: only a worker
+ * registering that strategy would retry the job (a typo would silently remove retries). */
+static void test_add_warns_unknown_backoff(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add", "q", "n", "--opts",
+        "{\"attempts\":2,\"backoff\":{\"type\":\"exponentail\",\"delay\":100}}", "--redis", url(),
+        "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_true(r.out[0] != 0); /* the id */
+    assert_string_equal(r.err, "ferry queue add: warning: backoff type \"exponentail\" is not "
+                               "built in (fixed, exponential, capped): only a worker with a "
+                               "custom strategy of that name retries this job\n");
+    cli_run_free(&r);
+    const char *quiet[] = {"{\"attempts\":2,\"backoff\":{\"type\":\"exponential\",\"delay\":1}}",
+                           "{\"attempts\":2,\"backoff\":{\"type\":\"capped\"}}",
+                           "{\"attempts\":2,\"backoff\":100}", "{}"};
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+        CLI(r, "queue", "add", "q", "n", "--opts", quiet[i], "--redis", url(), "--prefix", p);
+        CLI_EXPECT(r, 0);
+        assert_string_equal(r.err, "");
+        cli_run_free(&r);
+    }
 }
 
 static void test_opts_stored(void **state) {
@@ -361,6 +391,74 @@ static void test_job_missing_and_remove(void **state) {
     cli_run_free(&r);
 }
 
+/* `--` ends the options, so an id, a name or DATA that starts with '-' can be given after
+ * it, wherever the positionals stand; a negative number is a positional without it. */
+static void test_dash_positionals(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    char buf[64];
+    cli_run r;
+    CLI(r, "queue", "add", "q", "n", "--job-id", "-abc", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_string_equal(line1(&r, buf, sizeof buf), "-abc");
+    cli_run_free(&r);
+    CLI(r, "job", "show", "q", "--json", "--redis", url(), "--prefix", p, "--", "-abc");
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    assert_string_equal(jstr(j, "id"), "-abc");
+    json_decref(j);
+    cli_run_free(&r);
+    CLI(r, "job", "show", "q", "-abc", "--redis", url(), "--prefix", p);
+    expect_usage_error(&r, "unknown option -abc");
+    cli_run_free(&r);
+    CLI(r, "job", "remove", "--redis", url(), "--prefix", p, "--", "q", "-abc");
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    /* name and DATA after `--`; a negative number as DATA without it */
+    CLI(r, "queue", "add", "q", "--redis", url(), "--prefix", p, "--", "-name", "-1.5");
+    CLI_EXPECT(r, 0);
+    line1(&r, buf, sizeof buf);
+    cli_run_free(&r);
+    CLI(r, "job", "show", "q", buf, "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    j = out_json(&r);
+    assert_string_equal(jstr(j, "name"), "-name");
+    assert_true(json_number_value(json_object_get(j, "data")) == -1.5);
+    json_decref(j);
+    cli_run_free(&r);
+    CLI(r, "queue", "add", "q", "neg", "-2", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    /* counts are still checked with `--` */
+    CLI(r, "job", "show", "q", "--", "1", "2");
+    expect_usage_error(&r, "unexpected argument '2'");
+    cli_run_free(&r);
+    CLI(r, "job", "show", "--", "q");
+    expect_usage_error(&r, "missing argument");
+    cli_run_free(&r);
+}
+
+/* stdout is a command's result: a failed write (a full disk) is exit 1 with a message, not
+ * a silent success (the job below is added, but its id would be lost). */
+static void test_stdout_write_error(void **state) {
+    (void)state;
+    char err[160];
+    snprintf(err, sizeof err, "%s/full.err", cli_tmpdir());
+    const char *const *argvs[] = {
+        CLI_ARGV("queue", "add", "q", "n", "--redis", url(), "--prefix", testenv_prefix()),
+        CLI_ARGV("--version"),
+        CLI_ARGV("http-outcome", "429", "60"),
+    };
+    for (size_t i = 0; i < sizeof argvs / sizeof argvs[0]; i++) {
+        int code = cli_wait(cli_start(argvs[i], NULL, NULL, "/dev/full", err), 60000);
+        char *e = cli_slurp(err);
+        if (code != 1 ||
+            !strstr(e, "ferry: error writing standard output: No space left on device"))
+            fail_msg("%s: exit %d, stderr: %s", argvs[i][0], code, e);
+        free(e);
+    }
+}
+
 /* Looking at (or obliterating) a queue that does not exist creates no key: those
  * subcommands open the queue without writing its meta (BullMQ's skipMetasUpdate), where
  * adding a job writes it as Node's Queue does. */
@@ -459,6 +557,13 @@ static void test_usage_errors(void **state) {
     CLI(r, "worker", "q", "--", "/nonexistent/handler");
     expect_usage_error(&r, "/nonexistent/handler");
     cli_run_free(&r);
+    /* a directory passes access(X_OK) but cannot be run; nor can an empty name */
+    CLI(r, "worker", "q", "--", "/tmp");
+    expect_usage_error(&r, "/tmp: command not found or not an executable file");
+    cli_run_free(&r);
+    CLI(r, "worker", "q", "--", "");
+    expect_usage_error(&r, "the command after -- is empty");
+    cli_run_free(&r);
     CLI(r, "bench", "--mode", "sideways");
     expect_usage_error(&r, "--mode");
     cli_run_free(&r);
@@ -487,6 +592,7 @@ int main(void) {
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_add_show_round_trip),
         cmocka_unit_test(test_add_from_stdin_and_env),
+        cmocka_unit_test(test_add_warns_unknown_backoff),
         cmocka_unit_test(test_opts_stored),
         cmocka_unit_test(test_duplicate_job_id),
         cmocka_unit_test(test_counts_json),
@@ -495,6 +601,8 @@ int main(void) {
         cmocka_unit_test(test_read_only_leaves_no_key),
         cmocka_unit_test(test_show_json_with_invalid_utf8),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_dash_positionals),
+        cmocka_unit_test(test_stdout_write_error),
         cmocka_unit_test(test_unreachable_redis),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,11 @@
  * graceful SIGTERM, --max-jobs/--idle-exit, --max-stalled-count 0, option checks and
  * `ferry http-outcome`, with the real binary against the fixture's Redis (118/119 are in
  * test_cli_worker_postpone.c). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include "cli_worker_support.h"
 #include "dead_worker.h"
 #include "util/clock.h"
@@ -27,7 +32,7 @@ static void test_exit_code_contract(void **state) {
     (void)state;
     const char *p = testenv_prefix(), *q = "exec";
     char echo[64], text[64], flaky[64], transient[64], permanent[64], quiet[64], crash[64],
-        hang[64];
+        hang[64], nulout[64], binout[64];
     add_job(p, q, "echo", "{\"k\":\"v\",\"n\":[1,2]}", "{}", echo, sizeof echo);
     add_job(p, q, "text", "{}", "{}", text, sizeof text);
     add_job(p, q, "flaky", "{}", "{\"attempts\":2}", flaky, sizeof flaky);
@@ -36,13 +41,15 @@ static void test_exit_code_contract(void **state) {
     add_job(p, q, "quiet", "{}", "{}", quiet, sizeof quiet);
     add_job(p, q, "crash", "{}", "{}", crash, sizeof crash);
     add_job(p, q, "hang", "{}", "{}", hang, sizeof hang);
+    add_job(p, q, "nulout", "{}", "{\"attempts\":3}", nulout, sizeof nulout);
+    add_job(p, q, "binout", "{}", "{\"attempts\":3}", binout, sizeof binout);
 
     char errp[160];
     pid_t pid = start_worker(p, q,
                              CLI_ARGV("--concurrency", "4", "--lanes", "2", "--timeout", "500",
                                       "--kill-grace", "200", "--name", "exec-test"),
                              errp, sizeof errp);
-    finished_arg fa = {p, q, 8};
+    finished_arg fa = {p, q, 10};
     int ok = testenv_wait_until(all_finished, &fa, 60000);
     /* --lanes 2 at concurrency 4: two blocking connections carry the worker's name */
     int named = ok ? named_clients(p, "ZXhlYw==", "exec-test") : -1; /* base64("exec") */
@@ -98,6 +105,15 @@ static void test_exit_code_contract(void **state) {
     expect_field(p, q, crash, "failedReason", "signal 9");
     expect_state(p, q, hang, "failed");
     expect_field(p, q, hang, "failedReason", "timeout after 500 ms");
+    /* exit 0: text with a NUL byte is stored as a JSON string; bytes that are not UTF-8
+     * cannot be, and the job fails without retry (it ran: a retry would repeat it) */
+    expect_state(p, q, nulout, "completed");
+    expect_field(p, q, nulout, "returnvalue", "\"a\\u0000b\"");
+    expect_state(p, q, binout, "failed");
+    expect_field(p, q, binout, "atm", "1");
+    expect_field(p, q, binout, "failedReason",
+                 "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored as "
+                 "the return value (not retried: the command succeeded)");
 
     /* log: stderr passed through with the job id, one outcome line per attempt, no payloads */
     char want[128];
@@ -143,6 +159,93 @@ static void test_sigterm_lets_running_job_finish(void **state) {
     expect_state(p, q, id, "completed");
     expect_field(p, q, id, "returnvalue", "\"finished\"");
     unlink(go);
+}
+
+typedef struct log_arg {
+    const char *path, *needle;
+} log_arg;
+
+static int log_has(void *arg) {
+    const log_arg *a = arg;
+    char *log = cli_slurp(a->path);
+    int found = log && strstr(log, a->needle) != NULL;
+    free(log);
+    return found;
+}
+
+/* A second stop signal kills the running command: the job goes back to the queue (delayed,
+ * ready at once) without spending an attempt, even with attempts 1: stopping the worker is
+ * not the job's failure. */
+static void test_second_signal_hands_job_back(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "stopped";
+    char go[200];
+    snprintf(go, sizeof go, "%s/go", cli_tmpdir());
+    unlink(go); /* never created: the command runs until it is killed */
+    char id[64];
+    add_job(p, q, "wait", "{}", "{\"attempts\":1}", id, sizeof id);
+    file_arg started; /* (an earlier test's job may have had the same id) */
+    snprintf(started.path, sizeof started.path, "%s/started-%s", cli_tmpdir(), id);
+    unlink(started.path);
+    char errp[160];
+    pid_t pid = start_worker(p, q, NULL, errp, sizeof errp);
+    if (!testenv_wait_until(file_exists, &started, 30000)) {
+        kill(pid, SIGKILL);
+        cli_wait(pid, 10000);
+        fail_msg("job never started; log:\n%s", cli_slurp(errp));
+    }
+    kill(pid, SIGTERM);
+    /* (two signals sent at once may arrive as one) */
+    log_arg first = {errp, "SIGTERM received: finishing running jobs"};
+    if (!testenv_wait_until(log_has, &first, 30000)) {
+        kill(pid, SIGKILL);
+        cli_wait(pid, 10000);
+        fail_msg("the first SIGTERM was not taken; log:\n%s", cli_slurp(errp));
+    }
+    kill(pid, SIGTERM);
+    int code = cli_wait(pid, 60000);
+    char *log = cli_slurp(errp);
+    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
+    if (!strstr(log, "outcome=retry-later")) fail_msg("log lacks outcome=retry-later:\n%s", log);
+    free(log);
+    expect_state(p, q, id, "delayed");
+    expect_field(p, q, id, "failedReason", "signal 15: stopped by the worker's shutdown");
+    char *atm = hget(p, q, id, "atm");
+    if (atm && strcmp(atm, "0") != 0) fail_msg("an attempt was spent: atm %s", atm);
+    free(atm);
+}
+
+/* A stop signal while the worker is still connecting (here to a server that accepts and
+ * never answers, under a 60 s command timeout) exits 0 at once. */
+static void test_signal_while_connecting(void **state) {
+    (void)state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(ls, 8), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+    char silent[64];
+    snprintf(silent, sizeof silent, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+    char errp[160], outp[160];
+    snprintf(errp, sizeof errp, "%s/connecting.err", cli_tmpdir());
+    snprintf(outp, sizeof outp, "%s/connecting.out", cli_tmpdir());
+    pid_t pid = cli_start(CLI_ARGV("worker", "q", "--redis", silent, "--command-timeout", "60000",
+                                   "--", script_path()),
+                          NULL, NULL, outp, errp);
+    /* the worker has connected and waits for its first reply */
+    struct pollfd pfd = {ls, POLLIN, 0};
+    int ready = poll(&pfd, 1, 30000);
+    int cs = ready == 1 ? accept(ls, NULL, NULL) : -1;
+    kill(pid, SIGTERM);
+    int code = cli_wait(pid, 20000);
+    char *log = cli_slurp(errp);
+    if (cs < 0) fail_msg("the worker never connected; log:\n%s", log);
+    if (code != 0 || !strstr(log, "SIGTERM received while connecting: exiting, no job was run"))
+        fail_msg("exit %d; log:\n%s", code, log);
+    free(log);
+    close(cs);
+    close(ls);
 }
 
 static void test_max_jobs_and_idle_exit(void **state) {
@@ -407,6 +510,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_code_contract),
         cmocka_unit_test(test_sigterm_lets_running_job_finish),
+        cmocka_unit_test(test_second_signal_hands_job_back),
+        cmocka_unit_test(test_signal_while_connecting),
         cmocka_unit_test(test_max_jobs_and_idle_exit),
         cmocka_unit_test(test_worker_unreachable_redis),
         cmocka_unit_test(test_http_outcome),
