@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "exec_job.h"
 #include "jsonw.h"
+#include "queue/job_opts.h"
 #include "signals.h"
 
 extern char **environ;
@@ -58,7 +59,7 @@ static const opt_def worker_defs[] = {
     {"lock-duration", OPT_INT, "MS", offsetof(worker_opts, lock_duration), 1000, DAY_MS,
      "Job lock duration, renewed while the command runs (default 30000)."},
     {"name", OPT_STRING, "N", offsetof(worker_opts, name), 0, 0,
-     "Worker name, stored on each job as processedBy."},
+     "Worker name (1 to 256 bytes), stored on each job as processedBy."},
     {"max-stalled-count", OPT_INT, "N", offsetof(worker_opts, max_stalled), -1, 1000000,
      "Times a job may be recovered from a dead worker before it fails (default 1; 0 = the "
      "first stall fails it, as BullMQ's maxStalledCount 0; -1 = never fail)."},
@@ -706,6 +707,17 @@ static int worker_main(int argc, char **argv) {
     else if (o.log_format && strcmp(o.log_format, "text"))
         return opts_usage_error(&worker_spec, "--log-format: expected text, json or none, got '%s'",
                                 o.log_format);
+    if (o.name && (!*o.name || strlen(o.name) > 256))
+        return opts_usage_error(&worker_spec, "--name: expected 1 to 256 bytes, got %zu",
+                                strlen(o.name));
+    const char *keep_opts[2][2] = {{"--remove-on-complete", o.remove_on_complete},
+                                   {"--remove-on-fail", o.remove_on_fail}};
+    for (int i = 0; i < 2; i++) {
+        ferry__keep_jobs keep;
+        ferry_error kerr = {0};
+        if (ferry__keep_jobs_parse(keep_opts[i][1], &keep, &kerr) != 0)
+            return opts_usage_error(&worker_spec, "%s: %s", keep_opts[i][0], kerr.message);
+    }
     if (!*cmd[0]) return opts_usage_error(&worker_spec, "the command after -- is empty");
     if (!command_exists(cmd[0]))
         return opts_usage_error(&worker_spec, "%s: command not found or not an executable file",

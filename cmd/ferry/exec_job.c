@@ -440,8 +440,10 @@ int exec_delay_hint(const char *out, size_t len, long long *delay_ms, char *why,
             char q[80];
             quote_value(q, sizeof q, v, vn);
             snprintf(why, whycap,
-                     "invalid %s line: \"%s\" is not a number of milliseconds (0 to %lld)",
-                     EXEC_HINT_MS_KEY "<ms>", q, FERRY_RETRY_AFTER_MAX_MS);
+                     "invalid %s line: \"%s\" is not a whole number of milliseconds (digits "
+                     "only; more than %lld counts as %lld)",
+                     EXEC_HINT_MS_KEY "<ms>", q, FERRY_RETRY_AFTER_MAX_MS,
+                     FERRY_RETRY_AFTER_MAX_MS);
             return -1;
         }
         *delay_ms = ms > FERRY_RETRY_AFTER_MAX_MS ? FERRY_RETRY_AFTER_MAX_MS : ms;

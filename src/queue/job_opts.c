@@ -394,7 +394,7 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
         case K_KEEPLOGS:
         case K_SIZELIMIT:
             if (as_int(v, 0, FERRY__JS_SAFE_MAX, &n)) {
-                rc = bad(err, field, "a non-negative integer", v);
+                rc = bad(err, field, "a non-negative integer up to 2^53-1", v);
                 break;
             }
             if (k->kind == K_ATTEMPTS)

@@ -64,13 +64,14 @@ int ferry_queue_obliterate(ferry_queue *q, int force, long long *deleted_keys, f
         }
         if (status == -2 && call == 0)
             rc = ferry__err(err, FERRY_ESTATE,
-                            "queue %s has %lld active job%s; stop its workers, or use force "
-                            "to delete them too (nothing was deleted)",
+                            "queue %s has %lld active job%s; stop its workers, or force it "
+                            "(--force in the CLI) to delete them too (nothing was deleted)",
                             q->keys.queue, n, n == 1 ? "" : "s");
         else if (status == -2)
             rc = ferry__err(err, FERRY_ESTATE,
                             "queue %s: %lld job%s became active while it was being obliterated "
-                            "(%lld keys deleted so far); stop its workers, or use force",
+                            "(%lld keys deleted so far); stop its workers, or force it (--force "
+                            "in the CLI)",
                             q->keys.queue, n, n == 1 ? "" : "s", total);
         else if (status == -1)
             rc = ferry__err(err, FERRY_ESTATE,

@@ -350,8 +350,13 @@ static int tls_context(ferry_transport *t, const ferry_redis_options *o, ferry_e
             return ferry__err(err, FERRY_EINVAL, "TLS: cannot load client certificate '%s': %s",
                               o->tls_cert_file, ssl_errstr(ebuf, sizeof ebuf));
         if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
-            return ferry__err(err, FERRY_EINVAL, "TLS: cannot load client key '%s': %s", key,
-                              ssl_errstr(ebuf, sizeof ebuf));
+            return o->tls_key_file
+                       ? ferry__err(err, FERRY_EINVAL, "TLS: cannot load client key '%s': %s", key,
+                                    ssl_errstr(ebuf, sizeof ebuf))
+                       : ferry__err(err, FERRY_EINVAL,
+                                    "TLS: no tls_key_file given, and no client key in the "
+                                    "certificate file '%s': %s",
+                                    key, ssl_errstr(ebuf, sizeof ebuf));
         if (SSL_CTX_check_private_key(ctx) != 1)
             return ferry__err(err, FERRY_EINVAL, "TLS: client key '%s' does not match '%s'", key,
                               o->tls_cert_file);

@@ -197,6 +197,14 @@ static char *make_client_name(const ferry_worker *w, int *oom) {
     return s;
 }
 
+/* A worker-level keepJobs default, its error naming the option it came from. */
+static int keep_option(const char *json, const char *name, ferry__keep_jobs *out,
+                       ferry_error *err) {
+    ferry_error e = {0};
+    int rc = ferry__keep_jobs_parse(json, out, &e);
+    return rc ? ferry__err(err, rc, "worker: %s: %s", name, e.message) : 0;
+}
+
 /* One lane (or the whole worker when it has one lane): the options already validated,
  * `concurrency` its share of the handler threads, `cbg` the worker's callback lock (a
  * reference is taken). */
@@ -206,8 +214,9 @@ static int create_lane(const char *queue, const ferry_worker_options *opts, int 
     ferry_worker *w = calloc(1, sizeof *w);
     if (!w) return ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
     int rc = ferry__keys_init(&w->keys, opts->prefix ? opts->prefix : "bull", queue, err);
-    if (!rc) rc = ferry__keep_jobs_parse(opts->remove_on_complete, &w->keep_complete, err);
-    if (!rc) rc = ferry__keep_jobs_parse(opts->remove_on_fail, &w->keep_fail, err);
+    if (!rc)
+        rc = keep_option(opts->remove_on_complete, "remove_on_complete", &w->keep_complete, err);
+    if (!rc) rc = keep_option(opts->remove_on_fail, "remove_on_fail", &w->keep_fail, err);
     if (rc) {
         free(w);
         return rc;

@@ -355,6 +355,8 @@ static void test_worker_option_validation(void **state) {
         {"--max-stalled-count", "-2", NULL, NULL, "--max-stalled-count"},
         {"--lanes", "0", NULL, NULL, "--lanes"},
         {"--lanes", "5", NULL, NULL, "--lanes"},
+        {"--remove-on-complete", "{\"age\":-1}", NULL, NULL, "--remove-on-complete: keepJobs.age"},
+        {"--remove-on-fail", "\"x\"", NULL, NULL, "--remove-on-fail: keepJobs"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_run r;
@@ -369,6 +371,14 @@ static void test_worker_option_validation(void **state) {
                      r.err, bad[i].err_has);
         cli_run_free(&r);
     }
+    char name[258];
+    memset(name, 'n', 257);
+    name[257] = 0;
+    cli_run r;
+    CLI(r, "worker", "q", "--redis", url(), "--name", name, "--", "/bin/true");
+    CLI_EXPECT(r, 2);
+    if (!strstr(r.err, "--name: expected 1 to 256 bytes, got 257")) fail_msg("stderr: %s", r.err);
+    cli_run_free(&r);
 }
 
 /* ---- per-job log lines -------------------------------------------------------------------- */

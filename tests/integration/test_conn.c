@@ -352,6 +352,10 @@ static void test_tls_bad_options(void **state) {
     o.tls_cert_file = testenv_require("TLS_CERT");
     o.tls_key_file = testenv_require("TLS_SERVER_KEY");
     open_fails(&o, FERRY_EINVAL, "cannot load client key", &e);
+    o = testenv_redis_options(1);
+    o.tls_cert_file = testenv_require("TLS_CERT"); /* its PEM holds no key */
+    open_fails(&o, FERRY_EINVAL, "no tls_key_file given, and no client key in the certificate file",
+               &e);
 }
 
 /* ---- failures and deadlines -------------------------------------------------------- */

@@ -358,7 +358,7 @@ static void test_payload_limit_and_bad_input(void **state) {
     add_fail(q, "x", "{\"a\":1} {}", NULL, FERRY_EINVAL, "trailing characters");
     add_fail(q, "x", "\"\xff\"", NULL, FERRY_EINVAL, "invalid UTF-8");
     add_fail(q, "x", NULL, "{\"attempts\":\"3\"}", FERRY_EINVAL,
-             "opts.attempts: expected a non-negative integer, got \"3\"");
+             "opts.attempts: expected a non-negative integer up to 2^53-1, got \"3\"");
     add_fail(q, "x", NULL, "{\"jobId\":\"77\"}", FERRY_EINVAL, "cannot be integers");
     add_fail(q, "x", NULL, "{\"deduplication\":{\"id\":\"d\"}}", FERRY_EINVAL,
              "deduplication is not supported yet");

@@ -439,7 +439,7 @@ static void test_repeated_opts_bulk_same_as_single(void **state) {
     ferry_job_spec b[3] = {{"n", NULL, "{}"}, {"n", NULL, "{\"delay\":-1}"}, {"n", NULL, NULL}};
     b[2].opts_json = b[1].opts_json;
     assert_int_equal(ferry_queue_add_bulk(bulk, b, 3, NULL, &e), FERRY_EINVAL);
-    assert_string_equal(e.message, "job 1: opts.delay: expected a non-negative integer, got -1");
+    assert_string_equal(e.message, "job 1: opts.delay: expected a non-negative integer up to 2^53-1, got -1");
     ferry_queue_close(one);
     ferry_queue_close(bulk);
 }

@@ -141,12 +141,13 @@ static void test_backoff_normalised(void **state) {
 static void test_type_errors_name_the_option(void **state) {
     (void)state;
     expect_error("{\"attempts\":\"3\"}", FERRY_EINVAL,
-                 "opts.attempts: expected a non-negative integer, got \"3\"");
+                 "opts.attempts: expected a non-negative integer up to 2^53-1, got \"3\"");
     expect_error("{\"attempts\":-1}", FERRY_EINVAL, "opts.attempts");
     expect_error("{\"attempts\":2.5}", FERRY_EINVAL, "opts.attempts");
     expect_error("{\"attempts\":true}", FERRY_EINVAL, "opts.attempts");
     expect_error("{\"delay\":-5}", FERRY_EINVAL, "opts.delay: expected a non-negative integer");
-    expect_error("{\"delay\":9007199254740992}", FERRY_EINVAL, "opts.delay");
+    expect_error("{\"delay\":9007199254740992}", FERRY_EINVAL,
+                 "opts.delay: expected a non-negative integer up to 2^53-1, got 9007199254740992");
     expect_error("{\"priority\":2097152}", FERRY_EINVAL,
                  "opts.priority: expected an integer from 0 to 2097151, got 2097152");
     expect_error("{\"priority\":-1}", FERRY_EINVAL, "opts.priority");
