@@ -354,6 +354,60 @@ static void test_duplicates_and_double_ids(void **state) {
     ferry_queue_close(q);
 }
 
+/* ---- a key of the wrong type ---------------------------------------------------------- */
+
+/* A key the add writes has the wrong type (another program's doing): the call fails and
+ * writes nothing, so the retry once the key is fixed adds the jobs. Redis does not undo a
+ * script that fails part-way: a job hash left without its wait/delayed/prioritized entry
+ * would be taken for a duplicate by the retry, and the job lost (the outbox relay retries
+ * with the same ids). */
+static void test_wrong_key_type_writes_nothing(void **state) {
+    (void)state;
+    static const struct {
+        const char *key, *bad_cmd, *opts, *lands_in;
+    } cases[] = {
+        {"wait", "SET", NULL, "wait"},
+        {"events", "SET", NULL, "wait"},
+        {"marker", "SET", NULL, "wait"},
+        {"delayed", "SET", "{\"delay\":60000}", "delayed"},
+        {"prioritized", "SET", "{\"priority\":2}", "prioritized"},
+        {"pc", "RPUSH", "{\"priority\":2}", "prioritized"}, /* a string counter */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char qname[32];
+        snprintf(qname, sizeof qname, "wt%zu", c);
+        ferry_queue *q = open_q(testenv_prefix(), qname, NULL);
+        ferry_job_spec s[2] = {{"n", "{\"v\":1}", cases[c].opts},
+                               {"n", "{\"v\":2}", cases[c].opts}};
+        const char *ids[2] = {"evt-a", "evt-b"};
+        char *got[2];
+        freeReplyObject(cmd("%s %s oops", cases[c].bad_cmd, K(q, cases[c].key)));
+        ferry_error e = {0};
+        int rc = ferry__queue_add_bulk_ids(q, s, ids, 2, 1, got, &e);
+        if (rc != FERRY_EREDIS || !strstr(e.message, "WRONGTYPE"))
+            fail_msg("%s: rc %d (%s), want FERRY_EREDIS with WRONGTYPE", cases[c].key, rc,
+                     e.message);
+        /* nothing written: no job hash, no event, the id counter untouched */
+        assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "evt-a"), K(q, "evt-b"), K(q, "id"))), 0);
+        if (strcmp(cases[c].key, "events"))
+            assert_int_equal(ival(cmd("EXISTS %s", K(q, "events"))), 0);
+        /* fixed: the retry adds both, where they belong */
+        freeReplyObject(cmd("DEL %s", K(q, cases[c].key)));
+        add_ids_ok(q, s, ids, 2, 1, got);
+        assert_string_equal(got[0], "evt-a");
+        assert_string_equal(got[1], "evt-b");
+        free(got[0]);
+        free(got[1]);
+        const char *in = !strcmp(cases[c].lands_in, "wait")
+                             ? lrange(K(q, "wait"))
+                             : joined(cmd("ZRANGE %s 0 -1", K(q, cases[c].lands_in)));
+        if (!strstr(in, "evt-a") || !strstr(in, "evt-b"))
+            fail_msg("%s: %s holds '%s' after the retry", cases[c].key, cases[c].lands_in, in);
+        assert_null(strstr(events(q), "duplicated"));
+        ferry_queue_close(q);
+    }
+}
+
 /* ---- data checks and limits ----------------------------------------------------------- */
 
 static void test_data_checks(void **state) {
@@ -439,7 +493,8 @@ static void test_repeated_opts_bulk_same_as_single(void **state) {
     ferry_job_spec b[3] = {{"n", NULL, "{}"}, {"n", NULL, "{\"delay\":-1}"}, {"n", NULL, NULL}};
     b[2].opts_json = b[1].opts_json;
     assert_int_equal(ferry_queue_add_bulk(bulk, b, 3, NULL, &e), FERRY_EINVAL);
-    assert_string_equal(e.message, "job 1: opts.delay: expected a non-negative integer up to 2^53-1, got -1");
+    assert_string_equal(e.message,
+                        "job 1: opts.delay: expected a non-negative integer up to 2^53-1, got -1");
     ferry_queue_close(one);
     ferry_queue_close(bulk);
 }
@@ -450,6 +505,7 @@ int main(void) {
         cmocka_unit_test(test_empty_and_absent_ids),
         cmocka_unit_test(test_bad_ids_same_errors),
         cmocka_unit_test(test_duplicates_and_double_ids),
+        cmocka_unit_test(test_wrong_key_type_writes_nothing),
         cmocka_unit_test(test_data_checks),
         cmocka_unit_test(test_repeated_opts_bulk_same_as_single),
     };

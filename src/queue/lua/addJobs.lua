@@ -25,6 +25,39 @@ local prioKey, pcKey, markerKey, eventsKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local base, clock = ARGV[1], ARGV[2]
 local n = tonumber(ARGV[3])
 
+-- Nothing is written until every argument is parsed and every key the call writes is known
+-- to have the right type (a read of each: Redis reports a wrong type only when a command
+-- touches the key). Redis does not undo a script that fails part-way, and a job hash left
+-- behind without its wait/delayed/prioritized entry would be taken for a duplicate by the
+-- retry (custom ids: the outbox relay's), so the job would be lost.
+local toWait, toDelayed, toPrio = false, false, false
+for i = 1, n do
+  local extra = ARGV[3 + (i - 1) * 5 + 5]
+  if extra == "" then
+    toWait = true
+  else
+    local _, delay, priority = string.match(extra, "^(%d+) (%d+) (%d+) [01]$")
+    if not delay then
+      return redis.error_reply("ERR addJobs: job " .. i .. ": bad fields '" .. extra .. "'")
+    end
+    if delay ~= "0" and tonumber(delay) > 0 then
+      toDelayed = true
+    elseif priority ~= "0" and tonumber(priority) > 0 then
+      toPrio = true
+    else
+      toWait = true
+    end
+  end
+end
+rcall("XLEN", eventsKey)
+rcall("ZCARD", markerKey)
+if toWait then rcall("LLEN", waitKey) end
+if toDelayed then rcall("ZCARD", delayedKey) end
+if toPrio then
+  rcall("ZCARD", prioKey)
+  rcall("GET", pcKey)
+end
+
 local first = rcall("INCRBY", KEYS[3], n) - n
 local maxEvents = ferryMaxEvents(metaKey)
 local blocked = ferryPausedOrMaxed(metaKey, KEYS[9])
@@ -38,9 +71,6 @@ for i = 1, n do
   local ts, delay, priority, lifo = clock, "0", "0", "0"
   if extra ~= "" then
     ts, delay, priority, lifo = string.match(extra, "^(%d+) (%d+) (%d+) ([01])$")
-    if not ts then
-      return redis.error_reply("ERR addJobs: job " .. i .. ": bad fields '" .. extra .. "'")
-    end
   end
   local jobId = customId
   local jobKey
