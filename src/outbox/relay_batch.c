@@ -145,6 +145,7 @@ typedef struct batch_row {
     const char *id;
     long topic;     /* routes index, -1 = not ours (put back) */
     char *envelope; /* job data, until its jobs were sent (NULL when set aside or put back) */
+    size_t size;    /* job data bytes */
     int publish;    /* becomes jobs (else set aside or put back) */
     char reason[200];
 } batch_row;
@@ -188,6 +189,7 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
             continue;
         }
         size_t need = ferry__envelope_size(row->id, idlen, trace, tlen, plen);
+        row->size = need;
         /* a default sizeLimit below the relay's limit would make the queues refuse the whole
          * add for this one row, batch after batch: set the row aside instead */
         if (need > r->data_limit) {
@@ -363,9 +365,16 @@ static int add_all_queues(ferry_relay *r, const ferry_job_spec *specs, const cha
     }
     run_adds(r, adds, used, hook);
     int rc = 0;
-    for (size_t i = 0; i < used && !rc; i++)
-        if (adds[i].rc)
+    for (size_t i = 0; i < used && !rc; i++) {
+        if (!adds[i].rc) continue;
+        /* the queue's own messages mostly name it already */
+        char named[FERRY_ERROR_MESSAGE_MAX];
+        snprintf(named, sizeof named, "queue %s: ", adds[i].name);
+        if (!strncmp(adds[i].err.message, named, strlen(named)))
+            rc = ferry__err(err, adds[i].rc, "%s", adds[i].err.message);
+        else
             rc = ferry__err(err, adds[i].rc, "queue %s: %s", adds[i].name, adds[i].err.message);
+    }
     free(adds);
     return rc;
 }
@@ -496,6 +505,8 @@ static int batch_full(const batch *b) {
 }
 
 static void adapt_claim_limit(ferry_relay *r, const batch *b) {
+    /* (while Redis refuses adds the limit only shrinks: see refused()) */
+    if (r->refusing) return;
     r->claim_limit = ferry__relay_next_claim_limit(r->claim_limit, r->batch_size, b->n, b->limit,
                                                    b->left_behind, 0);
 }
@@ -702,6 +713,61 @@ static void record_failure(ferry_relay *r, lane *l, const char *message) {
     free(ids);
 }
 
+/* Job data size from which a row Redis refuses again and again is blamed rather than Redis:
+ * a large add can be refused alone (an OOM reply: its own bytes in the query buffer take
+ * Redis past maxmemory) or time out where smaller ones pass. */
+#define REFUSED_ROW_MIN (64 * 1024)
+#define REFUSED_ROW_TIMES 3
+
+/* Redis refused the batch's add (an error reply, not a lost connection): every event behind
+ * it would wait for ever if the same row were retried unchanged. A batch of several rows
+ * claims half as many next time; a large row refused alone REFUSED_ROW_TIMES times in a row
+ * is set aside (quarantined_at, last_error) so the events behind it move. A small row only
+ * means Redis refuses everything (it is full, a queue key is broken): it is retried, as are
+ * connection failures. Either way the drain returns RELAY_BATCH_REDIS_FAILED (the usual
+ * backoff). Returns 1 when the row was set aside. */
+static int refused(ferry_relay *r, lane *l, int rc, const ferry_error *err) {
+    const batch *b = &l->b;
+    if (rc != FERRY_EREDIS || b->n < 1) return 0;
+    r->refusing = 1; /* until an add goes through, claims do not grow back */
+    if (b->n > 1) {
+        r->claim_limit =
+            ferry__relay_next_claim_limit(r->claim_limit, r->batch_size, 0, b->n, 0, 1);
+        r->refused_row[0] = '\0';
+        ferry__relay_log(r, FERRY_LOG_WARN,
+                         "relay: Redis refused a batch of %d rows; claiming %d at a time now", b->n,
+                         r->claim_limit);
+        return RELAY_BATCH_REDIS_FAILED;
+    }
+    const batch_row *row = &b->rows[0];
+    if (!row->publish || row->size < REFUSED_ROW_MIN) {
+        r->refused_row[0] = '\0';
+        return RELAY_BATCH_REDIS_FAILED;
+    }
+    if (strcmp(row->id, r->refused_row)) {
+        snprintf(r->refused_row, sizeof r->refused_row, "%s", row->id);
+        r->refused_times = 1;
+        return RELAY_BATCH_REDIS_FAILED;
+    }
+    if (++r->refused_times < REFUSED_ROW_TIMES) return RELAY_BATCH_REDIS_FAILED;
+    r->refused_row[0] = '\0';
+    char reason[FERRY_ERROR_MESSAGE_MAX + 256];
+    snprintf(reason, sizeof reason,
+             "Redis refused this row's job data (%zu bytes) %d times in a row: %s; set aside so "
+             "the events behind it are published: fix the cause (for an OOM reply, Redis' "
+             "maxmemory) and clear quarantined_at to publish it",
+             row->size, REFUSED_ROW_TIMES, err ? err->message : "error reply");
+    if (!l->pg->conn || l->pg->broken || ferry__relay_set_aside(r, l->pg, row->id, reason) != 1)
+        return 0;
+    ferry__relay_log(r, FERRY_LOG_ERROR,
+                     "relay: event %s set aside (quarantined_at), not published: %s", row->id,
+                     reason);
+    pthread_mutex_lock(&r->mu);
+    r->stats.quarantined++;
+    pthread_mutex_unlock(&r->mu);
+    return 1;
+}
+
 /* The other lane's statements, sent while this batch's jobs are added. */
 typedef struct other_send {
     ferry_relay *r;
@@ -756,12 +822,15 @@ relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_er
                                 NULL, NULL, &e))
                 c->pg->broken = 1;
             c->tx = 0;
-            record_failure(r, c, err ? err->message : "redis error");
+            /* (a row set aside has its last_error and attempts written by that) */
+            if (!refused(r, c, rc, err)) record_failure(r, c, err ? err->message : "redis error");
             batch_free(&c->b);
             drop_broken_lane2(r);
             count_failure(r);
             return RELAY_BATCH_REDIS_FAILED;
         }
+        r->refused_row[0] = '\0';
+        r->refusing = 0;
         if (r->fault) r->fault("relay_after_publish", r->fault_userdata);
         c->added = 1;
         if (os.rc) {

@@ -62,9 +62,7 @@ static int first_in_line(ferry_relay *r, ferry__pgc *pg, char id[FERRY_UUID_STRL
     return found;
 }
 
-/* Set row `id` aside with the reason; 1 when it was (0: published, set aside or locked by
- * another relay meanwhile), <0 error (logged). Its own transaction. */
-static int set_aside(ferry_relay *r, ferry__pgc *pg, const char *id, const char *reason) {
+int ferry__relay_set_aside(ferry_relay *r, ferry__pgc *pg, const char *id, const char *reason) {
     char sql[2 * FERRY__QSCHEMA_MAX + 320];
     snprintf(sql, sizeof sql,
              "UPDATE %s.outbox_events SET quarantined_at = now(), attempts = attempts + 1, "
@@ -74,8 +72,8 @@ static int set_aside(ferry_relay *r, ferry__pgc *pg, const char *id, const char 
     const char *params[] = {id, reason};
     PGresult *res = NULL;
     ferry_error e = {0};
-    if (ferry__pgc_exec(pg, ferry__relay_deadline(r), "claim timeout: set aside", NULL, sql, 2,
-                        params, &res, &e)) {
+    if (ferry__pgc_exec(pg, ferry__relay_deadline(r), "set aside", NULL, sql, 2, params, &res,
+                        &e)) {
         ferry__relay_log(r, FERRY_LOG_WARN, "relay: %s", e.message);
         return -1;
     }
@@ -125,7 +123,7 @@ static relay_batch_rc single_row(ferry_relay *r, ferry__pgc *pg, ferry_error *er
              "converting its payload (%lld bytes stored) to text; raise the relay's statement "
              "timeout (--db-timeout) and clear quarantined_at to publish it",
              r->statement_timeout_ms, stored);
-    int done = set_aside(r, pg, id, reason);
+    int done = ferry__relay_set_aside(r, pg, id, reason);
     if (done < 0) return RELAY_BATCH_DB_FAILED;
     if (done) {
         ferry__relay_log(r, FERRY_LOG_ERROR,

@@ -32,6 +32,8 @@ struct ferry_relay {
     /* configuration (deep copies) */
     char *database_url, *schema, *prefix, *default_job_opts;
     char qs[FERRY__QSCHEMA_MAX]; /* quoted schema */
+    /* the schema as log lines show it (escaped: a schema name may hold any character) */
+    char schema_shown[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
     ferry_redis_options redis;
     char *redis_strings[6];
     ferry_routes *routes;
@@ -65,6 +67,10 @@ struct ferry_relay {
                                 drain, 0 = none (set by lane_recv, handled by the drain) */
     /* the first row in line when a one-row claim last timed out; "" = none since */
     char slow_row[FERRY_UUID_STRLEN + 1];
+    /* a large row Redis refused alone, and how many times in a row (relay_batch.c) */
+    char refused_row[FERRY_UUID_STRLEN + 1];
+    int refused_times;
+    int refusing;     /* Redis refused the last add: the claim limit does not grow meanwhile */
     int alone;        /* the last probe found no other relay on the schema */
     int64_t alone_at; /* mono ms of that probe; 0 = none since (re)connecting */
     int running;
@@ -121,6 +127,11 @@ int ferry__relay_next_claim_limit(int current, int batch_size, int n, int limit,
  * r->pg, idle after the drain's failure, or a connection of its own when r->pg is broken
  * (the claim took the client's deadline). Resets r->claim_timeout. */
 relay_batch_rc ferry__relay_claim_timed_out(ferry_relay *r, ferry_error *err);
+
+/* Set unpublished row `id` aside (quarantined_at = now(), attempts + 1, last_error =
+ * reason) in a transaction of its own on idle connection pg; 1 when it was, 0 when it was
+ * published, set aside or locked by another relay meanwhile, <0 on error (logged). */
+int ferry__relay_set_aside(ferry_relay *r, ferry__pgc *pg, const char *id, const char *reason);
 
 /* pg2, connected (and prepared) when missing and not failed in the last while; 1 when it
  * can be used. A failure is logged; the relay then publishes on pg alone. */
