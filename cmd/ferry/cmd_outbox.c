@@ -16,6 +16,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "ferry/outbox.h"
+#include "outbox/migrations.h"
+#include "outbox/pg.h"
 #include "signals.h"
 #include "util/printable.h"
 
@@ -212,18 +214,28 @@ static int migrate_main(int argc, char **argv) {
                                 .timeout_ms = (int)db_timeout(&d),
                                 .fn = print_migration,
                                 .userdata = &o.dry_run};
-    int applied = 0;
+    int applied = 0, version = 0;
+    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    char qs[FERRY__QSCHEMA_MAX];
     rc = ferry_outbox_migrate(conn, &mo, &applied, &e);
+    /* the database's own version: a newer ferry may have migrated it further */
+    if (!rc) rc = ferry__pg_quote_schema(schema, qs, &e);
+    if (!rc) rc = ferry__schema_version_get(conn, qs, &version, &e);
     PQfinish(conn);
     if (rc) return report(&migrate_spec, NULL, &e);
-    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    char names[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
+    ferry__printable(schema, names, sizeof names);
+    int ours = ferry_outbox_schema_version();
     if (o.dry_run)
-        printf("-- %d pending migration(s) for schema %s\n", applied, schema);
+        printf("-- %d pending migration(s) for schema %s\n", applied, names);
     else if (applied)
-        printf("schema %s: applied %d migration(s), now at version %d\n", schema, applied,
-               ferry_outbox_schema_version());
+        printf("schema %s: applied %d migration(s), now at version %d\n", names, applied, version);
+    else if (version > ours)
+        printf("schema %s: at version %d, newer than this ferry's %d: nothing applied (a newer "
+               "ferry migrated it; upgrade this one)\n",
+               names, version, ours);
     else
-        printf("schema %s: up to date (version %d)\n", schema, ferry_outbox_schema_version());
+        printf("schema %s: up to date (version %d)\n", names, version);
     return CLI_EXIT_OK;
 }
 

@@ -145,6 +145,7 @@ static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_erro
     if (!r->redis.connect_timeout_ms) r->redis.connect_timeout_ms = 5000;
     if (!r->redis.command_timeout_ms) r->redis.command_timeout_ms = 5000;
     if (oom) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    ferry__printable(r->schema, r->schema_shown, sizeof r->schema_shown);
     return ferry__pg_quote_schema(r->schema, r->qs, err);
 }
 
@@ -333,12 +334,17 @@ static int check_schema(ferry_relay *r, ferry_error *err) {
     if (version < FERRY__RELAY_SCHEMA_VERSION)
         return ferry__err(err, FERRY_ESTATE,
                           "schema %s is at version %d, the relay needs %d: run `ferry migrate`",
-                          r->schema, version, FERRY__RELAY_SCHEMA_VERSION);
-    if (version < ferry_outbox_schema_version())
+                          r->schema_shown, version, FERRY__RELAY_SCHEMA_VERSION);
+    if (version > ferry_outbox_schema_version())
+        ferry__relay_log(r, FERRY_LOG_WARN,
+                         "relay: schema %s is at version %d, newer than this ferry's %d: a newer "
+                         "ferry migrated it; upgrade this relay",
+                         r->schema_shown, version, ferry_outbox_schema_version());
+    else if (version < ferry_outbox_schema_version())
         ferry__relay_log(r, FERRY_LOG_WARN,
                          "relay: schema %s is at version %d of %d; it works, but run `ferry "
                          "migrate` for the later ones (006: the claim's index)",
-                         r->schema, version, ferry_outbox_schema_version());
+                         r->schema_shown, version, ferry_outbox_schema_version());
     return 0;
 }
 
@@ -572,7 +578,7 @@ int ferry_relay_run(ferry_relay *r, ferry_error *err) {
                 r, FERRY_LOG_INFO,
                 "relay: started (schema %s, %zu topic(s), %zu queue(s), batch %d rows / %zu "
                 "bytes, poll %d ms)",
-                r->schema, ferry_routes_topic_count(r->routes), r->nqueues, r->batch_size,
+                r->schema_shown, ferry_routes_topic_count(r->routes), r->nqueues, r->batch_size,
                 r->batch_bytes, r->poll_interval_ms);
             relay_loop(r);
             ferry__relay_pool_stop(r);

@@ -8,7 +8,9 @@
  *    one line naming it; so do database URLs libpq would misread and bad relay default job
  *    options, before anything connects;
  *  - a topic inserted by SQL with a newline and an escape sequence: the relay's unknown-topic
- *    warning and `ferry outbox status` print it escaped, so it cannot forge log lines. */
+ *    warning and `ferry outbox status` print it escaped, so it cannot forge log lines;
+ *  - a schema a newer ferry migrated: `ferry migrate` and the relay say so;
+ *  - a large row Redis refuses every time: set aside, the rows behind it published. */
 #include "test_outbox_support.h"
 
 #define AGGREGATE "6f9619ff-8b86-d011-b42d-00cf4fc964ff"
@@ -264,6 +266,94 @@ static void test_topic_control_characters_escaped(void **state) {
     cli_run_free(&r);
 }
 
+/* A schema a newer ferry migrated (a version above this one's): `ferry migrate` says so and
+ * applies nothing, instead of "up to date" with its own version; the relay warns. */
+static void test_newer_schema_reported(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    int ours = ferry_outbox_schema_version();
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.ferry_schema_migrations (version, name) VALUES (%d, 'future')",
+                   schema, ours + 1));
+    cli_run r;
+    CLI(r, "migrate", "--schema", schema, "--database", testenv_require("DATABASE_URL"));
+    CLI_EXPECT(r, 0);
+    char want[256];
+    snprintf(want, sizeof want,
+             "schema %s: at version %d, newer than this ferry's %d: nothing applied (a newer ferry "
+             "migrated it; upgrade this one)\n",
+             schema, ours + 1, ours);
+    assert_string_equal(r.out, want);
+    cli_run_free(&r);
+    const char *routes = ob_file("newer.routes", "order.placed q:j\n");
+    ob_relay rl;
+    ob_relay_start(&rl, schema, testenv_prefix(), routes, NULL, NULL);
+    snprintf(want, sizeof want, "schema %s is at version %d, newer than this ferry's %d", schema,
+             ours + 1, ours);
+    if (!ob_relay_wait_log(&rl, want, 20000)) OB_FAIL_LOG(&rl, "no warning '%s'", want);
+    ob_relay_stop(&rl);
+}
+
+typedef struct published_arg {
+    PGconn *db;
+    const char *schema, *topic;
+    long long want;
+} published_arg;
+
+static int published(void *arg) {
+    const published_arg *a = arg;
+    return ob_ll(a->db,
+                 "SELECT count(*) FROM %s.outbox_events WHERE topic = '%s' AND published_at IS "
+                 "NOT NULL",
+                 a->schema, a->topic) == a->want;
+}
+
+/* A large row Redis refuses every time (here its queue's wait key is of the wrong type; in
+ * production an OOM reply for its size) is set aside after three refusals in a row, with
+ * the reason, so the events behind it, for other queues, are published instead of waiting
+ * for ever; nothing of it is left in Redis. */
+static void test_row_redis_refuses_set_aside(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload, created_at) "
+                   "VALUES ('0190a8e0-0000-7000-8000-000000000001', 'big.one', gen_random_uuid(), "
+                   "jsonb_build_object('p', repeat('x', 100000)), now() - interval '1 minute')",
+                   schema));
+    ob_insert_many(db, schema, "small.one", 3);
+    ferry_conn *rds = testenv_conn();
+    freeReplyObject(testenv_cmd(rds, "SET %s:bigq:wait oops", prefix));
+    const char *routes = ob_file("refused.routes", "big.one bigq:j\nsmall.one q:j\n");
+    ob_relay rl;
+    ob_relay_start(&rl, schema, prefix, routes, (const char *const[]){"--max-backoff", "20", NULL},
+                   NULL);
+    if (!ob_relay_wait_log(&rl, "event 0190a8e0-0000-7000-8000-000000000001 set aside", 30000))
+        OB_FAIL_LOG(&rl, "the refused row was not set aside");
+    published_arg pa = {db, schema, "small.one", 3};
+    if (!testenv_wait_until(published, &pa, 30000))
+        OB_FAIL_LOG(&rl, "the rows behind it were not published");
+    ob_relay_stop(&rl);
+    PGresult *res = ob_sql(db,
+                           "SELECT quarantined_at IS NOT NULL, published_at IS NULL, last_error "
+                           "FROM %s.outbox_events WHERE topic = 'big.one'",
+                           schema);
+    assert_string_equal(PQgetvalue(res, 0, 0), "t");
+    assert_string_equal(PQgetvalue(res, 0, 1), "t");
+    const char *why = PQgetvalue(res, 0, 2);
+    if (!strstr(why, "Redis refused this row's job data (") || !strstr(why, "3 times in a row") ||
+        !strstr(why, "WRONGTYPE") || !strstr(why, "clear quarantined_at to publish it"))
+        fail_msg("last_error: %s", why);
+    PQclear(res);
+    /* nothing of it in Redis (the add fails before its first write) */
+    redisReply *e = testenv_cmd(rds, "EXISTS %s:bigq:0190a8e0-0000-7000-8000-000000000001", prefix);
+    assert_int_equal(e->integer, 0);
+    freeReplyObject(e);
+    freeReplyObject(testenv_cmd(rds, "DEL %s:bigq:wait", prefix));
+    ferry__conn_close(rds);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_refuses_what_jsonb_refuses),
@@ -271,6 +361,8 @@ int main(void) {
         cmocka_unit_test(test_bad_database_urls_exit_2),
         cmocka_unit_test(test_relay_bad_default_job_options_exit_2),
         cmocka_unit_test(test_topic_control_characters_escaped),
+        cmocka_unit_test(test_newer_schema_reported),
+        cmocka_unit_test(test_row_redis_refuses_set_aside),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }
