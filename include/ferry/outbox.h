@@ -183,14 +183,15 @@ typedef struct ferry_outbox_topic_status {
     long long unpublished; /* rows waiting */
     long long with_errors; /* of those, rows with a last_error */
     long long quarantined; /* of those, rows set aside as unpublishable */
-    double oldest_age_s;   /* age of its oldest unpublished row */
-    int known;             /* 1 when the routes given have the topic (-1: no routes given) */
+    double oldest_age_s; /* age of its oldest unpublished row (0 for a created_at in the future) */
+    int known;           /* 1 when the routes given have the topic (-1: no routes given) */
 } ferry_outbox_topic_status;
 
 typedef struct ferry_outbox_status {
-    int schema_version;     /* applied version (0 = not migrated) */
-    long long unpublished;  /* all unpublished rows */
-    double oldest_age_s;    /* age of the oldest unpublished row; 0 when none */
+    int schema_version;    /* applied version (0 = not migrated) */
+    long long unpublished; /* all unpublished rows */
+    double oldest_age_s; /* age of the oldest unpublished row; 0 when none (or created_at is in the
+                            future) */
     long long with_errors;  /* unpublished rows with a last_error */
     long long quarantined;  /* unpublished rows the relay set aside (quarantined_at) */
     long long unknown_rows; /* unpublished rows whose topic has no route (routes given) */

@@ -56,7 +56,7 @@ static int read_status(PGconn *conn, const char *qs, const ferry_routes *routes,
     snprintf(sql, sizeof sql,
              "SELECT count(*), count(*) FILTER (WHERE last_error IS NOT NULL), "
              "count(*) FILTER (WHERE quarantined_at IS NOT NULL), "
-             "coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8, %s "
+             "greatest(coalesce(extract(epoch FROM now() - min(created_at)), 0), 0)::float8, %s "
              "FROM %s.outbox_events WHERE published_at IS NULL",
              topics ? "count(*) FILTER (WHERE NOT (topic = ANY($1::text[])))" : "0", qs);
     PGresult *r = NULL;
@@ -71,7 +71,7 @@ static int read_status(PGconn *conn, const char *qs, const ferry_routes *routes,
         snprintf(sql, sizeof sql,
                  "SELECT topic, count(*), count(*) FILTER (WHERE last_error IS NOT NULL), "
                  "count(*) FILTER (WHERE quarantined_at IS NOT NULL), "
-                 "extract(epoch FROM now() - min(created_at))::float8, %s "
+                 "greatest(extract(epoch FROM now() - min(created_at)), 0)::float8, %s "
                  "FROM %s.outbox_events WHERE published_at IS NULL "
                  "GROUP BY topic ORDER BY count(*) DESC, topic LIMIT %d",
                  topics ? "bool_or(topic = ANY($1::text[]))" : "NULL::boolean", qs,
@@ -135,11 +135,14 @@ int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes
 }
 
 int ferry__outbox_cleanup_sql(const char *qs, char *sql, size_t cap) {
-    /* created_at <= published_at, so the created_at bound only lets the BRIN index skip the
-     * recent part of the table; published_at decides. */
+    /* Normally created_at <= published_at, so the created_at bound only lets the BRIN index
+     * skip the recent part of the table; published_at decides. A row whose created_at is in
+     * the future (an application's clock ahead) breaks that: the second range, also one the
+     * index answers, keeps such rows from outliving the retention. */
     int n = snprintf(sql, cap,
                      "DELETE FROM %s.outbox_events WHERE id IN (SELECT id FROM %s.outbox_events "
-                     "WHERE created_at < now() - make_interval(secs => $1::float8) "
+                     "WHERE (created_at < now() - make_interval(secs => $1::float8) "
+                     "OR created_at > now()) "
                      "AND published_at < now() - make_interval(secs => $1::float8) LIMIT $2)",
                      qs, qs);
     return n > 0 && (size_t)n < cap ? 0 : -1;

@@ -57,6 +57,30 @@ static void test_cleanup_bounded_batches(void **state) {
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.outbox_events", schema), 70);
 }
 
+/* A row whose created_at is in the future (an application's clock ahead) is deleted once it
+ * was published longer ago than the retention, like any other; ferry outbox status gives an
+ * unpublished one the age 0, not a negative one. */
+static void test_created_in_the_future(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload, created_at, "
+                   "published_at) VALUES (gen_random_uuid(), 'a', gen_random_uuid(), '{}', now() + "
+                   "interval '1 day', now() - interval '2 days'), (gen_random_uuid(), 'a', "
+                   "gen_random_uuid(), '{}', now() + interval '1 hour', NULL)",
+                   schema));
+    long long deleted = -1;
+    ferry_error e = {0};
+    assert_int_equal(ferry_outbox_cleanup(db, schema, 86400, 100, 0, &deleted, &e), 0);
+    assert_int_equal(deleted, 1);
+    ferry_outbox_status *st = NULL;
+    assert_int_equal(ferry_outbox_status_get(db, schema, NULL, &st, &e), 0);
+    assert_int_equal(st->unpublished, 1);
+    assert_true(st->oldest_age_s == 0);
+    assert_true(st->ntopics == 1 && st->topics[0].oldest_age_s == 0);
+    ferry_outbox_status_free(st);
+}
+
 static int sum_deleted(const char *path) {
     char *log = cli_slurp(path);
     int total = 0;
@@ -115,6 +139,7 @@ static void test_relay_retention_singleton(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cleanup_bounded_batches),
+        cmocka_unit_test(test_created_in_the_future),
         cmocka_unit_test(test_relay_retention_singleton),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
