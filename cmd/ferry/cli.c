@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "queue/keys.h"
+
 #define CONN_COMMON_DEFS                                                                           \
     {"redis",                                                                                      \
      OPT_STRING,                                                                                   \
@@ -142,11 +144,17 @@ int cli_conn_resolve(const cmd_spec *spec, cli_conn *c) {
     if (ferry_redis_url_check(c->redis_url, &err) != 0)
         return opts_usage_error(spec, "%s: %s", c->url_source, err.message);
     url_display_host(c->redis_url, c->host, sizeof c->host);
+    const char *prefix_src = "--prefix";
     if (!c->prefix) {
         const char *env = getenv("FERRY_PREFIX");
+        prefix_src = "FERRY_PREFIX";
         if (env && !*env) return opts_usage_error(spec, "FERRY_PREFIX is set but empty");
         c->prefix = env ? env : FERRY_DEFAULT_PREFIX;
     }
+    /* (the library's limit, checked here so that every command, the relay included, says
+     * so before connecting) */
+    if (strlen(c->prefix) > FERRY_NAME_MAX)
+        return opts_usage_error(spec, "%s: longer than %d bytes", prefix_src, FERRY_NAME_MAX);
     /* The library ignores TLS settings on a plain connection: a certificate given for a
      * redis:// URL would silently not be used, and the traffic would go in clear text. */
     const char *tls_opt = tls_option_given(c);

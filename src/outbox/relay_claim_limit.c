@@ -145,7 +145,8 @@ relay_batch_rc ferry__relay_claim_timed_out(ferry_relay *r, ferry_error *err) {
         r->slow_row[0] = '\0';
         ferry__relay_log(r, FERRY_LOG_WARN,
                          "relay: a claim of %d rows ran past the statement timeout (%d ms) "
-                         "converting their payloads to text; claiming %d at a time now",
+                         "(converting their payloads to text, or stepping over a backlog of "
+                         "unknown topics' rows); claiming %d at a time now",
                          limit, r->statement_timeout_ms, r->claim_limit);
         return RELAY_BATCH_NARROWED;
     }

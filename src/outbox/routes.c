@@ -3,10 +3,13 @@
  * ferry_routes_load reads a file. Every problem is reported as "<file>:<line>: <what>",
  * because the relay refuses to start on a bad file and the operator must find the line. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ferry/outbox.h"
 #include "outbox/routes.h"
@@ -246,7 +249,9 @@ int ferry_routes_parse(const char *text, size_t len, const char *filename, ferry
     ferry_routes *r = calloc(1, sizeof *r);
     if (!r) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     int rc = 0;
-    for (size_t pos = 0; rc == 0 && pos < len;) {
+    /* a UTF-8 byte order mark (some editors write one) is not part of the first topic */
+    size_t start = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
+    for (size_t pos = start; rc == 0 && pos < len;) {
         p.line++;
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
@@ -274,8 +279,26 @@ int ferry_routes_parse(const char *text, size_t len, const char *filename, ferry
 int ferry_routes_load(const char *path, ferry_routes **out, ferry_error *err) {
     if (out) *out = NULL;
     if (!path || !out) return ferry__err(err, FERRY_EINVAL, "ferry_routes_load: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ferry__err(err, FERRY_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* Not blocking on open (a FIFO without a writer would hang the caller), and only a
+     * regular file: a FIFO, device or directory is refused by name. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return ferry__err(err, FERRY_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ferry__err(err, FERRY_EIO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return ferry__err(err, FERRY_EIO, "%s: %s", path,
+                          S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    }
     char *buf = malloc(FERRY_ROUTES_FILE_MAX + 1);
     if (!buf) {
         fclose(f);

@@ -545,6 +545,16 @@ static void test_usage_errors(void **state) {
     CLI(r, "queue", "counts", "q", "--tls-ca", "/nonexistent/ca.pem");
     expect_usage_error(&r, "--tls-ca");
     cli_run_free(&r);
+    char long_prefix[514];
+    memset(long_prefix, 'p', 513);
+    long_prefix[513] = 0;
+    CLI(r, "queue", "counts", "q", "--prefix", long_prefix);
+    expect_usage_error(&r, "--prefix: longer than 512 bytes");
+    cli_run_free(&r);
+    CLI(r, "relay", "--routes", "/dev/null", "--prefix", long_prefix, "--database",
+        "postgresql://127.0.0.1:1/x");
+    expect_usage_error(&r, "--prefix: longer than 512 bytes");
+    cli_run_free(&r);
     CLI(r, "queue", "frob");
     expect_usage_error(&r, "unknown subcommand 'frob'");
     cli_run_free(&r);

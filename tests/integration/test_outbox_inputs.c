@@ -122,10 +122,14 @@ static void expect_routes_refusal(const char *what, int code, const char *err, c
 
 static void test_unreadable_routes_file_exits_2(void **state) {
     (void)state;
-    char missing[300];
+    char missing[300], fifo[300];
     snprintf(missing, sizeof missing, "%s/no-such.routes", cli_tmpdir());
-    const char *files[] = {missing, cli_tmpdir() /* a directory: open works, read fails */};
-    for (size_t i = 0; i < 2; i++) {
+    snprintf(fifo, sizeof fifo, "%s/fifo.routes", cli_tmpdir());
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    /* a directory; a FIFO no one writes to (opening it used to block for ever) */
+    const char *files[] = {missing, cli_tmpdir(), fifo};
+    for (size_t i = 0; i < 3; i++) {
         ob_relay rl;
         ob_relay_start(&rl, "public", testenv_prefix(), files[i], NULL, NULL);
         int code = ob_relay_wait(&rl, 20000);

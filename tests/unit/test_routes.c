@@ -96,6 +96,16 @@ static void test_crlf_and_job_name_with_colon(void **state) {
     ferry_routes_free(r);
 }
 
+/* A UTF-8 byte order mark (some editors write one) is not part of the first topic. */
+static void test_byte_order_mark(void **state) {
+    (void)state;
+    ferry_routes *r = parse_ok("\xef\xbb\xbf"
+                               "a q1:j\nb q2:k\n");
+    assert_string_equal(ferry_routes_topic(r, 0), "a");
+    assert_true(ferry_routes_has_topic(r, "a"));
+    ferry_routes_free(r);
+}
+
 static void test_utf8_names(void **state) {
     (void)state;
     ferry_routes *r = parse_ok("đơn.đặt hàng-đợi:gửi-thư\n");
@@ -262,6 +272,7 @@ int main(void) {
         cmocka_unit_test(test_clone),
         cmocka_unit_test(test_crlf_and_job_name_with_colon),
         cmocka_unit_test(test_utf8_names),
+        cmocka_unit_test(test_byte_order_mark),
         cmocka_unit_test(test_many_topics_lookup),
         cmocka_unit_test(test_errors_name_file_and_line),
         cmocka_unit_test(test_limits),
