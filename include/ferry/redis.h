@@ -27,8 +27,9 @@ typedef struct ferry_redis_options {
     const char *tls_key_file;    /* client private key (PEM), optional */
     const char *tls_server_name; /* name to verify and send as SNI; NULL = URL host */
     int tls_insecure;            /* 1 = skip certificate verification (tests only) */
-    int connect_timeout_ms;      /* TCP connect + TLS handshake + AUTH/SELECT; 0 = 5000 */
-    int command_timeout_ms;      /* one request/reply round trip; 0 = 5000 */
+    int connect_timeout_ms;      /* TCP connect + TLS handshake + AUTH/SELECT; 0 = 5000;
+                                    at most 86400000 (a day) */
+    int command_timeout_ms;      /* one request/reply round trip; 0 = 5000; at most a day */
 } ferry_redis_options;
 
 /* Fill *o with defaults (all NULL / 0). Thread-safe; no allocation. */

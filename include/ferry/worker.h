@@ -29,7 +29,8 @@ extern "C" {
 typedef struct ferry_worker ferry_worker;
 
 /* A fetched job as the handler sees it. Valid only during the handler call (or the
- * callback it is passed to); every string is borrowed from the worker. The accessors
+ * callback it is passed to); every string is borrowed from the worker. The job passed to
+ * the accessors and setters must not be NULL. The accessors
  * below only read, so other threads of the handler may call them on its job while the
  * handler call lasts; the setters are for the handler's own thread. */
 typedef struct ferry_job ferry_job;
@@ -184,10 +185,11 @@ typedef struct ferry_worker_callbacks {
 typedef struct ferry_worker_options {
     const ferry_redis_options *redis; /* NULL = defaults */
     const char *prefix;               /* NULL = "bull" */
-    const char *name;                 /* stored as processedBy (`pb`); NULL = none */
-    int concurrency;                  /* handler threads; 0 = 1; max 1024 */
-    int lock_duration_ms;             /* 0 = 30000 */
-    int stalled_interval_ms;          /* 0 = 30000 */
+    const char *name;        /* stored as processedBy (`pb`) and in the Redis client name: 1..256
+                                bytes of printable ASCII without spaces; NULL = none */
+    int concurrency;         /* handler threads; 0 = 1; max 1024 */
+    int lock_duration_ms;    /* 0 = 30000 */
+    int stalled_interval_ms; /* 0 = 30000 */
     /* Stalls (the job's worker died or lost its lock) recovered before the job fails:
      * n >= 1; 0 = 1 (BullMQ's default); FERRY_STALLED_NEVER_FAIL recovers it forever;
      * FERRY_STALLED_FAIL_FIRST is BullMQ's maxStalledCount 0: the first stall fails the
@@ -228,7 +230,7 @@ typedef struct ferry_worker_options {
     int lanes;
 } ferry_worker_options;
 
-/* Fill *o with defaults. No allocation. */
+/* Fill *o (not NULL) with defaults. No allocation. */
 FERRY_API void ferry_worker_options_init(ferry_worker_options *o);
 
 /* Create a worker for queue `queue`. Validates options and copies them (every string, the
@@ -262,12 +264,14 @@ FERRY_API void ferry_worker_stop(ferry_worker *w);
  * until they expire and are recovered as stalled by any worker (counting a stall, as for a
  * worker that died). Returns 0, or FERRY_ETIMEDOUT when the deadline
  * passed with handlers still running (threads of those handlers are detached) or with
- * finished results not yet written (Redis unreachable; those jobs are recovered as stalled
- * once their locks expire). */
+ * finished results not yet written (Redis unreachable, or a fetch in flight that Redis does
+ * not answer; those jobs are recovered as stalled once their locks expire). Calling it
+ * again returns what the first call returned, at once: after FERRY_ETIMEDOUT, abandoned
+ * handlers may still use the userdata, which must therefore be kept. */
 FERRY_API int ferry_worker_close(ferry_worker *w, int deadline_ms);
 
-/* How many lanes the worker runs (1..4: the `lanes` option, or the automatic choice, capped
- * at concurrency). Fixed at create; any thread. */
+/* How many lanes worker `w` (not NULL) runs (1..4: the `lanes` option, or the automatic
+ * choice, capped at concurrency). Fixed at create; any thread. */
 FERRY_API int ferry_worker_lanes(const ferry_worker *w);
 
 /* Free a closed (or never started) worker. NULL accepted. */

@@ -496,6 +496,12 @@ static int check_timeout(int v, const char *what, ferry_error *err) {
     return 0;
 }
 
+int ferry__redis_timeouts_check(const ferry_redis_options *opts, ferry_error *err) {
+    if (!opts) return 0;
+    int rc = check_timeout(opts->connect_timeout_ms, "connect_timeout_ms", err);
+    return rc ? rc : check_timeout(opts->command_timeout_ms, "command_timeout_ms", err);
+}
+
 /* Redis rejects names with spaces or newlines; we also keep them printable and short. */
 static int check_client_name(const char *name, ferry_error *err) {
     size_t len = strlen(name);

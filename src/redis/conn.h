@@ -25,6 +25,10 @@ int ferry__conn_open(const ferry_redis_options *opts, const char *client_name, f
                      ferry_error *err);
 void ferry__conn_close(ferry_conn *c);
 
+/* The checks ferry__conn_open makes of opts' timeouts (0..a day), for callers that connect
+ * later (ferry_worker_create). 0 or FERRY_EINVAL naming the field. */
+int ferry__redis_timeouts_check(const ferry_redis_options *opts, ferry_error *err);
+
 /* Deadline for each subsequent round trip (ms, > 0). Default: opts.command_timeout_ms. */
 void ferry__conn_set_timeout(ferry_conn *c, int timeout_ms);
 

@@ -158,9 +158,9 @@ static int validate_name(const char *name, ferry_error *err) {
     if (n == 0 || n > FERRY__NAME_MAX)
         return ferry__err(err, FERRY_EINVAL, "worker: name must be 1..%d bytes", FERRY__NAME_MAX);
     for (size_t i = 0; i < n; i++)
-        if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] == 0x7f)
+        if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] >= 0x7f)
             return ferry__err(err, FERRY_EINVAL,
-                              "worker: name may not contain spaces or control characters (it is "
+                              "worker: name may hold only printable ASCII without spaces (it is "
                               "part of the Redis client name)");
     return 0;
 }
@@ -195,6 +195,12 @@ static char *make_client_name(const ferry_worker *w, int *oom) {
         snprintf(s + len, n - len, ":w:%s", w->name);
     }
     return s;
+}
+
+static int printable_ascii(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f) return 0;
+    return 1;
 }
 
 /* A worker-level keepJobs default, its error naming the option it came from. */
@@ -314,6 +320,15 @@ static int create_lane(const char *queue, const ferry_worker_options *opts, int 
         return ferry__err(err, FERRY_EINVAL,
                           "worker: prefix, queue and name make a Redis client name over 256 bytes");
     }
+    /* The blocking connection is named after the prefix and the name (as Node's is, for
+     * getWorkers), and Redis takes only printable ASCII without spaces: say so now, naming
+     * the culprit, rather than at start. */
+    if (!printable_ascii(w->keys.prefix)) {
+        destroy(w);
+        return ferry__err(err, FERRY_EINVAL,
+                          "worker: the prefix may hold only printable ASCII without spaces (it is "
+                          "part of the Redis client name)");
+    }
     if (make_uuid(w->token_prefix, sizeof w->token_prefix) != 0) {
         destroy(w);
         return ferry__err(err, FERRY_EIO, "worker: no randomness for the worker id");
@@ -365,6 +380,7 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
                         opts->limiter_max, opts->limiter_duration_ms);
     if (!rc && opts->name) rc = validate_name(opts->name, err);
     if (!rc && opts->redis && opts->redis->url) rc = ferry_redis_url_check(opts->redis->url, err);
+    if (!rc) rc = ferry__redis_timeouts_check(opts->redis, err);
     if (rc) return rc;
 
     int concurrency = opts->concurrency ? opts->concurrency : 1;
@@ -574,12 +590,19 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
     pthread_mutex_lock(&w->mu);
     if (w->closed || !w->started || (!w->threads && !w->nlanes)) {
         w->closed = 1;
+        int rc = w->close_rc;
         pthread_mutex_unlock(&w->mu);
-        return 0;
+        return rc;
     }
     w->closed = 1;
     pthread_mutex_unlock(&w->mu);
-    if (w->nlanes) return close_lanes(w, deadline_ms);
+    if (w->nlanes) {
+        int rc = close_lanes(w, deadline_ms);
+        pthread_mutex_lock(&w->mu);
+        w->close_rc = rc;
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
     ferry_worker_stop(w);
 
     int64_t deadline = ferry__mono_ms() + (deadline_ms > 0 ? deadline_ms : 0);
@@ -612,6 +635,7 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
     int exited[2 + FERRY__MAX_CONCURRENCY];
     for (int i = 0; i < w->nthreads; i++)
         exited[i] = w->threads[i].exited;
+    w->close_rc = clean ? 0 : FERRY_ETIMEDOUT;
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < w->nthreads; i++) {
         ferry__thread *t = &w->threads[i];

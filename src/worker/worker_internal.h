@@ -176,6 +176,8 @@ struct ferry_worker {
     pthread_mutex_t mu;
     pthread_cond_t disp_cv, waiter_cv, exit_cv;
     int started, closed;
+    int close_rc; /* [mu] what the first ferry_worker_close returned: later calls repeat it
+                     (a timed-out close left handlers running that may still use userdata) */
     int role;            /* a thread acts as dispatcher (owns `d` and the command connection) */
     int role_wanted;     /* the dispatcher thread waits for the role */
     atomic_int stopping; /* stop fetching (ferry_worker_stop / close) */

@@ -297,6 +297,9 @@ static void test_lanes_close(void **state) {
     w = start_lanes(&t, &c, 2, 2);
     GATE_WAIT_ENTERED(&c.g, 2);
     assert_int_equal(ferry_worker_close(w, 200), FERRY_ETIMEDOUT);
+    /* a second close says the same, while the handlers still run (0 would tell the caller
+     * it may free the userdata they use) */
+    assert_int_equal(ferry_worker_close(w, 3000), FERRY_ETIMEDOUT);
     gate_open(&c.g);
     usleep(300 * 1000); /* the abandoned handlers return meanwhile */
     assert_int_equal(atomic_load(&c.completed), 0);

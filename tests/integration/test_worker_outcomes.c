@@ -767,6 +767,25 @@ static void test_option_validation(void **state) {
     expect_create_error(&o, "built into BullMQ");
     o.backoff_strategies = NULL;
     expect_create_error(&o, "backoff_strategies is NULL");
+    o.nbackoff_strategies = 0;
+    /* what start would refuse is refused here, naming it: timeouts, a prefix or a name
+     * that cannot be part of a Redis client name */
+    ferry_redis_options ro;
+    ferry_redis_options_init(&ro);
+    ro.command_timeout_ms = -5;
+    o.redis = &ro;
+    expect_create_error(&o, "command_timeout_ms -5 out of range");
+    ro.command_timeout_ms = 0;
+    ro.connect_timeout_ms = 86400001;
+    expect_create_error(&o, "connect_timeout_ms 86400001 out of range");
+    o.redis = NULL;
+    o.prefix = "my prefix";
+    expect_create_error(&o, "the prefix may hold only printable ASCII without spaces");
+    o.prefix = NULL;
+    o.name = "w\xc3\xa9";
+    expect_create_error(&o, "name may hold only printable ASCII without spaces");
+    o.name = NULL;
+    o.nbackoff_strategies = 1;
     /* valid: both set, a strategy */
     ferry_backoff_strategy good = {"capped", ferry_backoff_capped, NULL};
     o.backoff_strategies = &good;
