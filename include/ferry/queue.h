@@ -23,7 +23,9 @@ typedef struct ferry_queue ferry_queue;
 
 typedef struct ferry_queue_options {
     const ferry_redis_options *redis; /* NULL = defaults (FERRY_DEFAULT_REDIS_URL) */
-    const char *prefix;               /* NULL = "bull"; may contain {hash tags} */
+    const char *prefix;               /* NULL = "bull"; may contain {hash tags}; 1..512 bytes
+                                         (a worker also needs printable ASCII without
+                                         spaces: it names its Redis connection after it) */
     /* Default JobsOptions (BullMQ JSON). `default_job_opts`, when set, replaces
      * `global_default_job_opts` as a whole (as a per-queue defaultJobOptions does in the
      * seeds); a job's own options are then merged over it key by key (shallow). */
@@ -39,7 +41,7 @@ typedef struct ferry_queue_options {
 /* Fill *o with defaults. Thread-safe; no allocation. */
 FERRY_API void ferry_queue_options_init(ferry_queue_options *o);
 
-/* Open queue `name` (no ':' allowed): validates options, connects, loads scripts.
+/* Open queue `name` (1..512 bytes, no ':'): validates options, connects, loads scripts.
  * On success *out is a new handle the caller frees with ferry_queue_close().
  * Blocks up to the connect timeout plus one command timeout (it writes the queue's meta,
  * unless skip_meta_update).
@@ -54,10 +56,13 @@ FERRY_API void ferry_queue_close(ferry_queue *q);
 
 /* One job to add. All strings are borrowed for the duration of the call. */
 typedef struct ferry_job_spec {
-    const char *name;      /* job name, required */
-    const char *data_json; /* JSON text; NULL = "{}" */
+    const char *name;      /* job name, required, at most 1024 bytes */
+    const char *data_json; /* JSON text, nested at most 512 levels; NULL = "{}" */
     const char *opts_json; /* BullMQ JobsOptions JSON (jobId, attempts, backoff, delay,
-                              priority, lifo, removeOnComplete, removeOnFail, ...); NULL = {} */
+                              priority, lifo, removeOnComplete, removeOnFail, ...); NULL = {}.
+                              A custom jobId: at most 1024 bytes, not an integer, no ':'
+                              (but the legacy a:b:c), not the name of one of the queue's own
+                              keys ("meta", "wait", "id", ...) */
 } ferry_job_spec;
 
 /* Add one job. On success *job_id (if non-NULL) receives a malloc'd id the caller frees

@@ -154,6 +154,34 @@ static int js_integer_string(const char *s) {
     return 1;
 }
 
+const char *ferry__job_id_reserved(const char *id) {
+    /* every <prefix>:<queue>:<suffix> key BullMQ 6.7.0 uses that a job id could spell (one
+     * with a single ':' cannot be an id; metrics:*:data has two, like the legacy ids) */
+    static const char *const names[] = {"wait",
+                                        "paused",
+                                        "active",
+                                        "prioritized",
+                                        "pc",
+                                        "delayed",
+                                        "completed",
+                                        "failed",
+                                        "waiting-children",
+                                        "id",
+                                        "meta",
+                                        "events",
+                                        "marker",
+                                        "stalled",
+                                        "stalled-check",
+                                        "limiter",
+                                        "repeat",
+                                        "priority",
+                                        "metrics:completed:data",
+                                        "metrics:failed:data"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(id, names[i])) return names[i];
+    return NULL;
+}
+
 int ferry__job_id_check(const char *id, ferry_error *err) {
     size_t len = strlen(id);
     if (len > FERRY__JOB_ID_MAX)
@@ -173,6 +201,9 @@ int ferry__job_id_check(const char *id, ferry_error *err) {
                               "opts.jobId: cannot contain ':' (except the 3-part legacy "
                               "repeat form a:b:c)");
     }
+    if (ferry__job_id_reserved(id))
+        return ferry__err(err, FERRY_EINVAL,
+                          "opts.jobId: '%s' is the name of one of the queue's own keys", id);
     return 0;
 }
 

@@ -29,10 +29,16 @@ int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__
 
 /* Check a custom job id by the rules opts.jobId follows (Node's Queue.addJob and
  * Job.validateOptions): at most FERRY__JOB_ID_MAX bytes, not "0" or "0:...", not what
- * JavaScript reads as an integer, ':' only in the 3-part legacy form a:b:c. Errors name
+ * JavaScript reads as an integer, ':' only in the 3-part legacy form a:b:c, not the name of
+ * one of the queue's own keys (ferry__job_id_reserved). Errors name
  * opts.jobId, as the option's own do. Does not check UTF-8 and does not treat "" (which in
  * opts means "no custom id") specially. Pure, thread-safe. */
 int ferry__job_id_check(const char *id, ferry_error *err);
+
+/* The queue key name `id` would collide with ("meta", "wait", "id", ...: a job of that id
+ * would be taken for a duplicate and never added, and removing it would delete the key), or
+ * NULL. ferry__job_id_check refuses them; get and remove too. Pure, thread-safe. */
+const char *ferry__job_id_reserved(const char *id);
 
 /* Stored opts JSON with a place for a job id: the stored opts for id X are
  * text[0..at) + X escaped as a JSON string's contents (without quotes) + text[at..len). */

@@ -4,18 +4,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ferry/scheduler.h"
 #include "queue/job_opts_ext.h"
 #include "queue/queue_internal.h"
 #include "util/error.h"
 #include "util/numtext.h"
 
-static int check_id(const ferry_queue *q, const char *job_id, char *key, size_t cap,
-                    ferry_error *err) {
+/* A scheduler's iteration is "repeat:<scheduler id>:<ms>", and scheduler ids (Node's
+ * included) may be up to FERRY_SCHEDULER_FOREIGN_ID_MAX bytes: such ids are taken this
+ * long; other ids up to FERRY__JOB_ID_MAX. */
+#define ITERATION_ID_MAX (FERRY_SCHEDULER_FOREIGN_ID_MAX + 32)
+
+/* The job's key (malloc'd into *key) after checking the id; 0 or an error. */
+static int check_id(const ferry_queue *q, const char *job_id, char **key, ferry_error *err) {
+    *key = NULL;
     if (!job_id || !*job_id) return ferry__err(err, FERRY_EINVAL, "job id is empty");
-    if (strlen(job_id) > FERRY__JOB_ID_MAX)
-        return ferry__err(err, FERRY_EINVAL, "job id longer than %d bytes", FERRY__JOB_ID_MAX);
-    if (!ferry__key(&q->keys, job_id, key, cap))
+    size_t len = strlen(job_id);
+    size_t max = !strncmp(job_id, "repeat:", 7) ? ITERATION_ID_MAX : FERRY__JOB_ID_MAX;
+    if (len > max) return ferry__err(err, FERRY_EINVAL, "job id longer than %zu bytes", max);
+    const char *reserved = ferry__job_id_reserved(job_id);
+    if (reserved)
+        return ferry__err(err, FERRY_EINVAL,
+                          "job id '%s' is the name of one of queue %s's own keys, not a job",
+                          reserved, q->keys.queue);
+    size_t cap = q->keys.base_len + len + 1;
+    if (!(*key = malloc(cap))) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    if (!ferry__key(&q->keys, job_id, *key, cap)) {
+        free(*key);
+        *key = NULL;
         return ferry__err(err, FERRY_EINVAL, "job key too long");
+    }
     return 0;
 }
 
@@ -94,8 +112,8 @@ int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out
                         ferry_error *err) {
     if (out) *out = NULL;
     if (!q || !out) return ferry__err(err, FERRY_EINVAL, "ferry_queue_get_job: NULL argument");
-    char job_key[FERRY__QKEY_LEN + FERRY__JOB_ID_MAX];
-    int rc = check_id(q, job_id, job_key, sizeof job_key, err);
+    char *job_key = NULL;
+    int rc = check_id(q, job_id, &job_key, err);
     if (rc) return rc;
     const char *keys[] = {job_key,
                           q->key[QK_COMPLETED],
@@ -111,6 +129,7 @@ int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out
     pthread_mutex_lock(&q->mu);
     rc = ferry__queue_eval(q, "getJob", 9, keys, 1, args, NULL, 1, &r, err);
     pthread_mutex_unlock(&q->mu);
+    free(job_key);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "getJob", err);
     if (rc == 0 && r->type != REDIS_REPLY_ARRAY)
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->keys.queue);
@@ -145,8 +164,8 @@ void ferry_job_info_free(ferry_job_info *info) {
 
 int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err) {
     if (!q) return ferry__err(err, FERRY_EINVAL, "ferry_queue_remove_job: queue is NULL");
-    char job_key[FERRY__QKEY_LEN + FERRY__JOB_ID_MAX];
-    int rc = check_id(q, job_id, job_key, sizeof job_key, err);
+    char *job_key = NULL;
+    int rc = check_id(q, job_id, &job_key, err);
     if (rc) return rc;
     const char *keys[] = {job_key, q->key[QK_REPEAT]};
     const char *args[] = {job_id, q->keys.base};
@@ -155,6 +174,7 @@ int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err)
     /* Not retried after a transport failure: a second run would report "not found". */
     rc = ferry__queue_eval(q, "removeJob", 2, keys, 2, args, NULL, 0, &r, err);
     pthread_mutex_unlock(&q->mu);
+    free(job_key);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "removeJob", err);
     if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: removeJob: unexpected reply", q->keys.queue);

@@ -280,6 +280,16 @@ static void test_custom_id_and_duplicates(void **state) {
     assert_int_equal(ferry_queue_remove_job(q, "order-42", &e), 0);
     add_expect(q, "order", "{\"v\":3}", "{\"jobId\":\"order-42\"}", "order-42");
     assert_string_equal(hget(K(q, "order-42"), "data"), "{\"v\":3}");
+    /* an id that names one of the queue's own keys: refused by add, get and remove, and the
+     * key stays (remove used to delete meta, the queue's settings) */
+    add_fail(q, "n", NULL, "{\"jobId\":\"meta\"}", FERRY_EINVAL,
+             "is the name of one of the queue's own keys");
+    ferry_job_info *info = NULL;
+    assert_int_equal(ferry_queue_get_job(q, "id", &info, &e), FERRY_EINVAL);
+    assert_null(info);
+    assert_int_equal(ferry_queue_remove_job(q, "meta", &e), FERRY_EINVAL);
+    assert_non_null(strstr(e.message, "job id 'meta' is the name of one of queue dup's own keys"));
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "meta"))), 1);
     ferry_queue_close(q);
 }
 

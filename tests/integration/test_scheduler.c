@@ -550,6 +550,20 @@ static void test_get_remove_long_id(void **state) {
     assert_int_equal(ferry_scheduler_get(q, id, &i, &e), FERRY_ETOOBIG);
     assert_non_null(strstr(e.message, "limit 65536"));
     assert_int_equal(ferry_scheduler_remove(q, id, &e), FERRY_ETOOBIG);
+
+    /* an iteration of a scheduler with an id of the longest upsert takes is over the 1024
+     * bytes of a plain job id: get and remove still take it */
+    memset(id, 'u', FERRY_SCHEDULER_ID_MAX);
+    id[FERRY_SCHEDULER_ID_MAX] = 0;
+    ferry_scheduler_spec s = every_spec(60000);
+    char *job = upsert(q, id, &s, NULL);
+    assert_true(strlen(job) > 1024);
+    ferry_job_info *ji = NULL;
+    if (ferry_queue_get_job(q, job, &ji, &e)) fail_msg("get_job: %s", e.message);
+    assert_string_equal(ji->id, job);
+    ferry_job_info_free(ji);
+    assert_int_equal(ferry_queue_remove_job(q, job, &e), FERRY_ESTATE); /* the pending one */
+    free(job);
     free(id);
     ferry_queue_close(q);
 }

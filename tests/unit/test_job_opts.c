@@ -193,6 +193,18 @@ static void test_job_id_rules(void **state) {
     expect_stored("{\"jobId\":\"Infinity\"}", "{\"attempts\":0,\"jobId\":\"Infinity\"}");
     expect_error("{\"jobId\":\"a:b\"}", FERRY_EINVAL, "cannot contain ':'");
     expect_error("{\"jobId\":\"a:b:c:d\"}", FERRY_EINVAL, "cannot contain ':'");
+    /* the names of the queue's own keys: a job would be taken for a duplicate and never be
+     * added (Node lets them through and loses the job) */
+    const char *reserved[] = {
+        "meta", "wait", "id", "events", "marker", "stalled-check", "metrics:completed:data"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        char opts[96], want[128];
+        snprintf(opts, sizeof opts, "{\"jobId\":\"%s\"}", reserved[i]);
+        snprintf(want, sizeof want, "opts.jobId: '%s' is the name of one of the queue's own keys",
+                 reserved[i]);
+        expect_error(opts, FERRY_EINVAL, want);
+    }
+    expect_stored("{\"jobId\":\"metadata\"}", "{\"attempts\":0,\"jobId\":\"metadata\"}");
     /* what Node accepts */
     expect_stored("{\"jobId\":\"0123\"}", "{\"attempts\":0,\"jobId\":\"0123\"}");
     expect_stored("{\"jobId\":\"-0\"}", "{\"attempts\":0,\"jobId\":\"-0\"}");
