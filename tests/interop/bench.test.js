@@ -9,7 +9,6 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const h = require('./lib/harness');
 
 const suite = new h.Suite('bench: the baseline and run.sh on failed runs');
@@ -21,28 +20,7 @@ const RUN_SH = path.join(SRC, 'bench/run.sh');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-bench-test-'));
 suite.onCleanup(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-// Run a command to its end; resolves {code, stdout, stderr}. Killed after `timeout` ms.
-function run(cmd, args, { env = {}, timeout = 120000 } = {}) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      p.kill('SIGKILL');
-      reject(new Error(`${cmd} ${args.join(' ')} did not finish in ${timeout} ms; stderr: ${stderr}`));
-    }, timeout);
-    p.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = (cmd, args, opts = {}) => h.run(cmd, args, { timeout: 120000, ...opts });
 
 // A stand-in ferry CLI: names BUILD on `--version`, lists the flags run.sh looks for on
 // `bench --help`, and fails every benchmark run.

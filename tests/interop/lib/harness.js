@@ -214,17 +214,20 @@ process.on('exit', () => {
   for (const w of workers) w.cleanup();
 });
 
-// Run the ferry CLI; resolves {code, signal, stdout, stderr}. Always passes --redis.
-function ferry(args, { input, timeout = 30000 } = {}) {
+// Run a command to its end; resolves {code, signal, stdout, stderr}. `env` adds to this
+// process's environment; SIGKILLed (and rejected) after `timeout` ms.
+function run(cmd, args, { input, env, timeout = 30000 } = {}) {
   return new Promise((resolve, reject) => {
-    const p = track(spawn(ENV.bin, [...args, '--redis', ENV.redisUrl], { stdio: ['pipe', 'pipe', 'pipe'] }));
+    const opts = { stdio: ['pipe', 'pipe', 'pipe'] };
+    if (env) opts.env = { ...process.env, ...env };
+    const p = track(spawn(cmd, args, opts));
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d) => (stdout += d));
     p.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => {
       p.kill('SIGKILL');
-      reject(new Error(`ferry ${args.join(' ')} did not finish in ${timeout} ms`));
+      reject(new Error(`${path.basename(cmd)} ${args.join(' ')} did not finish in ${timeout} ms; stderr: ${stderr}`));
     }, timeout);
     p.on('error', (e) => {
       clearTimeout(timer);
@@ -237,6 +240,11 @@ function ferry(args, { input, timeout = 30000 } = {}) {
     if (input !== undefined) p.stdin.end(input);
     else p.stdin.end();
   });
+}
+
+// Run the ferry CLI (see run). Always passes --redis.
+function ferry(args, opts) {
+  return run(ENV.bin, [...args, '--redis', ENV.redisUrl], opts);
 }
 
 async function ferryOk(args, opts) {
@@ -472,6 +480,7 @@ module.exports = {
   waitFor,
   holdsFor,
   Suite,
+  run,
   ferry,
   ferryOk,
   ferryAdd,
