@@ -715,20 +715,35 @@ static void record_failure(ferry_relay *r, lane *l, const char *message) {
 
 /* Job data size from which a row Redis refuses again and again is blamed rather than Redis:
  * a large add can be refused alone (an OOM reply: its own bytes in the query buffer take
- * Redis past maxmemory) or time out where smaller ones pass. */
+ * Redis past maxmemory) where smaller ones pass. It must be refused REFUSED_ROW_TIMES times
+ * in a row over at least REFUSED_ROW_MS, so a passing condition is not blamed on it. */
 #define REFUSED_ROW_MIN (64 * 1024)
 #define REFUSED_ROW_TIMES 3
+#define REFUSED_ROW_MS 5000
+
+/* Error replies of a Redis that is starting, failing over or busy: they pass by themselves
+ * and say nothing about the row. */
+static int transient_reply(const char *message) {
+    static const char *const codes[] = {"LOADING",     "READONLY",   "BUSY",    "MASTERDOWN",
+                                        "CLUSTERDOWN", "NOREPLICAS", "TRYAGAIN"};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (strstr(message, codes[i])) return 1;
+    return 0;
+}
 
 /* Redis refused the batch's add (an error reply, not a lost connection): every event behind
  * it would wait for ever if the same row were retried unchanged. A batch of several rows
- * claims half as many next time; a large row refused alone REFUSED_ROW_TIMES times in a row
- * is set aside (quarantined_at, last_error) so the events behind it move. A small row only
- * means Redis refuses everything (it is full, a queue key is broken): it is retried, as are
- * connection failures. Either way the drain returns RELAY_BATCH_REDIS_FAILED (the usual
- * backoff). Returns 1 when the row was set aside. */
+ * claims half as many next time (and no more until an add passes); a large row refused
+ * alone REFUSED_ROW_TIMES times in a row, over REFUSED_ROW_MS at least, is set aside
+ * (quarantined_at, last_error) so the events behind it move. A small row only means Redis
+ * refuses everything (it is full, a queue key is broken): it is retried, as are connection
+ * failures and transient replies. Either way the drain returns RELAY_BATCH_REDIS_FAILED
+ * (the usual backoff). Returns 1 when the row was set aside (its last_error and attempts
+ * are then written), else 0 (the caller records the failure on the rows). */
 static int refused(ferry_relay *r, lane *l, int rc, const ferry_error *err) {
     const batch *b = &l->b;
-    if (rc != FERRY_EREDIS || b->n < 1) return 0;
+    const char *message = err ? err->message : "error reply";
+    if (rc != FERRY_EREDIS || b->n < 1 || transient_reply(message)) return 0;
     r->refusing = 1; /* until an add goes through, claims do not grow back */
     if (b->n > 1) {
         r->claim_limit =
@@ -737,26 +752,28 @@ static int refused(ferry_relay *r, lane *l, int rc, const ferry_error *err) {
         ferry__relay_log(r, FERRY_LOG_WARN,
                          "relay: Redis refused a batch of %d rows; claiming %d at a time now", b->n,
                          r->claim_limit);
-        return RELAY_BATCH_REDIS_FAILED;
+        return 0;
     }
     const batch_row *row = &b->rows[0];
     if (!row->publish || row->size < REFUSED_ROW_MIN) {
         r->refused_row[0] = '\0';
-        return RELAY_BATCH_REDIS_FAILED;
+        return 0;
     }
+    int64_t now = ferry__mono_ms();
     if (strcmp(row->id, r->refused_row)) {
         snprintf(r->refused_row, sizeof r->refused_row, "%s", row->id);
         r->refused_times = 1;
-        return RELAY_BATCH_REDIS_FAILED;
+        r->refused_since = now;
+        return 0;
     }
-    if (++r->refused_times < REFUSED_ROW_TIMES) return RELAY_BATCH_REDIS_FAILED;
+    if (++r->refused_times < REFUSED_ROW_TIMES || now - r->refused_since < REFUSED_ROW_MS) return 0;
     r->refused_row[0] = '\0';
     char reason[FERRY_ERROR_MESSAGE_MAX + 256];
     snprintf(reason, sizeof reason,
-             "Redis refused this row's job data (%zu bytes) %d times in a row: %s; set aside so "
+             "Redis refused this row's job data (%zu bytes) %d times in %lld s: %s; set aside so "
              "the events behind it are published: fix the cause (for an OOM reply, Redis' "
              "maxmemory) and clear quarantined_at to publish it",
-             row->size, REFUSED_ROW_TIMES, err ? err->message : "error reply");
+             row->size, r->refused_times, (long long)((now - r->refused_since) / 1000), message);
     if (!l->pg->conn || l->pg->broken || ferry__relay_set_aside(r, l->pg, row->id, reason) != 1)
         return 0;
     ferry__relay_log(r, FERRY_LOG_ERROR,

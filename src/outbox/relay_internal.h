@@ -70,9 +70,10 @@ struct ferry_relay {
     /* a large row Redis refused alone, and how many times in a row (relay_batch.c) */
     char refused_row[FERRY_UUID_STRLEN + 1];
     int refused_times;
-    int refusing;     /* Redis refused the last add: the claim limit does not grow meanwhile */
-    int alone;        /* the last probe found no other relay on the schema */
-    int64_t alone_at; /* mono ms of that probe; 0 = none since (re)connecting */
+    int64_t refused_since; /* mono ms of its first refusal in the run */
+    int refusing;          /* Redis refused the last add: the claim limit does not grow meanwhile */
+    int alone;             /* the last probe found no other relay on the schema */
+    int64_t alone_at;      /* mono ms of that probe; 0 = none since (re)connecting */
     int running;
 
     /* shared between threads */
