@@ -364,14 +364,20 @@ static void test_duplicates_and_double_ids(void **state) {
 static void test_wrong_key_type_writes_nothing(void **state) {
     (void)state;
     static const struct {
-        const char *key, *bad_cmd, *opts, *lands_in;
+        const char *key, *bad_cmd, *field, *value, *opts, *lands_in, *want;
     } cases[] = {
-        {"wait", "SET", NULL, "wait"},
-        {"events", "SET", NULL, "wait"},
-        {"marker", "SET", NULL, "wait"},
-        {"delayed", "SET", "{\"delay\":60000}", "delayed"},
-        {"prioritized", "SET", "{\"priority\":2}", "prioritized"},
-        {"pc", "RPUSH", "{\"priority\":2}", "prioritized"}, /* a string counter */
+        {"wait", "SET", NULL, "oops", NULL, "wait", "WRONGTYPE"},
+        {"events", "SET", NULL, "oops", NULL, "wait", "WRONGTYPE"},
+        {"marker", "SET", NULL, "oops", NULL, "wait", "WRONGTYPE"},
+        {"delayed", "SET", NULL, "oops", "{\"delay\":60000}", "delayed", "WRONGTYPE"},
+        {"prioritized", "SET", NULL, "oops", "{\"priority\":2}", "prioritized", "WRONGTYPE"},
+        /* the priority counter: a string, INCRed */
+        {"pc", "RPUSH", NULL, "oops", "{\"priority\":2}", "prioritized", "WRONGTYPE"},
+        {"pc", "SET", NULL, "oops", "{\"priority\":2}", "prioritized", "does not hold an integer"},
+        /* meta is read before the id counter is INCRed; its events length goes to XADD */
+        {"meta", "RPUSH", NULL, "oops", NULL, "wait", "WRONGTYPE"},
+        {"meta", "HSET", "opts.maxLenEvents", "many", NULL, "wait",
+         "opts.maxLenEvents is not a whole number"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char qname[32];
@@ -381,12 +387,17 @@ static void test_wrong_key_type_writes_nothing(void **state) {
                                {"n", "{\"v\":2}", cases[c].opts}};
         const char *ids[2] = {"evt-a", "evt-b"};
         char *got[2];
-        freeReplyObject(cmd("%s %s oops", cases[c].bad_cmd, K(q, cases[c].key)));
+        freeReplyObject(cmd("DEL %s", K(q, "meta"))); /* (open wrote it) */
+        if (cases[c].field)
+            freeReplyObject(cmd("%s %s %s %s", cases[c].bad_cmd, K(q, cases[c].key), cases[c].field,
+                                cases[c].value));
+        else
+            freeReplyObject(cmd("%s %s %s", cases[c].bad_cmd, K(q, cases[c].key), cases[c].value));
         ferry_error e = {0};
         int rc = ferry__queue_add_bulk_ids(q, s, ids, 2, 1, got, &e);
-        if (rc != FERRY_EREDIS || !strstr(e.message, "WRONGTYPE"))
-            fail_msg("%s: rc %d (%s), want FERRY_EREDIS with WRONGTYPE", cases[c].key, rc,
-                     e.message);
+        if (rc != FERRY_EREDIS || !strstr(e.message, cases[c].want))
+            fail_msg("%s %s: rc %d (%s), want FERRY_EREDIS with %s", cases[c].bad_cmd, cases[c].key,
+                     rc, e.message, cases[c].want);
         /* nothing written: no job hash, no event, the id counter untouched */
         assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "evt-a"), K(q, "evt-b"), K(q, "id"))), 0);
         if (strcmp(cases[c].key, "events"))

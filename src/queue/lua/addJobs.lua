@@ -55,12 +55,20 @@ if toWait then rcall("LLEN", waitKey) end
 if toDelayed then rcall("ZCARD", delayedKey) end
 if toPrio then
   rcall("ZCARD", prioKey)
-  rcall("GET", pcKey)
+  local pc = rcall("GET", pcKey) -- INCRed per prioritized job: it must hold an integer
+  if pc and not string.match(pc, "^%-?%d+$") then
+    return redis.error_reply("ERR addJobs: " .. pcKey .. " does not hold an integer")
+  end
 end
+-- meta and active are only read (meta gets its default events length, as Node's Queue
+-- writes it); the events length must be a whole number for XADD MAXLEN
+local maxEvents = ferryMaxEvents(metaKey)
+if not string.match(tostring(maxEvents), "^%d+$") then
+  return redis.error_reply("ERR addJobs: " .. metaKey .. " opts.maxLenEvents is not a whole number")
+end
+local blocked = ferryPausedOrMaxed(metaKey, KEYS[9])
 
 local first = rcall("INCRBY", KEYS[3], n) - n
-local maxEvents = ferryMaxEvents(metaKey)
-local blocked = ferryPausedOrMaxed(metaKey, KEYS[9])
 
 local ids, heads, tails = {}, {}, {}
 local ready, delayed = false, false
