@@ -26,6 +26,7 @@
 #include "jsonw.h"
 #include "queue/job_opts.h"
 #include "signals.h"
+#include "worker/worker_internal.h"
 
 extern char **environ;
 
@@ -129,8 +130,8 @@ static const cmd_spec worker_spec = {
     "exit 2; a run that cannot start it later fails the job as 75 would.\n"
     "SIGTERM/SIGINT/SIGHUP: stop fetching, let running jobs finish, exit 0. A second signal\n"
     "sends SIGTERM to the running commands, a third SIGKILL; their jobs go back to the\n"
-    "queue without spending an attempt. While still connecting at start, the first\n"
-    "signal exits 0 at once.\n",
+    "queue without spending an attempt (unless the command still exits 0). While still\n"
+    "connecting at start, the first signal exits 0 at once (no job taken).\n",
     1,
     1,
     1};
@@ -158,14 +159,13 @@ typedef struct exec_worker {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop_requested;
-    /* ferry_worker_start returned; a stop signal before that (while connecting, which can
-     * take the whole command timeout) exits at once unless a run has begun: `abandoned`
-     * then keeps any job fetched meanwhile from starting its command */
-    int started, abandoned;
-    /* a second stop signal killed the running commands: their jobs go back to the queue
-     * (no attempt spent), as the jobs of a worker that stops are not the jobs' failure */
+    /* ferry_worker_start returned (either way); a stop signal before that, while it is
+     * still connecting (which can take the whole command timeout), exits at once */
+    int start_returned;
+    /* a second stop signal killed the running commands: their jobs, and jobs fetched but not
+     * started, go back to the queue (no attempt spent): a worker that stops is not the
+     * jobs' failure */
     int shutdown_kill;
-    unsigned long long runs_begun;
     /* --max-jobs: runs begun (at most max_jobs), runs whose outcome is stored, and fetched
      * jobs handed back without running once max_jobs runs had begun */
     unsigned long long runs_claimed, runs_stored, handed_back;
@@ -343,13 +343,6 @@ static ferry_outcome postpone(const exec_worker *xw, ferry_job *job, const exec_
     return throttled ? FERRY_THROTTLED : FERRY_RETRY_LATER;
 }
 
-static int shutdown_killed(exec_worker *xw) {
-    pthread_mutex_lock(&xw->lock);
-    int k = xw->shutdown_kill;
-    pthread_mutex_unlock(&xw->lock);
-    return k;
-}
-
 static ferry_outcome outcome_of(exec_worker *xw, ferry_job *job, exec_result *res, int spawn_rc,
                                 char *status, size_t scap) {
     const char *cmd = xw->cmd[0];
@@ -363,11 +356,15 @@ static ferry_outcome outcome_of(exec_worker *xw, ferry_job *job, exec_result *re
         snprintf(status, scap, "exit:%d", res->exit_code);
     else
         snprintf(status, scap, "signal:%d", res->term_signal);
-    if (!res->exited && !res->timed_out && shutdown_killed(xw)) {
-        /* killed by the worker's shutdown (a second or third stop signal): back to the
-         * queue, ready at once, without spending an attempt; not the job's failure */
-        snprintf(reason, sizeof reason, "signal %d: stopped by the worker's shutdown",
-                 res->term_signal);
+    if (res->killed_by_kill_all && !res->timed_out && !(res->exited && res->exit_code == 0)) {
+        /* stopped by the worker's shutdown (a second or third stop signal), however it
+         * ended: back to the queue, ready at once, without spending an attempt */
+        if (res->exited)
+            snprintf(reason, sizeof reason, "exit %d: stopped by the worker's shutdown",
+                     res->exit_code);
+        else
+            snprintf(reason, sizeof reason, "signal %d: stopped by the worker's shutdown",
+                     res->term_signal);
         ferry_job_set_delay(job, 0);
         ferry_job_set_failure(job, reason, NULL);
         return FERRY_RETRY_LATER;
@@ -424,11 +421,11 @@ static void activity(exec_worker *xw, int running_delta, int stored) {
 static int claim_run(exec_worker *xw) {
     long long max = xw->o->max_jobs;
     pthread_mutex_lock(&xw->lock);
-    if (xw->abandoned) { /* the process is exiting (a signal while starting) */
+    if (xw->shutdown_kill) { /* stopping: do not start what the second signal would kill */
+        xw->handed_back++;
         pthread_mutex_unlock(&xw->lock);
         return 0;
     }
-    xw->runs_begun++;
     if (!max) {
         pthread_mutex_unlock(&xw->lock);
         return 1;
@@ -575,14 +572,12 @@ static void on_error(const ferry_error *err, void *userdata) {
 static void on_signal(int sig, int count, void *userdata) {
     exec_worker *xw = userdata;
     pthread_mutex_lock(&xw->lock);
-    int abandon = !xw->started && xw->runs_begun == 0;
-    if (abandon) xw->abandoned = 1;
+    int connecting = !xw->start_returned;
     pthread_mutex_unlock(&xw->lock);
-    if (abandon) {
-        /* Still connecting (ferry_worker_start may wait out the command timeout): nothing
-         * has run, so leave now. A job a lane fetched in the last instant stays active and
-         * is recovered as stalled, as after a shutdown timeout. */
-        fprintf(stderr, "ferry worker: %s received while connecting: exiting, no job was run\n",
+    if (connecting && ferry__worker_abort_start(xw->w)) {
+        /* ferry_worker_start is still connecting (it may wait out the command timeout) and
+         * will now launch no thread: no job was taken, so leave at once */
+        fprintf(stderr, "ferry worker: %s received while connecting: exiting, no job was taken\n",
                 cli_signame(sig));
         fflush(stderr);
         _exit(CLI_EXIT_OK);
@@ -775,13 +770,14 @@ static int worker_main(int argc, char **argv) {
         rc = CLI_EXIT_RUNTIME;
         goto out;
     }
-    if (ferry_worker_start(w, &err) != 0) {
+    int start_rc = ferry_worker_start(w, &err);
+    pthread_mutex_lock(&xw.lock);
+    xw.start_returned = 1;
+    pthread_mutex_unlock(&xw.lock);
+    if (start_rc != 0) {
         rc = cli_report(&worker_spec, &conn, NULL, &err);
         goto out;
     }
-    pthread_mutex_lock(&xw.lock);
-    xw.started = 1;
-    pthread_mutex_unlock(&xw.lock);
     char limiter[64] = "";
     if (o.limiter_max)
         snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o.limiter_max,
@@ -805,7 +801,7 @@ static int worker_main(int argc, char **argv) {
         /* after close: no handler runs any more */
         fprintf(stderr,
                 "ferry worker: queue=%s stopped; %llu fetched job%s handed back without "
-                "running (--max-jobs)\n",
+                "running (--max-jobs, or a second stop signal)\n",
                 queue, xw.handed_back, xw.handed_back == 1 ? "" : "s");
     } else {
         fprintf(stderr, "ferry worker: queue=%s stopped\n", queue);

@@ -31,6 +31,7 @@
 
 typedef struct running {
     pid_t pid;
+    int signalled; /* [reg_lock] exec_kill_all signalled it */
     struct running *next;
 } running;
 
@@ -60,7 +61,10 @@ int exec_kill_all(int sig) {
     int n = 0;
     pthread_mutex_lock(&reg_lock);
     for (running *r = reg_head; r; r = r->next)
-        if (kill(-r->pid, sig) == 0) n++;
+        if (kill(-r->pid, sig) == 0) {
+            r->signalled = 1;
+            n++;
+        }
     pthread_mutex_unlock(&reg_lock);
     return n;
 }
@@ -386,6 +390,8 @@ int exec_run(const exec_spec *spec, exec_result *res) {
         res->signaled = 1;
         res->term_signal = WTERMSIG(status);
     }
+    /* (reaped: out of the registry, so exec_kill_all no longer writes it) */
+    res->killed_by_kill_all = st.child.signalled;
     res->duration_ms = mono_ms() - start;
     return 0;
 }

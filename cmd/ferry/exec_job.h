@@ -64,9 +64,10 @@ typedef struct exec_result {
     int exit_code;
     int signaled; /* 1: term_signal is valid */
     int term_signal;
-    int timed_out;       /* stopped because timeout_ms passed */
-    int output_overflow; /* stopped because stdout exceeded max_output */
-    char *output;        /* stdout (NUL-terminated, malloc'd, may hold NULs: see output_len) */
+    int timed_out;          /* stopped because timeout_ms passed */
+    int killed_by_kill_all; /* exec_kill_all signalled it while it ran (however it ended) */
+    int output_overflow;    /* stopped because stdout exceeded max_output */
+    char *output;           /* stdout (NUL-terminated, malloc'd, may hold NULs: see output_len) */
     size_t output_len;
     /* Last stderr line with text (not only blanks), trailing CRs dropped, "" if none. A
      * line of EXEC_ERRLINE_MAX bytes or more keeps its first EXEC_ERRLINE_MAX - 4 bytes at

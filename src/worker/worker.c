@@ -544,6 +544,15 @@ int ferry_worker_start(ferry_worker *w, ferry_error *err) {
         set_started(w, 0);
         return rc;
     }
+    pthread_mutex_lock(&w->mu);
+    int aborted = w->start_aborted;
+    if (!aborted) w->launching = 1;
+    pthread_mutex_unlock(&w->mu);
+    if (aborted) {
+        for (int i = 0; i < n; i++)
+            lane_disconnect(lanes[i]);
+        return ferry__err(err, FERRY_ESTATE, "worker: stopped while connecting (no job taken)");
+    }
     for (int i = 0; i < n; i++) {
         if (w->nlanes) set_started(lanes[i], 1);
         int rc = lane_launch(lanes[i], err);
@@ -558,6 +567,15 @@ int ferry_worker_start(ferry_worker *w, ferry_error *err) {
         return rc;
     }
     return 0;
+}
+
+int ferry__worker_abort_start(ferry_worker *w) {
+    if (!w) return 0;
+    pthread_mutex_lock(&w->mu);
+    int ok = !w->launching;
+    if (ok) w->start_aborted = 1;
+    pthread_mutex_unlock(&w->mu);
+    return ok;
 }
 
 void ferry_worker_stop(ferry_worker *w) {

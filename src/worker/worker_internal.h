@@ -178,6 +178,9 @@ struct ferry_worker {
     int started, closed;
     int close_rc; /* [mu] what the first ferry_worker_close returned: later calls repeat it
                      (a timed-out close left handlers running that may still use userdata) */
+    /* [mu] start got past connecting and launches threads / start was called off before
+     * that (ferry__worker_abort_start) */
+    int launching, start_aborted;
     int role;            /* a thread acts as dispatcher (owns `d` and the command connection) */
     int role_wanted;     /* the dispatcher thread waits for the role */
     atomic_int stopping; /* stop fetching (ferry_worker_stop / close) */
@@ -379,5 +382,11 @@ void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 /* Reconnect delay for the n-th consecutive failure: 100 ms doubling to 5 s, with jitter
  * (a uniformly random value in [d/2, d]). */
 int64_t ferry__reconnect_delay_ms(int failures);
+
+/* For a CLI stopping while ferry_worker_start may still be connecting (which can take the
+ * whole command timeout): 1 when no lane thread was launched, and start will now launch none
+ * (it fails with FERRY_ESTATE, having taken no job); 0 when the lanes are launched already
+ * (stop and close as usual). Any thread; not from a signal handler. */
+int ferry__worker_abort_start(ferry_worker *w);
 
 #endif
