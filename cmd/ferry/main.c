@@ -135,12 +135,15 @@ static int run(int argc, char **argv) {
 int main(int argc, char **argv) {
     int rc = run(argc, argv);
     /* What a command printed (a job id, counts, a delay line) is its result: a failed write
-     * (a full disk, a closed pipe) is a failure, not a silent success. */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        int e = errno;
+     * (a full disk, a closed pipe) is a failure, not a silent success. A failing status
+     * (2, the relay's 3, ...) is kept; success becomes 1. */
+    errno = 0;
+    int flush_failed = fflush(stdout) != 0;
+    int e = errno;
+    if (flush_failed || ferror(stdout)) {
         fprintf(stderr, "ferry: error writing standard output: %s\n",
-                e ? strerror(e) : "write failed");
-        return CLI_EXIT_RUNTIME;
+                flush_failed && e ? strerror(e) : "an earlier write failed");
+        return rc ? rc : CLI_EXIT_RUNTIME;
     }
     return rc;
 }

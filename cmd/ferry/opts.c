@@ -1,6 +1,7 @@
 /* opts.c - table-driven option parsing and help generation for the CLI (see opts.h). */
 #include "opts.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -104,6 +105,27 @@ static int too_many(const cmd_spec *spec, const opt_result *out) {
     return opts_usage_error(spec, "unexpected argument '%s': expected %s", extra, spec->args);
 }
 
+/* "-" followed by a JSON number's digits ("-5", "-1.5", "-2e3"), whole. */
+static int negative_number(const char *a) {
+    const char *p = a + 1;
+    if (!isdigit((unsigned char)*p)) return 0;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p == '.') {
+        if (!isdigit((unsigned char)*++p)) return 0;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return 0;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    return *p == '\0';
+}
+
 int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, int argc, char **argv,
                opt_result *out) {
     memset(out, 0, sizeof *out);
@@ -152,7 +174,7 @@ int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, in
         }
         /* "-" is stdin and "-5" / "-1.5" a negative number (DATA, a value): positionals, as
          * no command has one-letter options besides -h */
-        if (a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.') {
+        if (a[0] == '-' && a[1] != '\0' && !negative_number(a)) {
             rc = opts_usage_error(spec, "unknown option %s (see ferry %s --help)", a, spec->name);
             goto done;
         }
