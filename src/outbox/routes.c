@@ -279,20 +279,21 @@ int ferry_routes_parse(const char *text, size_t len, const char *filename, ferry
 int ferry_routes_load(const char *path, ferry_routes **out, ferry_error *err) {
     if (out) *out = NULL;
     if (!path || !out) return ferry__err(err, FERRY_EINVAL, "ferry_routes_load: NULL argument");
-    /* Not blocking on open (a FIFO without a writer would hang the caller), and only a
-     * regular file: a FIFO, device or directory is refused by name. */
+    /* Opened without blocking: a FIFO no one writes to would otherwise hang the caller (it
+     * now reads as empty, and is refused as such), while a pipe with a writer (a shell's
+     * <(...)) is read as it comes, once blocking again. A directory is refused by name. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return ferry__err(err, FERRY_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) {
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
         int e = errno;
         close(fd);
-        return ferry__err(err, FERRY_EIO, "%s: cannot stat: %s", path, strerror(e));
+        return ferry__err(err, FERRY_EIO, "%s: cannot read: %s", path, strerror(e));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
         close(fd);
-        return ferry__err(err, FERRY_EIO, "%s: %s", path,
-                          S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        return ferry__err(err, FERRY_EIO, "%s: is a directory", path);
     }
     FILE *f = fdopen(fd, "rb");
     if (!f) {
