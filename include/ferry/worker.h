@@ -224,9 +224,9 @@ typedef struct ferry_worker_options {
      * dispatcher and waiter, and fetches and finishes on its own; callbacks, stats, stop and
      * close cover them all. While one lane's call runs in Redis, the other's handlers
      * finish and its next call is queued behind it, so Redis does not sit idle between
-     * round trips (at concurrency 10, no-op jobs: about +35% jobs/s). Each lane's blocking
-     * connection carries the worker's client name, so Node's Queue.getWorkers() lists a
-     * worker once per lane. */
+     * round trips (at concurrency 10, no-op jobs: about +35% jobs/s). Only the first lane's
+     * blocking connection carries the worker's client name, so Node's Queue.getWorkers()
+     * lists a worker once, as it lists a Node Worker. */
     int lanes;
 } ferry_worker_options;
 

@@ -72,7 +72,7 @@ static int connect_blocking(ferry_worker *w) {
         if (leaving(w)) return -1;
         ferry_error e = {0};
         ferry_conn *c = NULL;
-        int rc = ferry__conn_open(&w->redis, w->client_name, &c, &e);
+        int rc = ferry__conn_open(&w->redis, w->bconn_name, &c, &e);
         if (rc == 0) {
             long long id = client_id(c);
             pthread_mutex_lock(&w->mu);

@@ -300,6 +300,7 @@ static int create_lane(const char *queue, const ferry_worker_options *opts, int 
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         *keys[i].dst = key_of(&w->keys, keys[i].suffix, &oom);
     w->client_name = oom ? NULL : make_client_name(w, &oom);
+    w->bconn_name = w->client_name;
     /* running/queued jobs (<= concurrency) + results not written yet (<= concurrency) */
     w->d.owned = calloc(2 * (size_t)w->concurrency, sizeof *w->d.owned);
     if (!w->d.owned) oom = 1;
@@ -405,6 +406,7 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
         int share = concurrency / nlanes + (i < concurrency % nlanes);
         rc = create_lane(queue, opts, share, cbg, handler, handler_userdata, &w->lanes[i], err);
         if (!rc) w->nlanes = i + 1;
+        if (!rc && i > 0) w->lanes[i]->bconn_name = NULL;
     }
     cbgate_drop(cbg);
     if (rc) {
@@ -455,7 +457,7 @@ static int close_lanes(ferry_worker *w, int deadline_ms);
 /* Open a lane's two connections and probe the server. Nothing stays open on failure. */
 static int lane_connect(ferry_worker *w, ferry_error *err) {
     int rc = ferry__conn_open(&w->redis, NULL, &w->d.conn, err);
-    if (rc == 0) rc = ferry__conn_open(&w->redis, w->client_name, &w->bconn, err);
+    if (rc == 0) rc = ferry__conn_open(&w->redis, w->bconn_name, &w->bconn, err);
     if (rc != 0) {
         ferry__conn_close(w->d.conn);
         w->d.conn = NULL;

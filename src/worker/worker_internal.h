@@ -153,6 +153,10 @@ struct ferry_worker {
     void *handler_ud;
     char token_prefix[48]; /* "<uuid>:" */
     char *client_name;     /* blocking connection name */
+    /* lanes after the first leave their blocking connection unnamed, so Node's
+     * Queue.getWorkers() lists a worker once, as it lists a Node Worker (one blocking
+     * connection each): NULL = unnamed, else client_name */
+    const char *bconn_name;
     /* key strings: "<prefix>:<queue>:<suffix>" */
     char *k_wait, *k_active, *k_prioritized, *k_events, *k_limiter, *k_delayed, *k_meta, *k_pc,
         *k_marker, *k_stalled, *k_completed, *k_failed, *k_stalled_check, *k_repeat;

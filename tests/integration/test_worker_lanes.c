@@ -63,7 +63,8 @@ static int completed_at_least(void *arg) {
     return atomic_load(&c->completed) >= *(int *)((void **)arg)[1];
 }
 
-/* Blocking connections of this test's workers (named "<prefix>:<base64(wq)>:w:wtest"). */
+/* Named blocking connections of this test's workers ("<prefix>:<base64(wq)>:w:wtest"): one
+ * per worker, whatever its lanes (the first lane's), as Node names one per Worker. */
 static long blocking_conns(wt *t) {
     char name[160];
     snprintf(name, sizeof name, "name=%s:d3E=:w:wtest ", t->prefix);
@@ -133,7 +134,8 @@ static void stop_with_stats(ferry_worker *w, ferry_worker_stats *s) {
 }
 
 /* K gate jobs fill both lanes' slots: half each, with two distinct lock token prefixes
- * (one per lane), two blocking connections, the summed busy count; then all complete. */
+ * (one per lane), two connections per lane but one named blocking connection, the summed
+ * busy count; then all complete. */
 static void test_lanes_share_concurrency(void **state) {
     (void)state;
     wt t;
@@ -143,9 +145,12 @@ static void test_lanes_share_concurrency(void **state) {
     enum { K = 8 };
     for (int i = 0; i < K + 2; i++)
         free(wt_add(&t, "gate", NULL, NULL));
+    long base = connected_clients(&t);
     ferry_worker *w = start_lanes(&t, &c, K, 0); /* automatic: 2 lanes at 8 */
     GATE_WAIT_ENTERED(&c.g, K);
-    expect_blocking_conns(&t, 2, "running");
+    /* two connections per lane; one named blocking connection for the worker */
+    expect_count(&t, connected_clients, base + 4, "connections of a two-lane worker");
+    expect_blocking_conns(&t, 1, "running");
     ferry_worker_stats s;
     ferry_worker_get_stats(w, &s);
     assert_int_equal(s.busy, K);
@@ -191,7 +196,7 @@ static void test_lanes_share_concurrency(void **state) {
 }
 
 /* How many lanes a worker gets: automatic below and from concurrency 8, explicit, and
- * never more than its concurrency. Counted by their blocking connections, and as
+ * never more than its concurrency. Counted by their connections (two each), and as
  * ferry_worker_lanes reports them. */
 static void test_lanes_automatic_and_capped(void **state) {
     (void)state;
@@ -204,14 +209,17 @@ static void test_lanes_automatic_and_capped(void **state) {
     } cases[] = {{1, 0, 1}, {7, 0, 1}, {8, 0, 2},  {100, 0, 2},
                  {8, 1, 1}, {3, 3, 3}, {10, 4, 4}, {2, 4, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long base = connected_clients(&t);
         ferry_worker *w = start_lanes(&t, &c, cases[i].concurrency, cases[i].lanes);
         char what[64];
         snprintf(what, sizeof what, "concurrency %d lanes %d", cases[i].concurrency,
                  cases[i].lanes);
-        expect_blocking_conns(&t, cases[i].want, what);
+        expect_count(&t, connected_clients, base + 2 * cases[i].want, what); /* 2 per lane */
+        expect_blocking_conns(&t, 1, what);
         assert_int_equal(ferry_worker_lanes(w), cases[i].want);
         wt_stop(w);
         expect_blocking_conns(&t, 0, what);
+        expect_count(&t, connected_clients, base, what);
     }
     gate_destroy(&c.g);
     wt_fini(&t);
