@@ -6,8 +6,10 @@
 # predates it and is only warned about. Sets bench_ferry_version (the first line) and
 # bench_ferry_build (the build, "" when not named).
 bench_check_build() {
-    bench_ferry_version=$("$1" --version 2>/dev/null | head -n 1) || true
-    bench_ferry_build=$("$1" --version 2>/dev/null | sed -n 's/^build: //p') || true
+    local out
+    out=$("$1" --version 2>/dev/null) || true
+    bench_ferry_version=$(head -n 1 <<<"$out")
+    bench_ferry_build=$(sed -n 's/^build: //p' <<<"$out")
     if [[ -z $bench_ferry_build ]]; then
         printf 'bench: warning: %s does not name its build; make sure it is optimised\n' "$1" >&2
     elif [[ ! $bench_ferry_build =~ ^(Release|RelWithDebInfo|MinSizeRel)$ && ${BENCH_ANY_BUILD:-0} != 1 ]]; then

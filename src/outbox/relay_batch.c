@@ -722,10 +722,12 @@ static void record_failure(ferry_relay *r, lane *l, const char *message) {
 #define REFUSED_ROW_MS 5000
 
 /* Error replies of a Redis that is starting, failing over or busy: they pass by themselves
- * and say nothing about the row. */
+ * and say nothing about the row. The code is the reply's first word, which the queue's
+ * message quotes after ": " (a queue name cannot hold ':', so it cannot fake one). */
 static int transient_reply(const char *message) {
-    static const char *const codes[] = {"LOADING",     "READONLY",   "BUSY",    "MASTERDOWN",
-                                        "CLUSTERDOWN", "NOREPLICAS", "TRYAGAIN"};
+    static const char *const codes[] = {": LOADING ",    ": READONLY ",    ": BUSY ",
+                                        ": MASTERDOWN ", ": CLUSTERDOWN ", ": NOREPLICAS ",
+                                        ": TRYAGAIN "};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (strstr(message, codes[i])) return 1;
     return 0;

@@ -502,16 +502,21 @@ int ferry__redis_timeouts_check(const ferry_redis_options *opts, ferry_error *er
     return rc ? rc : check_timeout(opts->command_timeout_ms, "command_timeout_ms", err);
 }
 
+int ferry__redis_name_chars_ok(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f) return 0;
+    return 1;
+}
+
 /* Redis rejects names with spaces or newlines; we also keep them printable and short. */
 static int check_client_name(const char *name, ferry_error *err) {
     size_t len = strlen(name);
     if (len == 0 || len > CLIENT_NAME_MAX)
         return ferry__err(err, FERRY_EINVAL, "redis: client name must be 1..%d bytes",
                           CLIENT_NAME_MAX);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] >= 0x7f)
-            return ferry__err(err, FERRY_EINVAL,
-                              "redis: client name may hold only printable ASCII without spaces");
+    if (!ferry__redis_name_chars_ok(name))
+        return ferry__err(err, FERRY_EINVAL,
+                          "redis: client name may hold only printable ASCII without spaces");
     return 0;
 }
 

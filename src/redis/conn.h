@@ -29,6 +29,9 @@ void ferry__conn_close(ferry_conn *c);
  * later (ferry_worker_create). 0 or FERRY_EINVAL naming the field. */
 int ferry__redis_timeouts_check(const ferry_redis_options *opts, ferry_error *err);
 
+/* 1 when s holds only what a Redis client name may (printable ASCII without spaces). Pure. */
+int ferry__redis_name_chars_ok(const char *s);
+
 /* Deadline for each subsequent round trip (ms, > 0). Default: opts.command_timeout_ms. */
 void ferry__conn_set_timeout(ferry_conn *c, int timeout_ms);
 

@@ -157,11 +157,10 @@ static int validate_name(const char *name, ferry_error *err) {
     size_t n = strlen(name);
     if (n == 0 || n > FERRY__NAME_MAX)
         return ferry__err(err, FERRY_EINVAL, "worker: name must be 1..%d bytes", FERRY__NAME_MAX);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] >= 0x7f)
-            return ferry__err(err, FERRY_EINVAL,
-                              "worker: name may hold only printable ASCII without spaces (it is "
-                              "part of the Redis client name)");
+    if (!ferry__redis_name_chars_ok(name))
+        return ferry__err(err, FERRY_EINVAL,
+                          "worker: name may hold only printable ASCII without spaces (it is "
+                          "part of the Redis client name)");
     return 0;
 }
 
@@ -195,12 +194,6 @@ static char *make_client_name(const ferry_worker *w, int *oom) {
         snprintf(s + len, n - len, ":w:%s", w->name);
     }
     return s;
-}
-
-static int printable_ascii(const char *s) {
-    for (; *s; s++)
-        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f) return 0;
-    return 1;
 }
 
 /* A worker-level keepJobs default, its error naming the option it came from. */
@@ -324,7 +317,7 @@ static int create_lane(const char *queue, const ferry_worker_options *opts, int 
     /* The blocking connection is named after the prefix and the name (as Node's is, for
      * getWorkers), and Redis takes only printable ASCII without spaces: say so now, naming
      * the culprit, rather than at start. */
-    if (!printable_ascii(w->keys.prefix)) {
+    if (!ferry__redis_name_chars_ok(w->keys.prefix)) {
         destroy(w);
         return ferry__err(err, FERRY_EINVAL,
                           "worker: the prefix may hold only printable ASCII without spaces (it is "

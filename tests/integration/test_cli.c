@@ -40,6 +40,16 @@ static const char *line1(const cli_run *r, char *buf, size_t cap) {
     return buf;
 }
 
+/* `ferry job show Q ID --json` under prefix p, exit 0: its JSON. Caller json_decref()s. */
+static json_t *show_json(const char *q, const char *id, const char *p) {
+    cli_run r;
+    CLI(r, "job", "show", q, id, "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    cli_run_free(&r);
+    return j;
+}
+
 /* A usage error: exit 2, nothing on stdout, exactly one line on stderr containing `want`. */
 static void expect_usage_error(cli_run *r, const char *want) {
     CLI_EXPECT(*r, 2);
@@ -241,9 +251,7 @@ static void test_opts_stored(void **state) {
     char id[64];
     line1(&r, id, sizeof id);
     cli_run_free(&r);
-    CLI(r, "job", "show", "q", id, "--json", "--redis", url(), "--prefix", p);
-    CLI_EXPECT(r, 0);
-    json_t *j = out_json(&r);
+    json_t *j = show_json("q", id, p);
     assert_string_equal(jstr(j, "state"), "delayed");
     assert_int_equal(jint(j, "delay"), 60000);
     json_t *opts = json_object_get(j, "opts");
@@ -252,20 +260,16 @@ static void test_opts_stored(void **state) {
     assert_string_equal(json_string_value(json_object_get(bo, "type")), "exponential");
     assert_int_equal(json_integer_value(json_object_get(bo, "delay")), 1000);
     json_decref(j);
-    cli_run_free(&r);
 
     CLI(r, "queue", "add", "q", "urgent", "--opts", "{\"priority\":5}", "--redis", url(),
         "--prefix", p);
     CLI_EXPECT(r, 0);
     line1(&r, id, sizeof id);
     cli_run_free(&r);
-    CLI(r, "job", "show", "q", id, "--json", "--redis", url(), "--prefix", p);
-    CLI_EXPECT(r, 0);
-    j = out_json(&r);
+    j = show_json("q", id, p);
     assert_string_equal(jstr(j, "state"), "prioritized");
     assert_int_equal(jint(j, "priority"), 5);
     json_decref(j);
-    cli_run_free(&r);
 
     /* bad option value: the library's EINVAL is a usage error */
     CLI(r, "queue", "add", "q", "x", "--opts", "{\"attempts\":\"many\"}", "--redis", url(),
@@ -419,13 +423,10 @@ static void test_dash_positionals(void **state) {
     CLI_EXPECT(r, 0);
     line1(&r, buf, sizeof buf);
     cli_run_free(&r);
-    CLI(r, "job", "show", "q", buf, "--json", "--redis", url(), "--prefix", p);
-    CLI_EXPECT(r, 0);
-    j = out_json(&r);
+    j = show_json("q", buf, p);
     assert_string_equal(jstr(j, "name"), "-name");
     assert_true(json_number_value(json_object_get(j, "data")) == -1.5);
     json_decref(j);
-    cli_run_free(&r);
     CLI(r, "queue", "add", "q", "neg", "-2e3", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
