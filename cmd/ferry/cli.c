@@ -91,7 +91,9 @@ static void url_display_host(const char *url, char *out, size_t cap) {
     }
     p += 3;
     if (!strncmp(url, "unix:", 5)) {
-        size_t n = strcspn(p, "?");
+        /* unix://[user:pass@]/path: the authority (credentials) ends at the first '/' */
+        p += strcspn(p, "/?#");
+        size_t n = strcspn(p, "?#");
         snprintf(out, cap, "%.*s", (int)n, p);
         return;
     }

@@ -25,6 +25,7 @@
 #include "exec_job.h"
 #include "jsonw.h"
 #include "queue/job_opts.h"
+#include "queue/json_text.h"
 #include "signals.h"
 #include "worker/worker_internal.h"
 
@@ -248,18 +249,12 @@ static void job_env_free(const exec_worker *xw, char **env) {
 
 /* ---- result -> outcome -------------------------------------------------------------------- */
 
-static int valid_utf8(const unsigned char *s, size_t n) {
-    for (size_t i = 0, len; i < n; i += len)
-        if (!(len = jsonw_utf8_seq(s + i, n - i))) return 0;
-    return 1;
-}
-
 /* failedReason comes from the command's stderr, which may be any bytes: replace what is not
  * UTF-8 with '?' so it can be stored as JSON text. */
 static void make_utf8(char *s) {
     size_t n = strlen(s);
     for (size_t i = 0, len; i < n; i += len)
-        if (!(len = jsonw_utf8_seq((unsigned char *)s + i, n - i))) {
+        if (!(len = ferry__utf8_seq((unsigned char *)s + i, n - i))) {
             s[i] = '?';
             len = 1;
         }
@@ -267,41 +262,35 @@ static void make_utf8(char *s) {
 
 /* Store stdout as the return value. Returns 0, or -1 with *why set when it cannot be
  * stored (the job then fails, permanently: the command succeeded, so running it again
- * would repeat its effects). Text with NUL bytes is stored as a JSON string (\u0000). */
+ * would repeat its effects). UTF-8 text is handed to ferry_job_set_return, which stores it
+ * as is when it is JSON (by the library's own check, as wide as JSON.parse: big integers,
+ * \u0000 escapes) and as a JSON string otherwise; text with raw NUL bytes is quoted here
+ * (\u0000), since a C string cannot carry it. */
 static int set_return_value(ferry_job *job, exec_result *res, const char **why) {
     size_t n = res->output_len;
     const char *out = res->output ? res->output : "";
     while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         n--;
     if (n == 0) return ferry_job_set_return(job, "null") ? (*why = "out of memory", -1) : 0;
-    /* (a raw NUL byte is never JSON: such text is quoted below) */
-    json_t *v =
-        memchr(out, 0, n) ? NULL : json_loadb(out, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-    int rc;
-    if (v) {
-        json_decref(v);
-        char *text = strndup(out, n);
-        rc = text ? ferry_job_set_return(job, text) : FERRY_ENOMEM;
-        free(text);
-    } else {
-        if (!valid_utf8((const unsigned char *)out, n)) {
-            *why = "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored "
-                   "as the return value (not retried: the command succeeded)";
-            return -1;
-        }
-        json_t *s = json_stringn(out, n);
-        if (!s) { /* valid_utf8 is as strict as jansson: only memory is left */
-            *why = "out of memory storing the return value";
-            return -1;
-        }
-        char *text = json_dumps(s, JSON_ENCODE_ANY);
-        json_decref(s);
-        rc = text ? ferry_job_set_return(job, text) : FERRY_ENOMEM;
-        free(text);
+    if (!ferry__utf8_valid(out, n)) {
+        *why = "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored "
+               "as the return value (not retried: the command succeeded)";
+        return -1;
     }
+    char *text;
+    if (memchr(out, 0, n)) {
+        json_t *s = json_stringn(out, n);
+        text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+        json_decref(s);
+    } else {
+        text = strndup(out, n);
+    }
+    int rc = text ? ferry_job_set_return(job, text) : FERRY_ENOMEM;
+    free(text);
     if (rc == FERRY_ETOOBIG)
-        *why = "exit 0, but stdout as a JSON string is over the 16 MiB return value limit "
-               "(FERRY_RETURN_MAX_BYTES; not retried: the command succeeded)";
+        *why = "exit 0, but stdout, as stored (text that is not JSON becomes a JSON string), "
+               "is over the 16 MiB return value limit (FERRY_RETURN_MAX_BYTES; not retried: "
+               "the command succeeded)";
     else if (rc)
         *why = "out of memory storing the return value";
     return rc ? -1 : 0;

@@ -1,32 +1,13 @@
 /* jsonw.c - see jsonw.h. */
 #include "jsonw.h"
 
-#include <jansson.h>
 #include <string.h>
 
-size_t jsonw_utf8_seq(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else {
-        return 0;
-    }
-    if (len > n || s[1] < lo || s[1] > hi) return 0;
-    for (size_t k = 2; k < len; k++)
-        if ((s[k] & 0xc0) != 0x80) return 0;
-    return len;
-}
+#include "queue/json_text.h"
+
+/* nesting accepted when embedding stored JSON (the check's own maximum; deeper text is
+ * printed as a string) */
+#define RAW_MAX_DEPTH 4096
 
 void jsonw_write_string(FILE *f, const char *s) {
     fputc('"', f);
@@ -35,7 +16,7 @@ void jsonw_write_string(FILE *f, const char *s) {
     for (size_t i = 0; i < n;) {
         unsigned char c = p[i];
         if (c >= 0x80) {
-            size_t len = jsonw_utf8_seq(p + i, n - i);
+            size_t len = ferry__utf8_seq(p + i, n - i);
             if (len) {
                 fwrite(p + i, 1, len, f);
                 i += len;
@@ -123,12 +104,12 @@ void jsonw_raw(jsonw *w, const char *k, const char *json) {
         jsonw_null(w, k);
         return;
     }
-    json_t *v = json_loads(json, JSON_DECODE_ANY, NULL);
-    if (!v) {
+    /* the library's JSON check, as wide as JSON.parse (jansson would refuse \u0000 and
+     * integers past 64 bits, and this would print such stored JSON as a string) */
+    if (ferry__json_check(json, strlen(json), RAW_MAX_DEPTH, NULL) != 0) {
         jsonw_str(w, k, json);
         return;
     }
-    json_decref(v);
     key(w, k);
     /* Trim surrounding whitespace. Valid JSON has no raw line breaks inside strings, so
      * any inside the text are insignificant whitespace: turn them into spaces to keep one

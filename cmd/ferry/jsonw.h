@@ -27,9 +27,4 @@ void jsonw_raw(jsonw *w, const char *key, const char *json);
  * that is not part of valid UTF-8 becomes U+FFFD, so the output is always valid JSON). */
 void jsonw_write_string(FILE *f, const char *s);
 
-/* Length of the UTF-8 sequence at s[0..n) (n >= 1), or 0 when it is not valid there: strict
- * RFC 3629 (no overlong forms, no surrogates, nothing above U+10FFFF), as jansson checks
- * it, so text that passes can always be stored as a JSON string. Pure. */
-size_t jsonw_utf8_seq(const unsigned char *s, size_t n);
-
 #endif

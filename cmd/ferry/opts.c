@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "queue/json_text.h"
+#include "queue/queue_internal.h"
+
 #define HELP_WIDTH 79
 #define HELP_INDENT 26
 
@@ -23,6 +26,20 @@ int opts_usage_error(const cmd_spec *spec, const char *fmt, ...) {
 }
 
 int opts_check_json(const char *text, size_t len, int want_object, char *msg, size_t msgcap) {
+    if (!want_object) {
+        /* Any value (job data): the library's own check, which takes all that JSON.parse
+         * takes (integers past 64 bits, \u0000), so the CLI refuses no data that Node or
+         * ferry_queue_add would store. */
+        ferry__json_check_error ce;
+        if (ferry__json_check(text, len, FERRY__DATA_MAX_DEPTH, &ce) == 0) return 0;
+        int line = 1;
+        size_t col = 1;
+        for (size_t i = 0; i < ce.offset && i < len; i++, col++)
+            if (text[i] == '\n') line++, col = 0;
+        snprintf(msg, msgcap, "invalid JSON at line %d column %zu: %s", line, col, ce.reason);
+        return -1;
+    }
+    /* An object of options: the library reads options with jansson, so check with it */
     json_error_t je;
     json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!v) {

@@ -76,8 +76,10 @@ int opts_parse(const cmd_spec *spec, const opt_group *groups, size_t ngroups, in
 void opts_print_help(const cmd_spec *spec, const opt_group *groups, size_t ngroups);
 
 /* Validate JSON text; on failure write "invalid JSON at line L column C: <reason>" into
- * msg (capacity msgcap) and return -1. `want_object`: also require a top-level object.
- * Returns 0 when valid. Pure. */
+ * msg (capacity msgcap) and return -1. Any value (want_object 0, job data) is checked as the
+ * library checks job data (ferry__json_check, nesting up to FERRY__DATA_MAX_DEPTH);
+ * `want_object` requires a top-level object, read as the library reads options (jansson,
+ * duplicate keys refused). Returns 0 when valid. Pure. */
 int opts_check_json(const char *text, size_t len, int want_object, char *msg, size_t msgcap);
 
 /* Read a decimal integer: an optional '-', then ASCII digits only (no blanks, no '+'),

@@ -33,10 +33,9 @@ static int hexval(unsigned char c) {
     return -1;
 }
 
-/* Length of the valid UTF-8 sequence at s[i] (lead byte >= 0x80), or 0 if invalid:
- * no overlongs, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_seq(const unsigned char *s, size_t n, size_t i) {
-    unsigned char c = s[i];
+size_t ferry__utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
     size_t len;
     uint32_t cp;
     if (c >= 0xC2 && c <= 0xDF) {
@@ -51,10 +50,10 @@ static size_t utf8_seq(const unsigned char *s, size_t n, size_t i) {
     } else {
         return 0;
     }
-    if (i + len > n) return 0;
+    if (len > n) return 0;
     for (size_t k = 1; k < len; k++) {
-        if ((s[i + k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i + k] & 0x3F);
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
     }
     if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
     if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
@@ -98,7 +97,7 @@ static size_t scan_string(const unsigned char *s, size_t n, size_t i, ferry__jso
             fail(e, i, "control character in string");
             return (size_t)-1;
         } else {
-            size_t len = utf8_seq(s, n, i);
+            size_t len = ferry__utf8_seq(s + i, n - i);
             if (!len) {
                 fail(e, i, "invalid UTF-8");
                 return (size_t)-1;
@@ -361,7 +360,7 @@ int ferry__utf8_valid(const char *text, size_t n) {
             i++;
             continue;
         }
-        size_t len = utf8_seq(s, n, i);
+        size_t len = ferry__utf8_seq(s + i, n - i);
         if (!len) return 0;
         i += len;
     }
@@ -392,6 +391,29 @@ int ferry__json_depth(const char *text, size_t n, int limit) {
         }
     }
     return max;
+}
+
+size_t ferry__json_value_end(const char *s, size_t n, size_t i) {
+    int depth = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c == '"') {
+            for (i++; i < n && s[i] != '"'; i++)
+                if (s[i] == '\\') i++;
+            if (depth == 0) return i < n ? i + 1 : n;
+        } else if (c == '[' || c == '{') {
+            depth++;
+        } else if (c == ']' || c == '}') {
+            if (--depth <= 0) return i + 1;
+        } else if (depth == 0 && c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+            /* a number or a literal: up to the next delimiter */
+            while (i < n && s[i] != ',' && s[i] != ']' && s[i] != '}' && s[i] != ' ' &&
+                   s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+                i++;
+            return i;
+        }
+    }
+    return n;
 }
 
 /* ---- serializer -------------------------------------------------------------------- */

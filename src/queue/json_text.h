@@ -40,6 +40,15 @@ char *ferry__json_serialize(const json_t *v, int drop_nulls, size_t max_len);
 /* 1 when s[0..n) is valid UTF-8 (no overlongs, surrogates or code points > U+10FFFF). */
 int ferry__utf8_valid(const char *s, size_t n);
 
+/* Length of the valid UTF-8 sequence at s[0..n) (n >= 1; 1 for ASCII), or 0 if invalid (as
+ * ferry__utf8_valid). */
+size_t ferry__utf8_seq(const unsigned char *s, size_t n);
+
+/* Index just past the JSON value that starts at s[i] (after any blanks), in text that
+ * ferry__json_check accepted; n when the text ends first. Lets a caller take the elements
+ * of an array as they are written (no re-encoding). Pure. */
+size_t ferry__json_value_end(const char *s, size_t n, size_t i);
+
 /* Depth of the deepest array/object nesting in JSON text (strings skipped), stopping early
  * once it exceeds `limit`. Used to refuse deep input before jansson recurses on it. */
 int ferry__json_depth(const char *s, size_t n, int limit);

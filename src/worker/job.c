@@ -15,6 +15,7 @@
 
 #define STACKTRACE_LIMIT_DEFAULT 10
 #define RETURN_JSON_MAX_DEPTH 4096
+#define STACK_JSON_MAX_DEPTH 4096 /* a stored stacktrace nested deeper counts as none */
 
 /* ---- construction ------------------------------------------------------------------ */
 
@@ -159,32 +160,6 @@ const char *ferry_job_field(const ferry_job *j, const char *field) {
 }
 
 /* ---- JSON text ----------------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if invalid (overlongs, surrogates
- * and code points past U+10FFFF are invalid, as in RFC 3629). */
-size_t ferry__utf8_seq(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned cp;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-        len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return len;
-}
 
 char *ferry__json_quote(const char *s, size_t n) {
     /* worst case: every byte becomes \u00XX (6) or U+FFFD escaped (6) */
@@ -361,45 +336,65 @@ const char *ferry__job_unrunnable(const ferry_job *j) {
 
 /* Previous stacktrace entries (JSON array text, possibly Node/cjson-written, "{}" for an
  * empty array) + the new entry, cut to the last `limit`. malloc'd JSON or NULL (ENOMEM). */
+static size_t skip_blanks(const char *s, size_t n, size_t i) {
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+        i++;
+    return i;
+}
+
+/* The stored stacktrace `prev` (a JSON array of strings, as Node writes it; NULL or anything
+ * else counts as none) with `entry` appended, keeping the newest `limit` entries (-1 = all).
+ * Earlier entries are copied as written, so whatever JSON.parse takes survives (\u0000,
+ * lone surrogate escapes). Returns a malloc'd JSON array, NULL on ENOMEM. */
 static char *build_stacktrace(const char *prev, const char *entry, long long limit) {
     if (limit == 0) return strdup("[]");
     size_t cap = (size_t)(limit > 0 && limit < 1000000 ? limit : 1000000);
-    json_t *arr = prev ? json_loads(prev, JSON_DECODE_ANY, NULL) : NULL;
-    size_t nprev = json_is_array(arr) ? json_array_size(arr) : 0;
-    size_t total = nprev + 1, skip = total > cap ? total - cap : 0;
-    char **parts = calloc(total, sizeof *parts);
-    size_t len = 2, nparts = 0;
-    char *out = NULL;
-    if (!parts) goto done;
-    for (size_t i = skip; i < nprev; i++) {
-        json_t *e = json_array_get(arr, i);
-        char *t = json_is_string(e) ? ferry__json_quote(json_string_value(e), json_string_length(e))
-                                    : json_dumps(e, JSON_ENCODE_ANY | JSON_COMPACT);
-        if (!t) goto done;
-        parts[nparts++] = t;
-        len += strlen(t) + 1;
+    size_t plen = prev ? strlen(prev) : 0, first = 0, i = 0;
+    size_t *ends = NULL, nprev = 0, ncap = 0; /* element k is [starts[k], ends[k]) */
+    size_t *starts = NULL;
+    char *out = NULL, *q = ferry__json_quote(entry, strlen(entry));
+    if (!q) return NULL;
+    if (prev && ferry__json_check(prev, plen, STACK_JSON_MAX_DEPTH, NULL) == 0 &&
+        prev[i = skip_blanks(prev, plen, 0)] == '[' &&
+        prev[i = skip_blanks(prev, plen, i + 1)] != ']') {
+        for (;;) {
+            if (nprev == ncap) {
+                ncap = ncap ? ncap * 2 : 16;
+                size_t *ns = realloc(starts, ncap * sizeof *ns);
+                if (ns) starts = ns;
+                size_t *ne = ns ? realloc(ends, ncap * sizeof *ne) : NULL;
+                if (!ne) goto done;
+                ends = ne;
+            }
+            starts[nprev] = i;
+            ends[nprev++] = i = ferry__json_value_end(prev, plen, i);
+            i = skip_blanks(prev, plen, i);
+            if (i >= plen || prev[i] != ',') break;
+            i = skip_blanks(prev, plen, i + 1);
+        }
     }
-    parts[nparts] = ferry__json_quote(entry, strlen(entry));
-    if (!parts[nparts]) goto done;
-    len += strlen(parts[nparts++]) + 1;
+    if (nprev + 1 > cap) first = nprev + 1 - cap;
+    size_t len = strlen(q) + 3;
+    for (size_t k = first; k < nprev; k++)
+        len += ends[k] - starts[k] + 1;
     out = malloc(len);
     if (!out) goto done;
     char *o = out;
     *o++ = '[';
-    for (size_t i = 0; i < nparts; i++) {
-        if (i) *o++ = ',';
-        size_t l = strlen(parts[i]);
-        memcpy(o, parts[i], l);
-        o += l;
+    for (size_t k = first; k < nprev; k++) {
+        memcpy(o, prev + starts[k], ends[k] - starts[k]);
+        o += ends[k] - starts[k];
+        *o++ = ',';
     }
+    size_t ql = strlen(q);
+    memcpy(o, q, ql);
+    o += ql;
     *o++ = ']';
     *o = 0;
 done:
-    if (parts)
-        for (size_t i = 0; i < nparts; i++)
-            free(parts[i]);
-    free(parts);
-    json_decref(arr);
+    free(starts);
+    free(ends);
+    free(q);
     return out;
 }
 

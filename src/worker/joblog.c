@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "queue/json_text.h"
 #include "util/clock.h"
 #include "worker/worker_internal.h"
 

@@ -276,10 +276,6 @@ char *ferry__job_trace_id(const ferry_job *j);
  * ferry_job_log. Runs the callback under ferry__cb_enter. */
 void ferry__job_log_emit(ferry_worker *w, const ferry_job *j, const char *outcome);
 
-/* Length of the valid UTF-8 sequence at s[0..n) (n >= 1), or 0 if invalid (overlongs,
- * surrogates, past U+10FFFF). */
-size_t ferry__utf8_seq(const unsigned char *s, size_t n);
-
 /* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
  * malloc'd, NULL on ENOMEM. */
 char *ferry__json_quote(const char *s, size_t n);

@@ -26,6 +26,7 @@ static const char job_script[] =
     "\"$FERRY_QUEUE\" \"$FERRY_JOB_ID\" \"$FERRY_JOB_NAME\" \"$FERRY_ATTEMPT\" \"$data\" ;;\n"
     "  text) echo 'plain words' ;;\n"
     "  nulout) printf 'a\\000b' ;;\n"
+    "  bigint) echo '{\"n\":100000000000000000000}' ;;\n"
     "  binout) printf '\\377\\376abc' ;;\n"
     "  flaky) if [ \"$FERRY_ATTEMPT\" = 1 ]; then echo 'first attempt glitch' >&2; exit 75; fi\n"
     "         echo '\"second time lucky\"' ;;\n"

@@ -182,6 +182,36 @@ static void test_show_json_with_invalid_utf8(void **state) {
     cli_run_free(&r);
 }
 
+/* JSON that JSON.parse takes but jansson does not (an integer past 64 bits, \u0000, a lone
+ * surrogate escape) is job data like any other: added, stored and shown as JSON. */
+static void test_add_show_wide_json(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    const char *data = "{\"n\":100000000000000000000,\"s\":\"a\\u0000b\",\"l\":\"\\ud800\"}";
+    cli_run r;
+    CLI(r, "queue", "add", "wide", "n", data, "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    char id[64];
+    line1(&r, id, sizeof id);
+    cli_run_free(&r);
+    ferry_conn *c = testenv_conn();
+    redisReply *rep = testenv_cmd(c, "HGET %s:wide:%s data", p, id);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, data);
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+    CLI(r, "job", "show", "wide", id, "--json", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    char want[256];
+    snprintf(want, sizeof want, "\"data\":%s,", data);
+    if (!strstr(r.out, want)) fail_msg("want %s in: %s", want, r.out);
+    cli_run_free(&r);
+    /* still refused: what is not JSON, with where */
+    CLI(r, "queue", "add", "wide", "n", "{\"a\":\n 1x}", "--redis", url(), "--prefix", p);
+    expect_usage_error(&r, "DATA: invalid JSON at line 2 column 3");
+    cli_run_free(&r);
+}
+
 static void test_add_from_stdin_and_env(void **state) {
     (void)state;
     const char *p = testenv_prefix();
@@ -603,6 +633,14 @@ static void test_unreachable_redis(void **state) {
     CLI_EXPECT(r, 1);
     assert_string_equal(r.out, "");
     cli_run_free(&r);
+    /* a unix:// URL's credentials stay out of the message too; the socket path is shown */
+    CLI(r, "queue", "counts", "q", "--redis", "unix://app:s3cr3t%40pw@/nonexistent/r.sock",
+        "--timeout", "2000");
+    CLI_EXPECT(r, 1);
+    assert_non_null(strstr(r.err, "/nonexistent/r.sock"));
+    assert_null(strstr(r.err, "s3cr3t"));
+    assert_null(strstr(r.err, "app:"));
+    cli_run_free(&r);
 }
 
 int main(void) {
@@ -618,6 +656,7 @@ int main(void) {
         cmocka_unit_test(test_job_missing_and_remove),
         cmocka_unit_test(test_read_only_leaves_no_key),
         cmocka_unit_test(test_show_json_with_invalid_utf8),
+        cmocka_unit_test(test_add_show_wide_json),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_dash_positionals),
         cmocka_unit_test(test_stdout_write_error),

@@ -32,7 +32,7 @@ static void test_exit_code_contract(void **state) {
     (void)state;
     const char *p = testenv_prefix(), *q = "exec";
     char echo[64], text[64], flaky[64], transient[64], permanent[64], quiet[64], crash[64],
-        hang[64], nulout[64], binout[64];
+        hang[64], nulout[64], binout[64], bigint[64];
     add_job(p, q, "echo", "{\"k\":\"v\",\"n\":[1,2]}", "{}", echo, sizeof echo);
     add_job(p, q, "text", "{}", "{}", text, sizeof text);
     add_job(p, q, "flaky", "{}", "{\"attempts\":2}", flaky, sizeof flaky);
@@ -43,13 +43,14 @@ static void test_exit_code_contract(void **state) {
     add_job(p, q, "hang", "{}", "{}", hang, sizeof hang);
     add_job(p, q, "nulout", "{}", "{\"attempts\":3}", nulout, sizeof nulout);
     add_job(p, q, "binout", "{}", "{\"attempts\":3}", binout, sizeof binout);
+    add_job(p, q, "bigint", "{}", "{}", bigint, sizeof bigint);
 
     char errp[160];
     pid_t pid = start_worker(p, q,
                              CLI_ARGV("--concurrency", "4", "--lanes", "2", "--timeout", "500",
                                       "--kill-grace", "200", "--name", "exec-test"),
                              errp, sizeof errp);
-    finished_arg fa = {p, q, 10};
+    finished_arg fa = {p, q, 11};
     int ok = testenv_wait_until(all_finished, &fa, 60000);
     /* --lanes 2 at concurrency 4: one blocking connection carries the worker's name (Node's
      * getWorkers lists the worker once) */
@@ -110,6 +111,9 @@ static void test_exit_code_contract(void **state) {
      * cannot be, and the job fails without retry (it ran: a retry would repeat it) */
     expect_state(p, q, nulout, "completed");
     expect_field(p, q, nulout, "returnvalue", "\"a\\u0000b\"");
+    /* JSON that jansson refuses but JSON.parse takes (an integer past 64 bits) is JSON */
+    expect_state(p, q, bigint, "completed");
+    expect_field(p, q, bigint, "returnvalue", "{\"n\":100000000000000000000}");
     expect_state(p, q, binout, "failed");
     expect_field(p, q, binout, "atm", "1");
     expect_field(p, q, binout, "failedReason",

@@ -236,6 +236,30 @@ static void test_permanent_failure(void **state) {
     wt_fini(&t);
 }
 
+/* Entries a Node worker stored before are kept as written, even those jansson cannot read
+ * (\u0000, a lone surrogate escape), and stackTraceLimit drops the oldest. */
+static void test_stacktrace_keeps_earlier_entries(void **state) {
+    (void)state;
+    wt t;
+    wt_init(&t);
+    hctx h;
+    hctx_init(&h);
+    char *id = wt_add(&t, "fatal", NULL, "{\"attempts\":5,\"stackTraceLimit\":3}");
+    freeReplyObject(wt_cmd(&t, "HSET %s%s stacktrace %s", t.base, id,
+                           "[\"old\", \"Error: bad\\u0000byte\" ,\"lone \\ud800 x\"]"));
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&t, &o, &ro);
+    ferry_worker *w = wt_start(&o, handler, &h);
+    WT_WAIT_ZCARD(&t, "failed", 1);
+    wt_expect_field(&t, id, "stacktrace",
+                    "[\"Error: bad\\u0000byte\",\"lone \\ud800 x\",\"MyError: fatal input\\n"
+                    "    at check (x.c:1)\"]");
+    wt_stop(w);
+    free(id);
+    wt_fini(&t);
+}
+
 static void test_unknown_backoff_fails_clearly(void **state) {
     (void)state;
     wt t;
@@ -788,6 +812,7 @@ int main(void) {
         cmocka_unit_test(test_retry_fixed_then_fail),
         cmocka_unit_test(test_exponential_backoff_delays),
         cmocka_unit_test(test_permanent_failure),
+        cmocka_unit_test(test_stacktrace_keeps_earlier_entries),
         cmocka_unit_test(test_unknown_backoff_fails_clearly),
         cmocka_unit_test(test_remove_on_complete),
         cmocka_unit_test(test_remove_on_complete_fractional_age),
