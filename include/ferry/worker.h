@@ -143,7 +143,8 @@ typedef struct ferry_job_log {
     const char *queue, *name, *id;
     long attempt;         /* 1-based: attemptsMade + 1 of the run that ended */
     const char *trace_id; /* the job data's "traceId" (outbox envelope) when it is a
-                             string, else "job-<queue>-<id>" as the seeds do */
+                             string of 1..256 printable ASCII characters without spaces,
+                             quotes, '\\' or '=', else "job-<queue>-<id>" as the seeds do */
     /* What was written to Redis: "completed", "retry" (transient, backoff), "failed"
      * (transient, attempts exhausted or the strategy returned -1), "permanent" (also jobs
      * failed without running: defa, max_started_attempts), "retry-later", "throttled"

@@ -25,7 +25,9 @@
  * array's element vector, plus a malloc chunk header for each of those blocks. */
 #define ALLOC_OVERHEAD 16
 #define REPLY_OBJ_COST (sizeof(redisReply) + ALLOC_OVERHEAD)
-#define CLIENT_NAME_MAX 256
+/* Redis sets no limit; a worker's name is its prefix (512) + ':' + base64 of its queue name
+ * (684) + ":w:" + its own name (256), so this bound is never what refuses a worker */
+#define CLIENT_NAME_MAX 2048
 #define EVAL_ARGS_MAX (1 << 20) /* keys + args of one EVALSHA */
 #define RBUF_SIZE 65536
 

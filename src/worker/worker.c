@@ -309,11 +309,6 @@ static int create_lane(const char *queue, const ferry_worker_options *opts, int 
         return rc;
     }
     w->nbackoffs = opts->nbackoff_strategies;
-    if (strlen(w->client_name) > 256) {
-        destroy(w);
-        return ferry__err(err, FERRY_EINVAL,
-                          "worker: prefix, queue and name make a Redis client name over 256 bytes");
-    }
     /* The blocking connection is named after the prefix and the name (as Node's is, for
      * getWorkers), and Redis takes only printable ASCII without spaces: say so now, naming
      * the culprit, rather than at start. */

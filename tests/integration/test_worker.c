@@ -260,6 +260,61 @@ static void test_stacktrace_keeps_earlier_entries(void **state) {
     wt_fini(&t);
 }
 
+typedef struct longq_arg {
+    ferry_conn *c;
+    const char *prefix, *queue;
+} longq_arg;
+
+static int longq_completed(void *arg) {
+    longq_arg *a = arg;
+    redisReply *r = testenv_cmd(a->c, "ZCARD %s:%s:completed", a->prefix, a->queue);
+    int done = r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
+    freeReplyObject(r);
+    return done;
+}
+
+/* Every queue a producer can fill, a worker can consume: the longest queue name (512
+ * bytes), a long prefix and the longest worker name (256) still make a valid client name. */
+static void test_longest_names_consumed(void **state) {
+    (void)state;
+    char qname[513], prefix[300], wname[257];
+    memset(qname, 'q', 512);
+    qname[512] = 0;
+    snprintf(prefix, sizeof prefix, "%s-%0280d", testenv_prefix(), 0);
+    memset(wname, 'n', 256);
+    wname[256] = 0;
+    ferry_redis_options ro;
+    ferry_redis_options_init(&ro);
+    ro.url = testenv_require("REDIS_URL");
+    ferry_queue_options qo;
+    ferry_queue_options_init(&qo);
+    qo.redis = &ro;
+    qo.prefix = prefix;
+    ferry_queue *q = NULL;
+    ferry_error e = {0};
+    if (ferry_queue_open(qname, &qo, &q, &e) != 0) fail_msg("queue open: %s", e.message);
+    ferry_job_spec s = {"json", NULL, NULL};
+    char *id = NULL;
+    if (ferry_queue_add(q, &s, &id, &e) != 0) fail_msg("add: %s", e.message);
+    ferry_worker_options o;
+    ferry_worker_options_init(&o);
+    o.redis = &ro;
+    o.prefix = prefix;
+    o.name = wname;
+    hctx h;
+    hctx_init(&h);
+    ferry_worker *w = NULL;
+    if (ferry_worker_create(qname, &o, handler, &h, &w, &e) != 0)
+        fail_msg("worker create: %s", e.message);
+    if (ferry_worker_start(w, &e) != 0) fail_msg("worker start: %s", e.message);
+    longq_arg a = {testenv_conn(), prefix, qname};
+    if (!testenv_wait_until(longq_completed, &a, 20000)) fail_msg("the job was not completed");
+    wt_stop(w);
+    ferry__conn_close(a.c);
+    free(id);
+    ferry_queue_close(q);
+}
+
 static void test_unknown_backoff_fails_clearly(void **state) {
     (void)state;
     wt t;
@@ -813,6 +868,7 @@ int main(void) {
         cmocka_unit_test(test_exponential_backoff_delays),
         cmocka_unit_test(test_permanent_failure),
         cmocka_unit_test(test_stacktrace_keeps_earlier_entries),
+        cmocka_unit_test(test_longest_names_consumed),
         cmocka_unit_test(test_unknown_backoff_fails_clearly),
         cmocka_unit_test(test_remove_on_complete),
         cmocka_unit_test(test_remove_on_complete_fractional_age),
