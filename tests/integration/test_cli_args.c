@@ -292,6 +292,31 @@ static void test_scheduler_ranges_and_list(void **state) {
     assert_int_equal(json_integer_value(json_object_get(j, "offset")), 250);
     json_decref(j);
     cli_run_free(&r);
+
+    /* remove: the scheduler and its pending iteration go; a second remove finds nothing */
+    c = testenv_conn();
+    rep = testenv_cmd(c, "ZCARD %s:q:delayed", p);
+    assert_int_equal(rep->integer, 1); /* the pending iteration */
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+    CLI(r, "scheduler", "remove", "q", "tick", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    c = testenv_conn();
+    rep = testenv_cmd(c, "EXISTS %s:q:repeat:tick", p);
+    assert_int_equal(rep->integer, 0);
+    freeReplyObject(rep);
+    rep = testenv_cmd(c, "ZCARD %s:q:delayed", p);
+    assert_int_equal(rep->integer, 0);
+    freeReplyObject(rep);
+    rep = testenv_cmd(c, "ZCARD %s:q:repeat", p);
+    assert_int_equal(rep->integer, 0);
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+    CLI(r, "scheduler", "remove", "q", "tick", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 1);
+    if (!strstr(r.err, "no job scheduler tick in queue q")) fail_msg("second remove: %s", r.err);
+    cli_run_free(&r);
 }
 
 int main(void) {

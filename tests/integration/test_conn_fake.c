@@ -252,7 +252,8 @@ static void test_reply_budget_per_reply(void **state) {
 /* A read-only mapping of `len` zero bytes that costs no memory until read. */
 static char *lazy_zeros(size_t len) {
     void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) skip(); /* address space limited (ulimit -v): nothing to test */
+    if (p == MAP_FAILED) /* address space limited (ulimit -v): nothing to test */
+        testenv_skip("request limit: no address space for a lazy mapping (ulimit -v)");
     return p;
 }
 
@@ -392,5 +393,5 @@ int main(void) {
         cmocka_unit_test(test_unix_backlog_full_then_accepts),
         cmocka_unit_test(test_unix_backlog_full_never_accepts),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return testenv_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -199,8 +199,7 @@ static void test_batch_bytes_out_of_range(void **state) {
 static void test_idle_session_timeout(void **state) {
     (void)state;
     if (ob_ll(db, "SELECT current_setting('server_version_num')::int") < 140000) {
-        print_message("PostgreSQL < 14 has no idle_session_timeout: skipped\n");
-        skip();
+        testenv_skip("test_idle_session_timeout: PostgreSQL < 14 has no idle_session_timeout");
     }
     char url[512];
     const char *idle_db = ob_scratch_create(db, "idle", url, sizeof url);
@@ -271,5 +270,5 @@ int main(void) {
         cmocka_unit_test(test_batch_bytes_out_of_range),
         cmocka_unit_test(test_idle_session_timeout),
     };
-    return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
+    return testenv_exit(cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown));
 }

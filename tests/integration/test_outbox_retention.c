@@ -81,6 +81,40 @@ static void test_created_in_the_future(void **state) {
     ferry_outbox_status_free(st);
 }
 
+/* Status ages are the oldest unpublished row's, overall and per topic: rows created 1 h and
+ * 1 min ago in topic a, 2 h ago (published, so not counted) and 10 min ago in topic b. */
+static void test_status_oldest_age(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    PQclear(ob_sql(db,
+                   "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload, created_at, "
+                   "published_at) VALUES "
+                   "(gen_random_uuid(), 'a', gen_random_uuid(), '{}', now() - interval '1 hour', "
+                   "NULL), "
+                   "(gen_random_uuid(), 'a', gen_random_uuid(), '{}', now() - interval '1 minute', "
+                   "NULL), "
+                   "(gen_random_uuid(), 'b', gen_random_uuid(), '{}', now() - interval '2 hours', "
+                   "now()), "
+                   "(gen_random_uuid(), 'b', gen_random_uuid(), '{}', now() - interval "
+                   "'10 minutes', NULL)",
+                   schema));
+    ferry_outbox_status *st = NULL;
+    ferry_error e = {0};
+    assert_int_equal(ferry_outbox_status_get(db, schema, NULL, &st, &e), 0);
+    assert_int_equal(st->unpublished, 3);
+    /* (slack for a slow box between the INSERT and the status query) */
+    if (st->oldest_age_s < 3600 || st->oldest_age_s > 3600 + 120)
+        fail_msg("oldest unpublished age %.1f s, want about 3600", st->oldest_age_s);
+    assert_int_equal(st->ntopics, 2);
+    for (size_t i = 0; i < st->ntopics; i++) {
+        double want = !strcmp(st->topics[i].topic, "a") ? 3600 : 600;
+        if (st->topics[i].oldest_age_s < want || st->topics[i].oldest_age_s > want + 120)
+            fail_msg("topic %s: oldest age %.1f s, want about %.0f", st->topics[i].topic,
+                     st->topics[i].oldest_age_s, want);
+    }
+    ferry_outbox_status_free(st);
+}
+
 static int sum_deleted(const char *path) {
     char *log = cli_slurp(path);
     int total = 0;
@@ -140,6 +174,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cleanup_bounded_batches),
         cmocka_unit_test(test_created_in_the_future),
+        cmocka_unit_test(test_status_oldest_age),
         cmocka_unit_test(test_relay_retention_singleton),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);

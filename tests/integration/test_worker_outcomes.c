@@ -627,6 +627,9 @@ static void test_job_log_records(void **state) {
     char *lost = wt_add(t, "lose-lock", NULL, NULL);
     /* a nested traceId or a non-string one is not the envelope's */
     char *nested = wt_add(t, "plain", "{\"payload\":{\"traceId\":\"inner\"},\"traceId\":7}", NULL);
+    /* ... and was enqueued a minute ago: its age says so */
+    long long ts = wt_hget_ll(t, nested, "timestamp");
+    freeReplyObject(wt_cmd(t, "HSET %s%s timestamp %lld", t->base, nested, ts - 60000));
     /* deferred failure: fails without running */
     char *defa = wt_add(t, "plain", NULL, NULL);
     redisReply *rr =
@@ -649,6 +652,8 @@ static void test_job_log_records(void **state) {
     char dflt[128];
     snprintf(dflt, sizeof dflt, "job-%s-%s", QNAME, nested);
     assert_string_equal(r[0].trace, dflt);
+    if (r[0].age_ms < 60000 || r[0].age_ms > 120000)
+        fail_msg("age_ms %lld of a job enqueued a minute ago", r[0].age_ms);
 
     assert_int_equal(recs_of(&s, slow, r, 4), 1);
     assert_true(r[0].duration_ms >= 40);

@@ -209,6 +209,8 @@ suite.check('[ferry worker] ferry and Node workers sharing a ferry scheduler run
   const ms = [...new Set(all)].map(millisOf).sort((a, b) => a - b);
   for (let i = 1; i < ms.length; i++) assert.strictEqual((ms[i] - ms[0]) % 300, 0, 'all on the 300 ms grid');
   console.log(`#   iterations run by ferry: ${ferrySeen.length}, by Node: ${nodeSeen.length}`);
+  // the check is about sharing: both sides must have taken part
+  assert.ok(ferrySeen.length > 0 && nodeSeen.length > 0, `ferry ran ${ferrySeen.length}, Node ${nodeSeen.length}`);
 });
 
 suite.check('[ferry worker] a ferry worker continues Node schedulers with limit \'2\' (a string), every \'400\' and every 500.5 as Node does', async () => {

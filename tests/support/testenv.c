@@ -104,3 +104,15 @@ int testenv_wait_until(int (*cond)(void *), void *arg, int timeout_ms) {
     }
     return cond(arg);
 }
+
+static int skipped;
+
+void testenv_skip(const char *why) {
+    fprintf(stderr, "SKIPPED: %s\n", why);
+    skipped = 1;
+    skip();
+}
+
+int testenv_exit(int failed) {
+    return failed ? failed : skipped ? TESTENV_SKIPPED : 0;
+}

@@ -42,4 +42,14 @@ redisReply *testenv_cmd(ferry_conn *c, const char *fmt, ...);
  * waiting on asynchronous effects without fixed sleeps. */
 int testenv_wait_until(int (*cond)(void *), void *arg, int timeout_ms);
 
+/* A check this host cannot run (no ::1, a limited address space, an old server): prints
+ * "SKIPPED: why", marks the current cmocka test skipped and remembers it, so that
+ * testenv_exit makes the whole binary report "skipped" to CTest instead of "passed". */
+void testenv_skip(const char *why);
+
+/* main's return value: `failed` (cmocka_run_group_tests' result) when non-zero, else
+ * TESTENV_SKIPPED (CTest's SKIP_RETURN_CODE for C tests) when testenv_skip was called. */
+#define TESTENV_SKIPPED 77
+int testenv_exit(int failed);
+
 #endif

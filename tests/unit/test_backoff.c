@@ -71,13 +71,22 @@ static void test_fixed_jitter_bounds(void **state) {
     b = make("fixed", 1000, 1.0);
     assert_int_equal(delay_of(&b, 1, 0.0), 0);
     assert_int_equal(delay_of(&b, 1, 0.25), 250);
+    /* the draws spread over [0, 1): each tenth is hit (1000 draws miss a given tenth with
+     * probability 0.9^1000, about 1e-46), and no two draws in a row are equal */
+    int tenths[10] = {0};
+    double last = -1;
     for (int i = 0; i < 1000; i++) {
         double r = ferry__backoff_random();
         assert_true(r >= 0 && r < 1);
+        if (r == last) fail_msg("draw %d repeats the one before (%g)", i, r);
+        last = r;
+        tenths[(int)(r * 10)]++;
         long long d = delay_of(
             &(ferry__backoff){.set = 1, .type = "fixed", .delay_ms = 1000, .jitter = 0.2}, 1, r);
         assert_true(d >= 800 && d < 1000);
     }
+    for (int t = 0; t < 10; t++)
+        if (!tenths[t]) fail_msg("no draw in [%.1f, %.1f)", t / 10.0, (t + 1) / 10.0);
 }
 
 static void test_exponential_jitter_bounds(void **state) {
