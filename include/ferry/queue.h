@@ -104,7 +104,9 @@ typedef struct ferry_job_info {
     long long attempts_made, attempts_started, stalled_count;        /* 0 when absent */
 } ferry_job_info;
 
-/* Fetch a job. FERRY_ENOTFOUND when no such job. *out is freed with ferry_job_info_free. */
+/* Fetch a job. FERRY_ENOTFOUND when no such job. *out is freed with ferry_job_info_free.
+ * Ids (here and in ferry_queue_remove_job) up to 65568 bytes: other producers' ids may be
+ * longer than the 1024 bytes ferry_queue_add takes. */
 FERRY_API int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out,
                                   ferry_error *err);
 FERRY_API void ferry_job_info_free(ferry_job_info *info);

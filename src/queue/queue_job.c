@@ -10,18 +10,19 @@
 #include "util/error.h"
 #include "util/numtext.h"
 
-/* A scheduler's iteration is "repeat:<scheduler id>:<ms>", and scheduler ids (Node's
- * included) may be up to FERRY_SCHEDULER_FOREIGN_ID_MAX bytes: such ids are taken this
- * long; other ids up to FERRY__JOB_ID_MAX. */
-#define ITERATION_ID_MAX (FERRY_SCHEDULER_FOREIGN_ID_MAX + 32)
+/* Ids read here may come from any producer: Node sets no length limit on a custom jobId
+ * (ferry's own producer: FERRY__JOB_ID_MAX), and a scheduler's iteration is
+ * "repeat:<scheduler id>:<ms>" with scheduler ids up to FERRY_SCHEDULER_FOREIGN_ID_MAX bytes.
+ * So get and remove take ids this long, whatever their form. */
+#define READ_ID_MAX (FERRY_SCHEDULER_FOREIGN_ID_MAX + 32)
 
 /* The job's key (malloc'd into *key) after checking the id; 0 or an error. */
 static int check_id(const ferry_queue *q, const char *job_id, char **key, ferry_error *err) {
     *key = NULL;
     if (!job_id || !*job_id) return ferry__err(err, FERRY_EINVAL, "job id is empty");
     size_t len = strlen(job_id);
-    size_t max = !strncmp(job_id, "repeat:", 7) ? ITERATION_ID_MAX : FERRY__JOB_ID_MAX;
-    if (len > max) return ferry__err(err, FERRY_EINVAL, "job id longer than %zu bytes", max);
+    if (len > READ_ID_MAX)
+        return ferry__err(err, FERRY_EINVAL, "job id longer than %d bytes", READ_ID_MAX);
     const char *reserved = ferry__job_id_reserved(job_id);
     if (reserved)
         return ferry__err(err, FERRY_EINVAL,

@@ -281,6 +281,26 @@ static void test_remove_job(void **state) {
     assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "de:dd1"), K(q, "de:dd2"))), 1);
     assert_string_equal(get(K(q, "de:dd2")), "other");
 
+    /* an id longer than ferry's producer takes (1024 bytes), as Node may write one */
+    char long_id[2001], long_key[2600];
+    memset(long_id, 'L', 2000);
+    long_id[2000] = 0;
+    snprintf(long_key, sizeof long_key, "%s:%s:%s", ferry_queue_prefix(q), ferry_queue_name(q),
+             long_id);
+    char *wait_before = strdup(lrange(K(q, "wait")));
+    freeReplyObject(cmd("HSET %s name long timestamp 1", long_key));
+    freeReplyObject(cmd("LPUSH %s %s", K(q, "wait"), long_id));
+    ferry_job_info *info = NULL;
+    assert_int_equal(ferry_queue_get_job(q, long_id, &info, &e), 0);
+    assert_string_equal(info->name, "long");
+    assert_string_equal(info->state, "waiting");
+    ferry_job_info_free(info);
+    assert_int_equal(ferry_queue_remove_job(q, long_id, &e), 0);
+    assert_int_equal(ival(cmd("EXISTS %s", long_key)), 0);
+    assert_string_equal(lrange(K(q, "wait")), wait_before);
+    free(wait_before);
+    freeReplyObject(cmd("XTRIM %s MAXLEN 0", K(q, "events")));
+
     /* the last pending child releases its flow parent */
     add_expect(q, "child", NULL, NULL, "5");
     freeReplyObject(cmd("HSET %s name parent", K(q, "par")));
