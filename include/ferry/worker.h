@@ -111,9 +111,11 @@ typedef ferry_outcome (*ferry_handler_fn)(ferry_job *job, void *userdata);
  * first retry, BullMQ's attemptsMade + 1); `reason` is the failure reason; `job` is
  * valid only during the call. Returns the delay in ms (0 = retry at once), or -1 for "do
  * not retry" (the job fails now). Other negative values count as -1; delays over 2^40 ms
- * are clamped. Called on the handler thread that ran the job, under the worker's callback
- * lock: never at the same time as a callback or another strategy call of the same worker,
- * and never once ferry_worker_close has returned. Must not block (it holds up callbacks). */
+ * are clamped. Called on the handler thread that ran the job (or on the worker's dispatcher
+ * thread, for a completion Redis refused because the job has pending children), under the
+ * worker's callback lock: never at the same time as a callback or another strategy call of the same
+ * worker, and never once ferry_worker_close has returned. Must not block (it holds up callbacks).
+ */
 typedef long long (*ferry_backoff_fn)(long attempts_made, const char *type, const char *reason,
                                       const ferry_job *job, void *userdata);
 

@@ -194,10 +194,19 @@ static int landed_before(ferry_worker *w, const ferry_job *j, int code, int64_t 
     return in_active(w, j) == 0 ? 0 : code;
 }
 
-/* One job's answer: callbacks, stats, and whether the job is done with (1) or must be
- * sent again (0). */
+enum { SETTLE_RESEND_LATER = 0, SETTLE_DONE = 1, SETTLE_RESEND_NOW = 2 };
+
+/* One job's answer: callbacks, stats, and whether the job is done with, or is sent again
+ * after a pause or at once (SETTLE_*). */
 static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_result *res,
                   deltas *dl) {
+    if ((code == -4 || code == -9) && ferry__job_plan_refused(j, code)) {
+        /* refused for its children, lock still held (checked after): Node's worker emits
+         * the error and fails the job with it rather than leave it active till it stalls */
+        report(w, FERRY_ESTATE, "worker %s: job %s: completion refused (%d: %s): %s", w->queue,
+               j->id, code, ferry__fin_code_text(code), j->value ? j->value : "");
+        return SETTLE_RESEND_NOW;
+    }
     if (code == 0) {
         switch (j->kind) {
         case FERRY__FIN_COMPLETE:
@@ -229,12 +238,12 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
         }
         }
         ferry__job_log_emit(w, j, ferry__fin_log_outcome(j));
-        return 1;
+        return SETTLE_DONE;
     }
     if (code == FERRY__CODE_SCRIPT_ERROR) {
         /* a failing script keeps what it wrote before the error: part of it may be done */
         j->resent = 1;
-        if (++j->send_tries < SCRIPT_ERROR_RETRIES) return 0;
+        if (++j->send_tries < SCRIPT_ERROR_RETRIES) return SETTLE_RESEND_LATER;
         /* not written: its lock expires and it runs again elsewhere, as after a lost lock */
         ferry__job_log_emit(w, j, "lock-lost");
         report(w, FERRY_EREDIS,
@@ -242,7 +251,7 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
                "it is recovered as stalled",
                w->queue, j->id, ferry__fin_kind_text(j->kind), SCRIPT_ERROR_RETRIES,
                res->has_script_error ? res->script_error.message : "");
-        return 1;
+        return SETTLE_DONE;
     }
     if ((code == -2 || code == -6) && !j->lock_lost) dl->lock_lost++;
     ferry__job_log_emit(w, j, "lock-lost");
@@ -252,7 +261,7 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
            j->resent ? "; sent again (after a broken connection or a script error), so it may "
                        "have been written already"
                      : "");
-    return 1;
+    return SETTLE_DONE;
 }
 
 /* Jobs fetched: own them, fail the unrunnable at once, keep one for the caller when
@@ -428,12 +437,14 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     int again = 0;
     for (i = 0; i < n; i++) {
         ferry_job *j = jobs[i];
-        if (settle(w, j, landed_before(w, j, codes[i], d->last_io), &res, &dl)) {
+        int st = settle(w, j, landed_before(w, j, codes[i], d->last_io), &res, &dl);
+        if (st == SETTLE_DONE) {
             own_remove(d, j);
             ferry__job_free(j);
         } else {
+            if (!d->pending) d->pending_since_us = ferry__now_us();
             pending_append(d, j);
-            again = 1;
+            if (st == SETTLE_RESEND_LATER) again = 1;
         }
     }
     if (again) d->retry_at = ferry__mono_ms() + SCRIPT_ERROR_DELAY_MS;

@@ -92,6 +92,9 @@ ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const re
             TAKE(ats, "ats");
             TAKE(legacy_atm, "attemptsMade");
             break;
+        case 'p':
+            TAKE(j->parent_key, "parentKey");
+            break;
         case 's':
             TAKE(j->stacktrace_prev, "stacktrace");
             break;
@@ -555,6 +558,25 @@ void ferry__job_plan_unsendable(ferry_job *j, const char *why) {
     ferry__job_plan(j, FERRY_FAILED_PERMANENT, NULL);
     free(j->stacktrace);
     j->stacktrace = NULL;
+}
+
+int ferry__job_plan_refused(ferry_job *j, int code) {
+    if (j->kind != FERRY__FIN_COMPLETE || (code != -4 && code != -9)) return 0;
+    /* BullMQ's finishedErrors texts; -9 is an UnrecoverableError (never retried) */
+    char *msg = code == -4 ? dup_printf("Job %s has pending dependencies. moveToFinished", j->id)
+                           : dup_printf("Cannot complete job %s because it has at least one "
+                                        "failed child. moveToFinished",
+                                        j->id);
+    char *stack = msg ? dup_printf("%s: %s\n    at ferry worker (queue %s, completion refused)",
+                                   code == -4 ? "Error" : "UnrecoverableError", msg, j->w->queue)
+                      : NULL;
+    free(j->reason);
+    free(j->stack);
+    j->reason = msg; /* ENOMEM: NULL, planned as "failed" */
+    j->stack = stack;
+    j->outcome = code == -4 ? FERRY_FAILED : FERRY_FAILED_PERMANENT;
+    ferry__job_plan(j, j->outcome, NULL);
+    return 1;
 }
 
 long long ferry__job_backoff_delay(const ferry_job *j) {

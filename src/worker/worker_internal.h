@@ -67,6 +67,7 @@ struct ferry_job {
     const char **fname, **fval;
     const char *name, *data, *opts;
     const char *deid, *defa, *stacktrace_prev; /* those fields, or NULL */
+    const char *parent_key; /* `parentKey` (a flow child's parent), or NULL */
     long attempts_made, attempts_started;
     long long timestamp;
     int own_idx;      /* [disp] index in the dispatcher's owned-jobs array */
@@ -256,6 +257,14 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
  * final failure saying so, leaving the stored stacktrace alone. Never fails (ENOMEM: an
  * empty reason). Dispatcher only. */
 void ferry__job_plan_unsendable(ferry_job *j, const char *why);
+/* A completion refused because the job has pending (-4) or failed (-9) children: re-plan
+ * it as Node's worker does, a failure with BullMQ's error text (-4: "Job <id> has pending
+ * dependencies. moveToFinished", retried by its backoff while attempts remain; -9: "Cannot
+ * complete job <id> because it has at least one failed child. moveToFinished", an
+ * UnrecoverableError, final). Returns 1 when re-planned, 0 for any other job or code.
+ * Never fails (ENOMEM: reason "failed"). Dispatcher only; may call a custom backoff
+ * strategy (under the callback lock). */
+int ferry__job_plan_refused(ferry_job *j, int code);
 
 /* The job's backoff.delay (ms, 0 when none): from the option being planned when called
  * from a strategy, else parsed from the stored opts. */

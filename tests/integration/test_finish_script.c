@@ -10,13 +10,16 @@
 
 #define NKEYS 12
 #define HEAD 11
-#define STRIDE 11
+#define STRIDE 12
 
 /* One job of a finish batch. keep/age/limit/trim: the removeOn* arguments (NULL: "0"
- * = delete the job, "" = no age (else seconds), "1000", "0" = no trim after it). */
+ * = delete the job, "" = no age (else seconds), "1000", "0" = no trim after it); value
+ * (NULL: "\"ok\"" / "boom"), deid and parent (the job's parentKey) as the worker sends
+ * them (NULL: ""). */
 typedef struct fin {
     const char *id, *token, *target; /* target: completed | failed */
     const char *keep, *age, *limit, *trim;
+    const char *value, *deid, *parent;
 } fin;
 
 /* Put job `id` in active with lock `token` (NULL = no lock), as a fetch leaves it. */
@@ -42,11 +45,13 @@ static void finish_at(ferry_queue *q, const fin *jobs, size_t n, long long *code
     char keys[NKEYS][256];
     const char *kp[NKEYS];
     for (int i = 0; i < NKEYS; i++) {
-        snprintf(keys[i], sizeof keys[i], "%s", K(q, suffix[i]));
+        /* not K(): its rotating buffers may hold the jobs' parent keys */
+        snprintf(keys[i], sizeof keys[i], "%s:%s:%s", ferry_queue_prefix(q), ferry_queue_name(q),
+                 suffix[i]);
         kp[i] = keys[i];
     }
     char base[256], count[16];
-    snprintf(base, sizeof base, "%s", K(q, ""));
+    snprintf(base, sizeof base, "%s:%s:", ferry_queue_prefix(q), ferry_queue_name(q));
     snprintf(count, sizeof count, "%zu", n);
     size_t nargs = HEAD + STRIDE * n;
     const char **args = calloc(nargs, sizeof *args);
@@ -60,14 +65,15 @@ static void finish_at(ferry_queue *q, const fin *jobs, size_t n, long long *code
         a[0] = jobs[j].id;
         a[1] = jobs[j].token;
         a[2] = jobs[j].target;
-        a[3] = strcmp(jobs[j].target, "failed") ? "\"ok\"" : "boom";
+        a[3] = jobs[j].value ? jobs[j].value : strcmp(jobs[j].target, "failed") ? "\"ok\"" : "boom";
         a[4] = "";
         a[5] = jobs[j].keep ? jobs[j].keep : "0";
         a[6] = jobs[j].age ? jobs[j].age : "";
         a[7] = jobs[j].limit ? jobs[j].limit : "1000";
         a[8] = "1";
         a[9] = jobs[j].trim ? jobs[j].trim : "0";
-        a[10] = "";
+        a[10] = jobs[j].deid ? jobs[j].deid : "";
+        a[11] = jobs[j].parent ? jobs[j].parent : "";
     }
     for (size_t i = 0; i < nargs; i++)
         lens[i] = strlen(args[i]);
@@ -182,8 +188,8 @@ static void test_trim_owed_by_a_refused_job(void **state) {
     make_active(q, "a", "t1");
     make_active(q, "b", "t2");
     freeReplyObject(cmd("SET %s other", K(q, "b:lock")));
-    fin jobs[] = {{"a", "t1", "completed", "2", NULL, NULL, "0"},
-                  {"b", "t2", "completed", "2", NULL, NULL, "1"}};
+    fin jobs[] = {{"a", "t1", "completed", "2", NULL, NULL, "0", NULL, NULL, NULL},
+                  {"b", "t2", "completed", "2", NULL, NULL, "1", NULL, NULL, NULL}};
     long long codes[2];
     finish(q, jobs, 2, codes);
     assert_string_equal(codes_str(codes, 2), "0,-6");
@@ -202,8 +208,8 @@ static void test_trim_by_age_with_limit_per_job(void **state) {
     old_finished(q, "failed", 5, -20000); /* far older than now (1000 ms) - 10 s */
     make_active(q, "a", "t1");
     make_active(q, "b", "t1");
-    fin jobs[] = {{"a", "t1", "failed", "-1", "10", "1", "0"},
-                  {"b", "t1", "failed", "-1", "10", "1", "1"}};
+    fin jobs[] = {{"a", "t1", "failed", "-1", "10", "1", "0", NULL, NULL, NULL},
+                  {"b", "t1", "failed", "-1", "10", "1", "1", NULL, NULL, NULL}};
     long long codes[2];
     finish(q, jobs, 2, codes);
     assert_string_equal(codes_str(codes, 2), "0,0");
@@ -220,14 +226,14 @@ static void test_trim_by_age_in_seconds(void **state) {
     ferry_queue *q = open_q("fs5", "q", NULL);
     old_finished(q, "completed", 3, 498); /* o1 499, o2 500, o3 501 */
     make_active(q, "a", "t1");
-    fin jobs[] = {{"a", "t1", "completed", "-1", "0.5", NULL, "1"}};
+    fin jobs[] = {{"a", "t1", "completed", "-1", "0.5", NULL, "1", NULL, NULL, NULL}};
     long long codes[1];
     finish(q, jobs, 1, codes);
     assert_string_equal(codes_str(codes, 1), "0");
     assert_string_equal(zrange(K(q, "completed")), "o3,501,a,1000");
     assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "o1"), K(q, "o2"), K(q, "o3"))), 1);
     make_active(q, "b", "t1");
-    fin zero[] = {{"b", "t1", "completed", "-1", "0", NULL, "1"}};
+    fin zero[] = {{"b", "t1", "completed", "-1", "0", NULL, "1", NULL, NULL, NULL}};
     finish(q, zero, 1, codes);
     assert_string_equal(codes_str(codes, 1), "0");
     assert_string_equal(zrange(K(q, "completed")), "");
@@ -272,7 +278,8 @@ static void test_trim_by_age_as_node_at_real_clock(void **state) {
         freeReplyObject(cmd("ZADD %s %lld after", K(q, "completed"), b + 1));
         make_active(q, "a", "t1");
         fin jobs[] = {{"a", "t1", "completed", "-1",
-                       age_arg(&o.remove_on_complete, arg, sizeof arg), NULL, "1"}};
+                       age_arg(&o.remove_on_complete, arg, sizeof arg), NULL, "1", NULL, NULL,
+                       NULL}};
         long long codes[1];
         finish_at(q, jobs, 1, codes, now);
         char expect[128];
@@ -286,6 +293,331 @@ static void test_trim_by_age_as_node_at_real_clock(void **state) {
     }
 }
 
+/* ---- flows and keepLastIfActive (BullMQ 6.7.0 moveToFinished's effects) ---------------- */
+
+/* A flow as Node's FlowProducer leaves it: parent `pid` of queue pq in waiting-children
+ * with hash field pfield = pvalue (NULL: none) set, depending on the children
+ * `kids` (ids in queue q, each made active with token t1, `parent` JSON with `flags` ("" or
+ * ",\"fpof\":true" ...)). */
+static void make_flow(ferry_queue *q, ferry_queue *pq, const char *pid, const char *pfield,
+                      const char *pvalue, const char *const *kids, size_t nkids,
+                      const char *flags) {
+    char pkey[512];
+    snprintf(pkey, sizeof pkey, "%.500s", K(pq, pid));
+    freeReplyObject(cmd("HSET %s name p data {} opts {} timestamp 1 delay 0 priority 0", pkey));
+    if (pfield) freeReplyObject(cmd("HSET %s %s %s", pkey, pfield, pvalue));
+    freeReplyObject(cmd("ZADD %s 1 %s", K(pq, "waiting-children"), pid));
+    char pjson[512];
+    snprintf(pjson, sizeof pjson, "{\"id\":\"%s\",\"queueKey\":\"%s:%s\"%s}", pid,
+             ferry_queue_prefix(pq), ferry_queue_name(pq), flags ? flags : "");
+    for (size_t i = 0; i < nkids; i++) {
+        make_active(q, kids[i], "t1");
+        freeReplyObject(cmd("HSET %s parentKey %s parent %s", K(q, kids[i]), pkey, pjson));
+        freeReplyObject(cmd("SADD %s:dependencies %s", pkey, K(q, kids[i])));
+    }
+}
+
+static void finish1(ferry_queue *q, fin f, long long want) {
+    long long code;
+    finish(q, &f, 1, &code);
+    assert_int_equal(code, want);
+}
+
+static char prefix_buf[8][64];
+static const char *fresh_prefix(int i) {
+    snprintf(prefix_buf[i], sizeof prefix_buf[i], "%s", testenv_prefix());
+    return prefix_buf[i];
+}
+
+/* Completed children leave the parent's dependencies and record their return values; the
+ * last one moves the parent (another queue) from waiting-children to wait, with the marker
+ * and its `waiting` event in the parent queue's stream. */
+static void test_completed_children_release_parent(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(0);
+    ferry_queue *q = open_q(px, "q", NULL), *pq = open_q(px, "pq", NULL);
+    const char *kids[] = {"c1", "c2"};
+    make_flow(q, pq, "P", NULL, NULL, kids, 2, "");
+    char c1[512], c2[512];
+    snprintf(c1, sizeof c1, "%s", K(q, "c1"));
+    snprintf(c2, sizeof c2, "%s", K(q, "c2"));
+    finish1(q, (fin){"c1", "t1", "completed", "-1", .value = "\"r1\"", .parent = K(pq, "P")}, 0);
+    assert_string_equal(joined(cmd("SMEMBERS %s", K(pq, "P:dependencies"))), c2);
+    assert_string_equal(hget(K(pq, "P:processed"), c1), "\"r1\"");
+    assert_string_equal(zrange(K(pq, "waiting-children")), "P,1");
+    assert_int_equal(ival(cmd("LLEN %s", K(pq, "wait"))), 0);
+    finish1(q, (fin){"c2", "t1", "completed", "-1", .value = "{\"b\":2}", .parent = K(pq, "P")}, 0);
+    assert_int_equal(ival(cmd("EXISTS %s", K(pq, "P:dependencies"))), 0);
+    assert_string_equal(hget(K(pq, "P:processed"), c2), "{\"b\":2}");
+    assert_string_equal(zrange(K(pq, "waiting-children")), "");
+    assert_string_equal(lrange(K(pq, "wait")), "P");
+    assert_string_equal(zrange(K(pq, "marker")), "0,0");
+    assert_string_equal(events(pq), "waiting:jobId=P:prev=waiting-children");
+    assert_string_equal(events(q), "completed:jobId=c1:returnvalue=\"r1\":prev=active|"
+                                   "completed:jobId=c2:returnvalue={\"b\":2}:prev=active|"
+                                   "drained");
+    /* the children themselves finished as usual */
+    assert_string_equal(zrange(K(q, "completed")), "c1,1000,c2,1000");
+    ferry_queue_close(q);
+    ferry_queue_close(pq);
+}
+
+/* The released parent goes where its own fields say: `priority` -> prioritized, `delay` ->
+ * delayed (due now + delay, delay marker, event delayed), a paused queue -> wait without a
+ * marker. A child the parent no longer waits for changes nothing. */
+static void test_released_parent_placement(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(1);
+    ferry_queue *q = open_q(px, "q", NULL), *pq = open_q(px, "pq", NULL);
+    const char *k1[] = {"c1"}, *k2[] = {"c2"}, *k3[] = {"c3"}, *k4[] = {"c4"};
+    make_flow(q, pq, "P1", "priority", "5", k1, 1, "");
+    make_flow(q, pq, "P2", "delay", "5000", k2, 1, "");
+    finish1(q, (fin){"c1", "t1", "completed", .parent = K(pq, "P1")}, 0);
+    finish1(q, (fin){"c2", "t1", "completed", .parent = K(pq, "P2")}, 0);
+    assert_string_equal(zrange(K(pq, "prioritized")), "P1,21474836481");
+    assert_string_equal(zrange(K(pq, "delayed")), "P2,24576000");
+    assert_string_equal(zrange(K(pq, "marker")), "0,0,1,6000");
+    assert_string_equal(events(pq), "waiting:jobId=P1:prev=waiting-children|"
+                                    "delayed:jobId=P2:delay=6000");
+    freeReplyObject(cmd("DEL %s %s %s", K(pq, "marker"), K(pq, "events"), K(pq, "prioritized")));
+    freeReplyObject(cmd("HSET %s paused 1", K(pq, "meta")));
+    make_flow(q, pq, "P3", NULL, NULL, k3, 1, "");
+    finish1(q, (fin){"c3", "t1", "completed", .parent = K(pq, "P3")}, 0);
+    assert_string_equal(lrange(K(pq, "wait")), "P3");
+    assert_int_equal(ival(cmd("EXISTS %s", K(pq, "marker"))), 0);
+    /* a parent not in waiting-children (here: removed from it) stays where it is */
+    make_flow(q, pq, "P4", NULL, NULL, k4, 1, "");
+    freeReplyObject(cmd("ZREM %s P4", K(pq, "waiting-children")));
+    finish1(q, (fin){"c4", "t1", "completed", .parent = K(pq, "P4")}, 0);
+    assert_string_equal(lrange(K(pq, "wait")), "P3");
+    assert_string_equal(hget(K(pq, "P4:processed"), K(q, "c4")), "\"ok\"");
+    ferry_queue_close(q);
+    ferry_queue_close(pq);
+}
+
+/* A child failing for good, by its parent flags. */
+static void test_failed_child_flags(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(2);
+    ferry_queue *q = open_q(px, "q", NULL), *pq = open_q(px, "pq", NULL);
+    const char *kf[] = {"f1", "f2"}, *kc[] = {"c1", "c2"}, *ki[] = {"i1", "i2"}, *kr[] = {"r1"},
+               *kn[] = {"n1"}, *ka[] = {"a1"};
+    char key[512];
+
+    /* fpof: :unsuccessful, defa, and the parent moves to wait though f2 is pending */
+    make_flow(q, pq, "PF", NULL, NULL, kf, 2, ",\"fpof\":true");
+    finish1(q, (fin){"f1", "t1", "failed", "-1", .value = "bad", .parent = K(pq, "PF")}, 0);
+    snprintf(key, sizeof key, "%s", K(q, "f1"));
+    char scored[600];
+    snprintf(scored, sizeof scored, "%s,1000", key); /* scored by the finish time */
+    assert_string_equal(zrange(K(pq, "PF:unsuccessful")), scored);
+    char defa[600];
+    snprintf(defa, sizeof defa, "child %s failed", key);
+    assert_string_equal(hget(K(pq, "PF"), "defa"), defa);
+    assert_string_equal(lrange(K(pq, "wait")), "PF");
+    assert_string_equal(joined(cmd("SMEMBERS %s", K(pq, "PF:dependencies"))), K(q, "f2"));
+
+    /* fpof with the parent elsewhere (active): only defa */
+    make_flow(q, pq, "PA", NULL, NULL, ka, 1, ",\"fpof\":true");
+    freeReplyObject(cmd("ZREM %s PA", K(pq, "waiting-children")));
+    finish1(q, (fin){"a1", "t1", "failed", "-1", .parent = K(pq, "PA")}, 0);
+    snprintf(defa, sizeof defa, "child %s failed", K(q, "a1"));
+    assert_string_equal(hget(K(pq, "PA"), "defa"), defa);
+    assert_string_equal(lrange(K(pq, "wait")), "PF");
+
+    /* cpof: :failed, and the parent moves on at once */
+    make_flow(q, pq, "PC", NULL, NULL, kc, 2, ",\"cpof\":true");
+    finish1(q, (fin){"c1", "t1", "failed", "-1", .value = "why", .parent = K(pq, "PC")}, 0);
+    assert_string_equal(hget(K(pq, "PC:failed"), K(q, "c1")), "why");
+    assert_string_equal(lrange(K(pq, "wait")), "PF,PC");
+    assert_string_equal(hget(K(pq, "PC"), "defa"), "(nil)");
+
+    /* idof: :failed; the parent moves once no dependency remains */
+    make_flow(q, pq, "PI", NULL, NULL, ki, 2, ",\"idof\":true");
+    finish1(q, (fin){"i1", "t1", "failed", "-1", .value = "e1", .parent = K(pq, "PI")}, 0);
+    assert_string_equal(hget(K(pq, "PI:failed"), K(q, "i1")), "e1");
+    assert_string_equal(zrange(K(pq, "waiting-children")), "PI,1");
+    finish1(q, (fin){"i2", "t1", "completed", "-1", .parent = K(pq, "PI")}, 0);
+    assert_string_equal(lrange(K(pq, "wait")), "PF,PC,PI");
+
+    /* rdof: dependency dropped, nothing recorded */
+    make_flow(q, pq, "PR", NULL, NULL, kr, 1, ",\"rdof\":true");
+    finish1(q, (fin){"r1", "t1", "failed", "-1", .parent = K(pq, "PR")}, 0);
+    assert_int_equal(ival(cmd("EXISTS %s %s", K(pq, "PR:failed"), K(pq, "PR:unsuccessful"))), 0);
+    assert_string_equal(lrange(K(pq, "wait")), "PF,PC,PI,PR");
+
+    /* no flag, failed job kept: the parent keeps waiting for it */
+    make_flow(q, pq, "PN", NULL, NULL, kn, 1, "");
+    finish1(q, (fin){"n1", "t1", "failed", "-1", .parent = K(pq, "PN")}, 0);
+    assert_string_equal(zrange(K(pq, "waiting-children")), "PN,1");
+    assert_string_equal(joined(cmd("SMEMBERS %s", K(pq, "PN:dependencies"))), K(q, "n1"));
+    assert_string_equal(events(pq), "waiting:jobId=PF:prev=waiting-children|"
+                                    "waiting:jobId=PC:prev=waiting-children|"
+                                    "waiting:jobId=PI:prev=waiting-children|"
+                                    "waiting:jobId=PR:prev=waiting-children");
+    ferry_queue_close(q);
+    ferry_queue_close(pq);
+}
+
+/* A failed child without flags deleted by removeOnFail (alone, and in a batch: the bulk
+ * path), or later by a trim of the failed set, leaves its parent's dependencies: the last
+ * one puts the parent at the end of wait whatever its priority (BullMQ's
+ * removeParentDependencyKey). */
+static void test_deleted_failed_child_releases_parent(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(3);
+    ferry_queue *q = open_q(px, "q", NULL), *pq = open_q(px, "pq", NULL);
+    const char *k1[] = {"d1"}, *k2[] = {"d2", "d3"}, *k3[] = {"old"};
+    make_flow(q, pq, "P1", "priority", "3", k1, 1, "");
+    finish1(q, (fin){"d1", "t1", "failed", "0", .parent = K(pq, "P1")}, 0);
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "d1"))), 0);
+    assert_string_equal(lrange(K(pq, "wait")), "P1");
+    assert_int_equal(ival(cmd("EXISTS %s", K(pq, "prioritized"))), 0);
+
+    make_flow(q, pq, "P2", NULL, NULL, k2, 2, "");
+    make_active(q, "plain", "t1");
+    fin batch[] = {{"d2", "t1", "failed", "0", .parent = K(pq, "P2")},
+                   {"plain", "t1", "completed", .keep = "0"},
+                   {"d3", "t1", "failed", "0", .parent = K(pq, "P2")}};
+    long long codes[3];
+    finish(q, batch, 3, codes);
+    assert_string_equal(codes_str(codes, 3), "0,0,0");
+    assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "d2"), K(q, "d3"), K(q, "plain"))), 0);
+    assert_string_equal(lrange(K(pq, "wait")), "P1,P2");
+
+    /* a trim: "old" failed earlier (kept), the next failure keeps only 1 */
+    make_flow(q, pq, "P3", NULL, NULL, k3, 1, "");
+    finish_at(q, &(fin){"old", "t1", "failed", "-1", .parent = K(pq, "P3")}, 1, codes, "900");
+    assert_string_equal(zrange(K(pq, "waiting-children")), "P3,1");
+    make_active(q, "new", "t1");
+    finish1(q, (fin){"new", "t1", "failed", "1", .trim = "1"}, 0);
+    assert_string_equal(zrange(K(q, "failed")), "new,1000");
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "old"))), 0);
+    assert_string_equal(lrange(K(pq, "wait")), "P1,P2,P3");
+    assert_string_equal(events(pq), "waiting:jobId=P1:prev=waiting-children|"
+                                    "waiting:jobId=P2:prev=waiting-children|"
+                                    "waiting:jobId=P3:prev=waiting-children");
+    ferry_queue_close(q);
+    ferry_queue_close(pq);
+}
+
+/* Children of a parent in their own queue finishing in one batch (the bulk path, `active`
+ * read once): the parent is released with the marker, as per-job finishes would do, though
+ * `active` (global concurrency 4) is only written back after the loop. */
+static void test_batch_of_children_same_queue(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(4);
+    ferry_queue *q = open_q(px, "q", NULL);
+    const char *kids[] = {"c1", "c2", "c3", "c4"};
+    make_flow(q, q, "P", NULL, NULL, kids, 4, "");
+    freeReplyObject(cmd("HSET %s concurrency 4", K(q, "meta")));
+    fin b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = (fin){kids[i], "t1", "completed", "-1", .parent = K(q, "P")};
+    long long codes[4];
+    finish(q, b, 4, codes);
+    assert_string_equal(codes_str(codes, 4), "0,0,0,0");
+    assert_string_equal(lrange(K(q, "active")), "");
+    assert_string_equal(lrange(K(q, "wait")), "P");
+    assert_string_equal(zrange(K(q, "marker")), "0,0");
+    assert_int_equal(ival(cmd("HLEN %s", K(q, "P:processed"))), 4);
+    assert_string_equal(events(q), "completed:jobId=c1:returnvalue=\"ok\":prev=active|"
+                                   "completed:jobId=c2:returnvalue=\"ok\":prev=active|"
+                                   "completed:jobId=c3:returnvalue=\"ok\":prev=active|"
+                                   "waiting:jobId=P:prev=waiting-children|"
+                                   "completed:jobId=c4:returnvalue=\"ok\":prev=active");
+    ferry_queue_close(q);
+}
+
+/* keepLastIfActive: the job stored in dn:<deid> while the owner was active is created when
+ * it finishes (stored jid, dedup key without TTL, added + waiting events before the owner's
+ * completed event, the parent's dependency), and dn is deleted. */
+static void test_keep_last_if_active_requeue(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(5);
+    ferry_queue *q = open_q(px, "q", NULL);
+    make_active(q, "a", "t1");
+    freeReplyObject(cmd("SET %s a", K(q, "de:d1")));
+    freeReplyObject(cmd("HSET %s name n2 data {\"x\":1} opts %s jid j9 pk %s pd %s pdk %s",
+                        K(q, "dn:d1"), "{\"de\":{\"id\":\"d1\",\"keepLastIfActive\":true}}",
+                        K(q, "PP"), "{\"id\":\"PP\",\"queueKey\":\"x\"}", K(q, "PP:dependencies")));
+    finish1(q, (fin){"a", "t1", "completed", "-1", .deid = "d1"}, 0);
+    assert_string_equal(get(K(q, "de:d1")), "j9");
+    assert_int_equal(ival(cmd("PTTL %s", K(q, "de:d1"))), -1);
+    assert_int_equal(ival(cmd("EXISTS %s", K(q, "dn:d1"))), 0);
+    assert_string_equal(get(K(q, "id")), "1"); /* the counter moved though jid was used */
+    char want[1024];
+    snprintf(want, sizeof want,
+             "data={\"x\":1};deid=d1;delay=0;name=n2;"
+             "opts={\"de\":{\"id\":\"d1\",\"keepLastIfActive\":true}};parent={\"id\":\"PP\","
+             "\"queueKey\":\"x\"};parentKey=%s;priority=0;timestamp=1000",
+             K(q, "PP"));
+    assert_string_equal(hgetall(K(q, "j9")), want);
+    assert_string_equal(lrange(K(q, "wait")), "j9");
+    assert_string_equal(joined(cmd("SMEMBERS %s", K(q, "PP:dependencies"))), K(q, "j9"));
+    assert_string_equal(zrange(K(q, "marker")), "0,0");
+    assert_string_equal(events(q), "added:jobId=j9:name=n2|waiting:jobId=j9|"
+                                   "completed:jobId=a:returnvalue=\"ok\":prev=active");
+
+    /* no jid: the counter's id; delayed; a ttl mode sets the key with PX; the owner fails */
+    freeReplyObject(cmd("DEL %s %s", K(q, "events"), K(q, "marker")));
+    make_active(q, "b", "t1");
+    freeReplyObject(cmd("SET %s b", K(q, "de:d2")));
+    freeReplyObject(cmd("HSET %s name n3 data {} opts %s", K(q, "dn:d2"),
+                        "{\"delay\":2000,\"de\":{\"id\":\"d2\",\"ttl\":60000}}"));
+    finish1(q, (fin){"b", "t1", "failed", "-1", .deid = "d2"}, 0);
+    assert_string_equal(get(K(q, "de:d2")), "2");
+    long long pttl = ival(cmd("PTTL %s", K(q, "de:d2")));
+    assert_true(pttl > 0 && pttl <= 60000);
+    assert_string_equal(zrange(K(q, "delayed")), "2,12288000");
+    assert_string_equal(zrange(K(q, "marker")), "1,3000");
+    assert_string_equal(hget(K(q, "2"), "delay"), "2000");
+    assert_string_equal(events(q), "added:jobId=2:name=n3|delayed:jobId=2:delay=3000|"
+                                   "failed:jobId=b:failedReason=boom:prev=active|"
+                                   "retries-exhausted:jobId=b:attemptsMade=1");
+    /* nothing stored: nothing created */
+    make_active(q, "c", "t1");
+    finish1(q, (fin){"c", "t1", "completed", "-1", .deid = "d3"}, 0);
+    assert_string_equal(get(K(q, "id")), "2");
+    ferry_queue_close(q);
+}
+
+/* fpof with the parent in delayed (its children done, its own delay running): it leaves
+ * delayed for wait with delay 0 and defa; with the parent already failed: no defa. A
+ * `parent` field that is not valid JSON fails nothing: a completed child still uses its
+ * parentKey, a failed one counts as flagless. */
+static void test_fpof_parent_states_and_bad_parent_json(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(6);
+    ferry_queue *q = open_q(px, "q", NULL), *pq = open_q(px, "pq", NULL);
+    const char *k1[] = {"f1"}, *k2[] = {"f2"}, *k3[] = {"b1", "b2"};
+    make_flow(q, pq, "PD", "delay", "5000", k1, 1, ",\"fpof\":true");
+    freeReplyObject(cmd("ZREM %s PD", K(pq, "waiting-children")));
+    freeReplyObject(cmd("ZADD %s 99999 PD", K(pq, "delayed")));
+    finish1(q, (fin){"f1", "t1", "failed", "-1", .parent = K(pq, "PD")}, 0);
+    assert_string_equal(zrange(K(pq, "delayed")), "");
+    assert_string_equal(lrange(K(pq, "wait")), "PD");
+    assert_string_equal(hget(K(pq, "PD"), "delay"), "0");
+    assert_non_null(strstr(hget(K(pq, "PD"), "defa"), ":q:f1 failed"));
+
+    make_flow(q, pq, "PX", NULL, NULL, k2, 1, ",\"fpof\":true");
+    freeReplyObject(cmd("ZREM %s PX", K(pq, "waiting-children")));
+    freeReplyObject(cmd("ZADD %s 1 PX", K(pq, "failed")));
+    finish1(q, (fin){"f2", "t1", "failed", "-1", .parent = K(pq, "PX")}, 0);
+    assert_string_equal(hget(K(pq, "PX"), "defa"), "(nil)");
+    assert_int_equal(ival(cmd("ZCARD %s", K(pq, "PX:unsuccessful"))), 1);
+
+    make_flow(q, pq, "PB", NULL, NULL, k3, 2, "");
+    freeReplyObject(cmd("HSET %s parent {oops", K(q, "b1")));
+    freeReplyObject(cmd("HSET %s parent {oops", K(q, "b2")));
+    finish1(q, (fin){"b1", "t1", "completed", "-1", .parent = K(pq, "PB")}, 0);
+    assert_string_equal(hget(K(pq, "PB:processed"), K(q, "b1")), "\"ok\"");
+    finish1(q, (fin){"b2", "t1", "failed", "0", .parent = K(pq, "PB")}, 0);
+    assert_string_equal(lrange(K(pq, "wait")), "PD,PB");
+    ferry_queue_close(q);
+    ferry_queue_close(pq);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_job_next_to_jobs_with_children),
@@ -294,6 +626,13 @@ int main(void) {
         cmocka_unit_test(test_trim_by_age_with_limit_per_job),
         cmocka_unit_test(test_trim_by_age_in_seconds),
         cmocka_unit_test(test_trim_by_age_as_node_at_real_clock),
+        cmocka_unit_test(test_completed_children_release_parent),
+        cmocka_unit_test(test_released_parent_placement),
+        cmocka_unit_test(test_failed_child_flags),
+        cmocka_unit_test(test_deleted_failed_child_releases_parent),
+        cmocka_unit_test(test_batch_of_children_same_queue),
+        cmocka_unit_test(test_keep_last_if_active_requeue),
+        cmocka_unit_test(test_fpof_parent_states_and_bad_parent_json),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,9 +3,16 @@
   Per job, in order, BullMQ's effects: -1 job missing; for completed -4 pending children /
   -9 failed children; lock check (-6 other token, -2 missing; never forced); failed: HSET
   failedReason (+ stacktrace); LREM active (-3 when absent); deduplication key release;
-  atm + 1; keepJobs (count 0 -> delete the job, else ZADD target, HSET value + finishedOn,
-  HDEL defa on failed, trim by age/count); event completed|failed; for failed with
-  atm >= attempts, event retries-exhausted.
+  keepLastIfActive: the job stored in `dn:<deid>` is created (requeueDeduplicatedJob);
+  flows (the job has a parentKey): completed -> SREM from the parent's :dependencies, and
+  when it was there HSET the parent's :processed and move the parent out of
+  waiting-children once no dependency remains; failed -> by the `parent` flags fpof / cpof
+  / idof / rdof (see flow.lua); atm + 1; keepJobs (count 0 -> delete the job, and a child
+  not dealt with above leaves its parent's dependencies, else ZADD target, HSET value +
+  finishedOn, HDEL defa on failed, trim by age/count: trimming the failed set releases the
+  parents of trimmed children as BullMQ's removeJob does); event completed|failed; for
+  failed with atm >= attempts, event retries-exhausted. Events of a parent go to its own
+  queue's stream, before the child's own event.
 
   Batching changes no per-job effect, only how many commands carry them (each redis.call
   costs Redis about as much as the command itself, so the per-job ones are what matters):
@@ -15,7 +22,8 @@
     with two EXISTS (all job keys: every one exists; the completed jobs' :dependencies and
     :unsuccessful keys: none exists; any other answer falls back to the per-job checks)
     and one MGET; these reads stay valid until a trim wipes other jobs, after which later
-    jobs read again;
+    jobs read again (so does a child's failure that writes a parent's :unsuccessful, and a
+    re-enqueued job joining a parent's :dependencies);
   - released locks and deleted jobs' keys go in one DEL, and released jobs leave `stalled`
     in one SREM, both before the fetch (nothing in between reads those keys);
   - when `active` is short (at most 2 * N + 64 ids) it is read once and written back
@@ -25,26 +33,32 @@
     wait, active and prioritized are empty), and a deleted job's atm is not incremented
     first (nobody can read it).
   A batch naming the same job twice runs every check and write per job, in order.
-  Not handled (flows): parent dependency bookkeeping, keepLastIfActive re-enqueue.
+  A job without a parent or a deduplication id costs no call for either (the worker sends
+  both fields from its fetch); one with a deduplication id costs one EXISTS of `dn:`, a
+  child one HGET of its `parent` plus its parent's bookkeeping, a job trimmed from the
+  failed set one HGET of its `parentKey`.
 
   KEYS: 1 wait 2 active 3 prioritized 4 events 5 limiter 6 delayed 7 meta 8 pc 9 marker
         10 stalled 11 completed 12 failed
   ARGV: 1 base  2 now (ms)  3 n to fetch (0 = none)  4 token prefix  5 first token counter
         6 lockDuration  7 worker name ("" none)  8 limiter max ("" none)
         9 limiter duration ("" none)  10 popMany ("1" = Redis >= 6.2)
-        11 N jobs to finish (at most 1000), then N groups of 11:
+        11 N jobs to finish (at most 1000), then N groups of 12:
         jobId, token, target (completed|failed), value (returnvalue JSON | failedReason),
         stacktrace JSON ("" = leave), keepCount (-1 keep all, 0 delete, n newest n),
         keepAge in seconds ("" = none; BullMQ's age, fraction included, as "%.17g"),
         keepLimit, attempts, trim ("1" = trim the target set after this job;
         the caller sends "0" when the next job into the same set has the same keep
         settings, so a run of equal settings trims once: see `runs`), deid (the job's `deid`
-        field as fetched, "" = none; it is written only when the job is added)
+        field as fetched, "" = none; it is written only when the job is added), parentKey
+        (the job's `parentKey` field as fetched, "" = none; also written only at add)
   Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: codes[i] is 0 or the negative code of
   job i; the rest as moveToActive.lua. ]]
 --@include common.lua
 
 --@include fetch.lua
+
+--@include flow.lua
 
 local k = {wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], events = KEYS[4],
   limiter = KEYS[5], delayed = KEYS[6], meta = KEYS[7], pc = KEYS[8], marker = KEYS[9],
@@ -53,7 +67,7 @@ local base = ARGV[1]
 local nowStr = ARGV[2]
 local now = tonumber(nowStr)
 local nJobs = tonumber(ARGV[11])
-local STRIDE = 11
+local STRIDE = 12
 local UNPACK_MAX = 7000 -- stay below Lua's C stack limit for unpack()
 
 if nJobs > 1000 then return redis.error_reply("ERR moveToFinished: more than 1000 jobs") end
@@ -65,28 +79,6 @@ local function callChunked(cmd, key, list)
     else
       redis.call(cmd, unpack(list, from, math.min(from + UNPACK_MAX - 1, #list)))
     end
-  end
-end
-
--- removeOnComplete / removeOnFail trimming of a whole finished set (BullMQ
--- removeJobsByMaxAge + removeJobsByMaxCount).
-local function trimSet(setKey, count, age, limit)
-  if age then
-    local start = now - age * 1000 -- BullMQ's bound, in the same doubles
-    local ids = redis.call("ZREVRANGEBYSCORE", setKey, start, "-inf", "LIMIT", 0, limit)
-    for _, jid in ipairs(ids) do ferryWipeJob(base .. jid) end
-    if #ids > 0 then
-      if #ids < limit then
-        redis.call("ZREMRANGEBYSCORE", setKey, "-inf", start)
-      else
-        callChunked("ZREM", setKey, ids)
-      end
-    end
-  end
-  if count > 0 then
-    local ids = redis.call("ZREVRANGE", setKey, count, -1)
-    for _, jid in ipairs(ids) do ferryWipeJob(base .. jid) end
-    redis.call("ZREMRANGEBYRANK", setKey, 0, -(count + 1))
   end
 end
 
@@ -136,6 +128,7 @@ end
 
 -- `active` read once when short (positions of each id, ascending).
 local seg, segPos, segGone, segChanged = nil, nil, {}, false
+local segRemoved = 0 -- ids marked gone in seg
 if bulk and nJobs >= 4 and redis.call("LLEN", k.active) <= 2 * nJobs + 64 then
   seg = redis.call("LRANGE", k.active, 0, -1)
   -- id -> its position, or a list of positions when the id occurs more than once
@@ -163,9 +156,59 @@ local function removeFromActive(id)
       segGone[table.remove(t)] = true -- the last occurrence, as LREM -1
     end
     segChanged = true
+    segRemoved = segRemoved + 1
     return true
   end
   return redis.call("LREM", k.active, "-1", id) >= 1
+end
+
+-- paused or maxed, for a queue this script moves a job into. This queue's meta was read
+-- above, and while `active` is kept in `seg` LLEN would still count the jobs finished so far.
+local function blocked(qbase)
+  if qbase ~= base then return ferryPausedOrMaxed(qbase .. "meta", qbase .. "active") end
+  if meta[1] then return true end
+  if not meta[2] then return false end
+  local len
+  if seg then len = #seg - segRemoved else len = redis.call("LLEN", k.active) end
+  return len >= tonumber(meta[2])
+end
+local fc = {now = nowStr, blocked = blocked, event = function(qbase, ...)
+  if qbase == base then return addEvent(...) end
+  return redis.call("XADD", qbase .. "events", "*", ...)
+end}
+
+-- A trimmed job is deleted; a trimmed failed child still in its parent's dependencies (no
+-- flag dealt with it) leaves them, as BullMQ's removeJob does. Completed children left
+-- their parent when they completed, so the completed set costs no extra read.
+local function dropTrimmed(setKey, jid)
+  local jobKey = base .. jid
+  if setKey == k.failed then
+    local pk = redis.call("HGET", jobKey, "parentKey")
+    if pk and pk ~= "" and redis.call("EXISTS", pk) == 1 then ferryChildDropped(fc, jobKey, pk) end
+  end
+  ferryWipeJob(jobKey)
+end
+
+-- removeOnComplete / removeOnFail trimming of a whole finished set (BullMQ
+-- removeJobsByMaxAge + removeJobsByMaxCount).
+local function trimSet(setKey, count, age, limit)
+  if age then
+    local start = now - age * 1000 -- BullMQ's bound, in the same doubles
+    local ids = redis.call("ZREVRANGEBYSCORE", setKey, start, "-inf", "LIMIT", 0, limit)
+    for _, jid in ipairs(ids) do dropTrimmed(setKey, jid) end
+    if #ids > 0 then
+      if #ids < limit then
+        redis.call("ZREMRANGEBYSCORE", setKey, "-inf", start)
+      else
+        callChunked("ZREM", setKey, ids)
+      end
+    end
+  end
+  if count > 0 then
+    local ids = redis.call("ZREVRANGE", setKey, count, -1)
+    for _, jid in ipairs(ids) do dropTrimmed(setKey, jid) end
+    redis.call("ZREMRANGEBYRANK", setKey, 0, -(count + 1))
+  end
 end
 
 -- Trims owed, per finished set: {keepCount, age, limit, jobs}. A run of jobs into one set
@@ -180,6 +223,80 @@ local function flushRun(setKey)
   runs[setKey] = nil
   trimSet(setKey, run[1], run[2], run[3] * run[4])
   preread = false -- the trim may have wiped jobs of this batch: read again
+end
+
+-- keepLastIfActive (BullMQ requeueDeduplicatedJob): the job a duplicate stored in
+-- `dn:<deid>` while this one was active is created now, under the stored `jid` (the id
+-- counter moves on anyway), owning the deduplication key; stored, placed (delayed,
+-- prioritized, or wait by lifo) and announced as an add is; joins the stored parent's
+-- dependencies; `dn` is deleted last. Returns whether a parent's dependencies grew.
+local function requeueNext(deid)
+  local dn = base .. "dn:" .. deid
+  if redis.call("EXISTS", dn) == 0 then return false end
+  local nd = redis.call("HMGET", dn, "name", "data", "opts", "pk", "pd", "pdk", "rjk", "jid")
+  local counted = redis.call("INCR", base .. "id") .. ""
+  local newId = nd[8] or counted
+  local newKey = base .. newId
+  local ok, opts = pcall(cjson.decode, nd[3] or "{}")
+  if not ok or type(opts) ~= "table" then opts = {} end
+  local de = opts["de"]
+  if type(de) ~= "table" then de = nil end
+  local dk = base .. "de:" .. deid
+  local ttl = de and de["ttl"]
+  if de and de["keepLastIfActive"] then
+    redis.call("SET", dk, newId) -- no TTL: the key must outlive the job's active time
+  elseif type(ttl) == "number" and ttl > 0 then
+    redis.call("SET", dk, newId, "PX", ttl)
+  else
+    redis.call("SET", dk, newId)
+  end
+  local delay = opts["delay"] or 0
+  local priority = opts["priority"] or 0
+  local extra = {}
+  if nd[4] then
+    extra[#extra + 1] = "parentKey"
+    extra[#extra + 1] = nd[4]
+    if nd[5] then
+      extra[#extra + 1] = "parent"
+      extra[#extra + 1] = nd[5]
+    end
+  end
+  if nd[7] then
+    extra[#extra + 1] = "rjk"
+    extra[#extra + 1] = nd[7]
+  end
+  if de and de["id"] then
+    extra[#extra + 1] = "deid"
+    extra[#extra + 1] = de["id"]
+  end
+  local name = nd[1] or ""
+  redis.call("HMSET", newKey, "name", name, "data", nd[2] or "{}", "opts", cjson.encode(opts),
+    "timestamp", nowStr, "delay", delay, "priority", priority, unpack(extra))
+  addEvent("event", "added", "jobId", newId, "name", name)
+  local d = tonumber(delay) or 0
+  if d ~= 0 then
+    local due = now
+    if d > 0 then due = now + d end
+    redis.call("ZADD", k.delayed, ferryDelayedScore(k.delayed, due), newId)
+    addEvent("event", "delayed", "jobId", newId, "delay", due)
+    ferrySetDelayMarker(k.marker, k.delayed)
+  else
+    local isBlocked = blocked(base)
+    local p = tonumber(priority) or 0
+    if p > 0 then
+      redis.call("ZADD", k.prioritized, ferryPrioScore(p, k.pc), newId)
+    elseif opts["lifo"] then
+      redis.call("RPUSH", k.wait, newId)
+    else
+      redis.call("LPUSH", k.wait, newId)
+    end
+    if not isBlocked then redis.call("ZADD", k.marker, 0, "0") end
+    addEvent("event", "waiting", "jobId", newId)
+  end
+  local grew = false
+  if nd[6] then grew = redis.call("SADD", nd[6], newKey) == 1 end
+  redis.call("DEL", dn) -- last: a failing step above leaves the stored job in place
+  return grew
 end
 
 local codes = {}
@@ -240,6 +357,22 @@ for i = 0, nJobs - 1 do
       elseif pttl == -1 and redis.call("GET", dk) == id then
         redis.call("DEL", dk)
       end
+      if requeueNext(deid) then preread = false end
+    end
+    local parentKey = ARGV[a + 11]
+    local settled = false -- its parent dependency was dealt with (or it has no parent)
+    if parentKey ~= "" then
+      local json = redis.call("HGET", jobKey, "parent")
+      if failed then
+        local wrote
+        settled, wrote = ferryChildFailed(fc, jobKey, json, value)
+        if wrote then preread = false end
+      else
+        ferryChildCompleted(fc, jobKey, parentKey, json, value)
+        settled = true
+      end
+    else
+      settled = true
     end
     local field = failed and "failedReason" or "returnvalue"
     local keepCount = tonumber(ARGV[a + 5])
@@ -269,8 +402,10 @@ for i = 0, nJobs - 1 do
         dels[n + 6] = jobKey .. ":unsuccessful"
       end
       -- (completed: the EXISTS above proved :dependencies and :unsuccessful absent)
+      if not settled then ferryChildDropped(fc, jobKey, parentKey) end
     else
       ferryWipeJob(jobKey)
+      if not settled then ferryChildDropped(fc, jobKey, parentKey) end
     end
     addEvent("event", target, "jobId", id, field, value, "prev", "active")
     if failed and atm >= (tonumber(ARGV[a + 8]) or 0) then
