@@ -264,7 +264,6 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
         addll(a, j->attempts);
         addz(a, c->trim[i] ? "1" : "0");
         addz(a, j->deid);
-        addz(a, j->parent_key); /* the script reads the flow parent only for children */
     }
     return w->s_finish;
 }
@@ -328,8 +327,8 @@ static long long int_of(const redisReply *r) {
 /* Bytes a result adds to a finish call, roughly (the fixed part covers the other
  * arguments). */
 static size_t result_bytes(const ferry_job *j) {
-    return 256 + strlen(j->id) + (j->parent_key ? strlen(j->parent_key) : 0) +
-           (j->value ? strlen(j->value) : 0) + (j->stacktrace ? strlen(j->stacktrace) : 0);
+    return 256 + strlen(j->id) + (j->value ? strlen(j->value) : 0) +
+           (j->stacktrace ? strlen(j->stacktrace) : 0);
 }
 
 size_t ferry__batch_take(const ferry__disp *d) {

@@ -92,9 +92,6 @@ ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const re
             TAKE(ats, "ats");
             TAKE(legacy_atm, "attemptsMade");
             break;
-        case 'p':
-            TAKE(j->parent_key, "parentKey");
-            break;
         case 's':
             TAKE(j->stacktrace_prev, "stacktrace");
             break;

@@ -67,7 +67,6 @@ struct ferry_job {
     const char **fname, **fval;
     const char *name, *data, *opts;
     const char *deid, *defa, *stacktrace_prev; /* those fields, or NULL */
-    const char *parent_key; /* `parentKey` (a flow child's parent), or NULL */
     long attempts_made, attempts_started;
     long long timestamp;
     int own_idx;      /* [disp] index in the dispatcher's owned-jobs array */

@@ -10,12 +10,12 @@
 
 #define NKEYS 12
 #define HEAD 11
-#define STRIDE 12
+#define STRIDE 11
 
 /* One job of a finish batch. keep/age/limit/trim: the removeOn* arguments (NULL: "0"
  * = delete the job, "" = no age (else seconds), "1000", "0" = no trim after it); value
- * (NULL: "\"ok\"" / "boom"), deid and parent (the job's parentKey) as the worker sends
- * them (NULL: ""). */
+ * (NULL: "\"ok\"" / "boom") and deid as the worker sends them (NULL: ""); parent, when
+ * set, is written as the job's parentKey before the call (the script reads it there). */
 typedef struct fin {
     const char *id, *token, *target; /* target: completed | failed */
     const char *keep, *age, *limit, *trim;
@@ -60,6 +60,9 @@ static void finish_at(ferry_queue *q, const fin *jobs, size_t n, long long *code
     const char *head[HEAD] = {base, now, "0", "tok:", "1", "30000", "", "", "", "1", count};
     for (int i = 0; i < HEAD; i++)
         args[i] = head[i];
+    for (size_t j = 0; j < n; j++)
+        if (jobs[j].parent)
+            freeReplyObject(cmd("HSET %s%s parentKey %s", base, jobs[j].id, jobs[j].parent));
     for (size_t j = 0; j < n; j++) {
         const char **a = args + HEAD + STRIDE * j;
         a[0] = jobs[j].id;
@@ -73,7 +76,6 @@ static void finish_at(ferry_queue *q, const fin *jobs, size_t n, long long *code
         a[8] = "1";
         a[9] = jobs[j].trim ? jobs[j].trim : "0";
         a[10] = jobs[j].deid ? jobs[j].deid : "";
-        a[11] = jobs[j].parent ? jobs[j].parent : "";
     }
     for (size_t i = 0; i < nargs; i++)
         lens[i] = strlen(args[i]);
@@ -618,6 +620,35 @@ static void test_fpof_parent_states_and_bad_parent_json(void **state) {
     ferry_queue_close(pq);
 }
 
+/* A trim owed by an earlier job of the batch happens before a later child's parent work, as
+ * BullMQ trims after each job: A's trim (failed set kept to 1) drops O, an unflagged failed
+ * child of P1, so B's completion is P1's last dependency and P1 (delay 60000) goes to
+ * delayed. Trimming only after C (A and C form one run) would make the trim release P1,
+ * straight to wait. */
+static void test_trim_before_later_child(void **state) {
+    (void)state;
+    const char *px = fresh_prefix(7);
+    ferry_queue *q = open_q(px, "q", NULL), *pq = open_q(px, "pq", NULL);
+    const char *kids[] = {"B", "O"};
+    make_flow(q, pq, "P1", "delay", "60000", kids, 2, "");
+    freeReplyObject(cmd("LREM %s 0 O", K(q, "active")));
+    freeReplyObject(cmd("ZADD %s 1 O", K(q, "failed")));
+    make_active(q, "A", "t1");
+    make_active(q, "C", "t1");
+    fin b[3] = {{"A", "t1", "failed", "1", .trim = "0"},
+                {"B", "t1", "completed", "0", .trim = "0"},
+                {"C", "t1", "failed", "1", .trim = "1"}};
+    long long codes[3];
+    finish(q, b, 3, codes);
+    assert_string_equal(codes_str(codes, 3), "0,0,0");
+    assert_string_equal(lrange(K(pq, "wait")), "");
+    assert_string_equal(zrange(K(pq, "delayed")), "P1,249856000"); /* (1000 + 60000) * 4096 */
+    assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "O"), K(pq, "P1:dependencies"))), 0);
+    assert_string_equal(zrange(K(q, "failed")), "C,1000");
+    ferry_queue_close(q);
+    ferry_queue_close(pq);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_job_next_to_jobs_with_children),
@@ -633,6 +664,7 @@ int main(void) {
         cmocka_unit_test(test_batch_of_children_same_queue),
         cmocka_unit_test(test_keep_last_if_active_requeue),
         cmocka_unit_test(test_fpof_parent_states_and_bad_parent_json),
+        cmocka_unit_test(test_trim_before_later_child),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

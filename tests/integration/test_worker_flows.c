@@ -227,6 +227,46 @@ static void test_keep_last_if_active(void **state) {
     wt_fini(&f.t);
 }
 
+/* A job a flow adopts while it runs (Node's updateExistingJobsParent writes parentKey and
+ * parent onto it and adds it to the parent's dependencies) releases that parent when it
+ * completes: the finish reads the parent from the job, not from what the fetch saw. */
+static void test_adopted_while_active(void **state) {
+    (void)state;
+    fx f;
+    wt_init(&f.t);
+    hctx_init(&f.h);
+    raw_job(&f.t, "X", "gated", "{}");
+    raw_enqueue(&f.t, "X");
+    ferry_worker *w = start(&f);
+    GATE_WAIT_ENTERED(&f.h.g, 1);
+    /* the parent lives in another queue, so no worker of this test runs it */
+    char pbase[128], pjson[256];
+    snprintf(pbase, sizeof pbase, "%s:adopter:", f.t.prefix);
+    snprintf(pjson, sizeof pjson, "{\"id\":\"AP\",\"queueKey\":\"%s:adopter\"}", f.t.prefix);
+    freeReplyObject(wt_cmd(&f.t,
+                           "HSET %sAP name parent data {} opts {} timestamp 1 delay 0 "
+                           "priority 0",
+                           pbase));
+    freeReplyObject(wt_cmd(&f.t, "ZADD %swaiting-children 1 AP", pbase));
+    freeReplyObject(wt_cmd(&f.t, "SADD %sAP:dependencies %sX", pbase, f.t.base));
+    freeReplyObject(wt_cmd(&f.t, "HSET %sX parentKey %sAP parent %s", f.t.base, pbase, pjson));
+    gate_open(&f.h.g);
+    WT_WAIT_ZCARD(&f.t, "completed", 1);
+    wt_stop(w);
+    redisReply *r = wt_cmd(&f.t, "LRANGE %swait 0 -1", pbase);
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, "AP");
+    freeReplyObject(r);
+    r = wt_cmd(&f.t, "HGET %sAP:processed %sX", pbase, f.t.base);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "\"done\"");
+    freeReplyObject(r);
+    r = wt_cmd(&f.t, "ZCARD %swaiting-children", pbase);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    wt_fini(&f.t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_children_release_parent),
@@ -234,6 +274,7 @@ int main(void) {
         cmocka_unit_test(test_pending_children_fail_completion),
         cmocka_unit_test(test_failed_children_fail_completion),
         cmocka_unit_test(test_keep_last_if_active),
+        cmocka_unit_test(test_adopted_while_active),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,26 +32,28 @@
   - `drained` is emitted once (when some job finished, the fetch found nothing at all and
     wait, active and prioritized are empty), and a deleted job's atm is not incremented
     first (nobody can read it).
+  - a run's trim is done early, before the next job that has a parent or a deduplication
+    id: its parent and deduplication work must see the sets as BullMQ, which trims after
+    each job, leaves them (a trim may drop a child of that parent).
   A batch naming the same job twice runs every check and write per job, in order.
-  A job without a parent or a deduplication id costs no call for either (the worker sends
-  both fields from its fetch); one with a deduplication id costs one EXISTS of `dn:`, a
-  child one HGET of its `parent` plus its parent's bookkeeping, a job trimmed from the
-  failed set one HGET of its `parentKey`.
+  Each finished job costs one HMGET of its `parentKey` and `parent`, read at finish as
+  BullMQ does (a flow may adopt a running job), a child its parent's bookkeeping as well; a
+  job with a deduplication id (sent from the fetch: `deid` is written only at add) one
+  EXISTS of `dn:`; a job trimmed from the failed set one HGET of its `parentKey`.
 
   KEYS: 1 wait 2 active 3 prioritized 4 events 5 limiter 6 delayed 7 meta 8 pc 9 marker
         10 stalled 11 completed 12 failed
   ARGV: 1 base  2 now (ms)  3 n to fetch (0 = none)  4 token prefix  5 first token counter
         6 lockDuration  7 worker name ("" none)  8 limiter max ("" none)
         9 limiter duration ("" none)  10 popMany ("1" = Redis >= 6.2)
-        11 N jobs to finish (at most 1000), then N groups of 12:
+        11 N jobs to finish (at most 1000), then N groups of 11:
         jobId, token, target (completed|failed), value (returnvalue JSON | failedReason),
         stacktrace JSON ("" = leave), keepCount (-1 keep all, 0 delete, n newest n),
         keepAge in seconds ("" = none; BullMQ's age, fraction included, as "%.17g"),
         keepLimit, attempts, trim ("1" = trim the target set after this job;
         the caller sends "0" when the next job into the same set has the same keep
         settings, so a run of equal settings trims once: see `runs`), deid (the job's `deid`
-        field as fetched, "" = none; it is written only when the job is added), parentKey
-        (the job's `parentKey` field as fetched, "" = none; also written only at add)
+        field as fetched, "" = none; it is written only when the job is added)
   Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: codes[i] is 0 or the negative code of
   job i; the rest as moveToActive.lua. ]]
 --@include common.lua
@@ -67,7 +69,7 @@ local base = ARGV[1]
 local nowStr = ARGV[2]
 local now = tonumber(nowStr)
 local nJobs = tonumber(ARGV[11])
-local STRIDE = 12
+local STRIDE = 11
 local UNPACK_MAX = 7000 -- stay below Lua's C stack limit for unpack()
 
 if nJobs > 1000 then return redis.error_reply("ERR moveToFinished: more than 1000 jobs") end
@@ -349,6 +351,16 @@ for i = 0, nJobs - 1 do
   end
   if code == 0 then
     local deid = ARGV[a + 10]
+    -- read now, not taken from the fetch: a flow may adopt a job while it runs (BullMQ's
+    -- updateExistingJobsParent writes parentKey/parent onto an existing job)
+    local pf = redis.call("HMGET", jobKey, "parentKey", "parent")
+    local parentKey = pf[1] or ""
+    if parentKey ~= "" or deid ~= "" then
+      -- BullMQ trims after each job: trims owed by earlier jobs of this batch come before
+      -- this job's parent and deduplication work (a trim may drop a child of that parent)
+      flushRun(k.completed)
+      flushRun(k.failed)
+    end
     if deid ~= "" then
       local dk = base .. "de:" .. deid
       local pttl = redis.call("PTTL", dk)
@@ -359,10 +371,9 @@ for i = 0, nJobs - 1 do
       end
       if requeueNext(deid) then preread = false end
     end
-    local parentKey = ARGV[a + 11]
     local settled = false -- its parent dependency was dealt with (or it has no parent)
     if parentKey ~= "" then
-      local json = redis.call("HGET", jobKey, "parent")
+      local json = pf[2]
       if failed then
         local wrote
         settled, wrote = ferryChildFailed(fc, jobKey, json, value)
