@@ -8,7 +8,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 dir="$(mktemp -d /tmp/ferry-demo.XXXXXX)"
 cleanup() { scripts/redis-private.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"; }
-trap cleanup EXIT INT TERM
+# The signal traps exit (as bench/run.sh does), so an interrupted demo never carries on or
+# ends with status 0; the EXIT trap then cleans up once.
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 url="$(scripts/redis-private.sh start "$dir" | sed -n 's/^REDIS_URL=//p')"
 [ -n "$url" ] || { echo "demo: could not start a private Redis" >&2; exit 1; }
@@ -27,6 +31,7 @@ done
 "$ferry" queue add demo-cli greet '{"who":"custom"}' --job-id order-42 >/dev/null
 dup=$("$ferry" queue add demo-cli greet '{"who":"again"}' --job-id order-42)
 echo "   duplicate add of order-42 returned $dup (nothing written)"
+# shellcheck disable=SC2016 # $data and $FERRY_ATTEMPT are for the inner sh
 "$ferry" worker demo-cli --concurrency 2 --max-jobs 4 -- \
   sh -c 'read -r data; echo "{\"greeted\":$data,\"attempt\":$FERRY_ATTEMPT}"'
 "$ferry" queue counts demo-cli

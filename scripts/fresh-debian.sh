@@ -84,7 +84,13 @@ fi
 in_chroot 'update-ca-certificates' >>"$dir/apt.log" 2>&1 ||
     die "update-ca-certificates failed; see $dir/apt.log"
 
-git clone -q "$root" "$dir/root/ferry"
+# Git refuses to read a repository owned by another user ("dubious ownership"), and this runs
+# as root on a checkout that usually is not root's: trust it for this clone only, through a
+# throwaway global config instead of root's ~/.gitconfig.
+gitcfg=$(mktemp)
+printf '[safe]\n\tdirectory = *\n' >"$gitcfg"
+GIT_CONFIG_GLOBAL=$gitcfg git clone -q "$root" "$dir/root/ferry" || { rm -f "$gitcfg"; die "git clone of $root failed"; }
+rm -f "$gitcfg"
 echo "$prog: clone of $(git -C "$dir/root/ferry" log -1 --format='%h %s' | cut -c1-70)"
 rc=0
 for t in "${targets[@]}"; do

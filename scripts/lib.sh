@@ -41,15 +41,31 @@ ferry_log_tail() {
     fi
 }
 
-# Paths end up in redis.conf / postgres options and KEY=VALUE files: refuse characters that
-# would need quoting there instead of half-supporting them.
-ferry_check_path() {
-    local p=$1
-    [[ $p == /* ]] || ferry_die "internal: path is not absolute: $p"
-    if [[ $p =~ [[:space:]\"\'\\\$\`%] ]]; then
-        ferry_die "directory '$p' contains whitespace, quotes, '\\', '\$', '\`' or '%'; use a plainer path"
-    fi
+# Paths end up in redis.conf, pg_ctl -o (run by /bin/sh), KEY=VALUE files and URLs, which
+# cannot all carry whitespace, quotes, globs or shell characters: a directory whose path holds
+# any is replaced by one under /tmp (ferry_server_dir_make) rather than half-supported.
+
+# True when path P holds only characters every consumer of our paths (redis.conf, sh -c, the
+# env file, URLs, CMake lists) takes as they are.
+ferry_path_plain() { [[ $1 =~ ^[A-Za-z0-9/._+,:@=-]+$ ]]; }
+
+# The first character of P that ferry_path_plain rejects, named for messages.
+ferry_path_bad_char() {
+    local p=$1 i c
+    for ((i = 0; i < ${#p}; i++)); do
+        c=${p:i:1}
+        if [[ ! $c =~ ^[A-Za-z0-9/._+,:@=-]$ ]]; then
+            case $c in
+                ' ') echo 'a space' ;; $'\t') echo 'a tab' ;; $'\n') echo 'a newline' ;;
+                *) echo "'$c'" ;;
+            esac
+            return 0
+        fi
+    done
 }
+
+# Quote S for /bin/sh (single quotes; an embedded ' becomes '\'').
+ferry_sh_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
 # Make DIR absolute (it may not exist yet).
 ferry_abspath() {
@@ -79,12 +95,27 @@ ferry_pid_alive() {
     return 0
 }
 
-# First line of a pidfile if it names a live process called NAME; empty output otherwise.
+# True when the working directory of PID is DIR (physical paths). redis-server chdirs to its
+# configured dir and postgres to its data directory, which hold their pidfiles: a pid from a
+# stale pidfile that now belongs to another server of the same name fails this. When
+# /proc/PID/cwd cannot be read (another user's process: root without CAP_SYS_PTRACE, as in a
+# container, looking at the postgres user's server) the name check has to do: refusing would
+# leave our own server running, and root can still signal it.
+ferry_pid_in_dir() {
+    local pid=$1 dir=$2 cwd
+    dir=$(cd -P -- "$dir" 2>/dev/null && pwd -P) || return 1
+    cwd=$(readlink -- "/proc/$pid/cwd" 2>/dev/null) || return 0
+    [[ $cwd == "$dir" ]]
+}
+
+# First line of a pidfile if it names a live process called NAME whose working directory is
+# the pidfile's directory (or DIR when given); empty output otherwise.
 ferry_pidfile_pid() {
-    local file=$1 name=$2 pid
-    [[ -r $file ]] || return 0
+    local file=$1 name=$2 dir=${3:-} pid
+    [[ -n $dir ]] || dir=$(dirname -- "$file")
+    [[ -r $file && -f $file ]] || return 0
     read -r pid <"$file" || true
-    if ferry_pid_alive "$pid" "$name"; then echo "$pid"; fi
+    if ferry_pid_alive "$pid" "$name" && ferry_pid_in_dir "$pid" "$dir"; then echo "$pid"; fi
 }
 
 # Wait until PID (called NAME) is gone; SIGKILL it after DEADLINE seconds. Returns 0 once gone.
@@ -198,11 +229,43 @@ ferry_redis_launch() {
     fi
     local rc=0
     ferry_redis_wait_ready "$dir" "$log" "$FERRY_START_DEADLINE_S" "$@" || rc=$?
+    # Stop finds the server only through its pidfile, which redis-server may have failed to
+    # write (disk full, unwritable file) without failing: make sure it names this server.
+    if ((rc == 0)) && ! ferry_redis_record_pid "$dir" "$pidfile" "$@"; then rc=1; fi
     if ((rc != 0)) && [[ -n ${FERRY_LAUNCH_PID:-} ]] && ferry_pid_alive "$FERRY_LAUNCH_PID" redis-server; then
         kill -KILL "$FERRY_LAUNCH_PID" 2>/dev/null || true
         ferry_wait_exit "$FERRY_LAUNCH_PID" redis-server 5 || true
     fi
     return "$rc"
+}
+
+# After readiness: ask the server its pid (INFO server process_id), check it is a redis-server
+# running in DIR, and make PIDFILE name it (writing it when redis-server did not). Sets
+# FERRY_LAUNCH_PID so a failure here kills it. Extra args reach the server. Returns 0 or 1.
+ferry_redis_record_pid() {
+    local dir=$1 pidfile=$2 out pid cur=
+    shift 2
+    out=$(FERRY_CLI_TIMEOUT=2 ferry_redis_cli "$@" info server 2>/dev/null || true)
+    pid=$(sed -n 's/^process_id:\([0-9][0-9]*\).*/\1/p' <<<"$out")
+    if [[ -z $pid ]]; then
+        ferry_msg "redis-server in $dir did not report its process_id"
+        return 1
+    fi
+    if ! ferry_pid_alive "$pid" redis-server || ! ferry_pid_in_dir "$pid" "$dir"; then
+        ferry_msg "process $pid reported by the server in $dir is not a redis-server running there"
+        return 1
+    fi
+    FERRY_LAUNCH_PID=$pid
+    if [[ -f $pidfile && -r $pidfile ]]; then read -r cur <"$pidfile" || true; fi
+    if [[ $cur != "$pid" ]]; then
+        if ! { echo "$pid" >"$pidfile.tmp" && mv -fT -- "$pidfile.tmp" "$pidfile"; } 2>/dev/null; then
+            rm -f -- "$pidfile.tmp" 2>/dev/null
+            ferry_msg "cannot record the pid $pid of redis-server in $pidfile (disk full? unwritable?); without it the server could not be stopped, so it is killed"
+            return 1
+        fi
+        ferry_msg "redis-server did not write $pidfile; wrote it (pid $pid)"
+    fi
+    return 0
 }
 
 # Stop the redis-server of PIDFILE: SIGTERM (a clean shutdown: no RDB is saved because the
@@ -326,6 +389,46 @@ ferry_prepare_dir() {
     : >"$dir/$FERRY_MARKER"
 }
 
+# Where the servers of DIR live. Paths of our servers go into redis.conf, pg_ctl -o (run by
+# /bin/sh), the env file and URLs, which cannot all carry whitespace, quotes, globs or shell
+# characters. When DIR (a build directory: "/home/me/my repo/build") holds any, the servers
+# live in a mktemp directory under /tmp instead, recorded in DIR/.serverdir and removed by
+# ferry_server_dir_remove (as ferry_redis_sock_path does for long socket paths).
+# ferry_server_dir_make DIR: DIR was just prepared; print the directory to use.
+ferry_server_dir_make() {
+    local dir=$1 sdir
+    if ferry_path_plain "$dir"; then
+        echo "$dir"
+        return 0
+    fi
+    sdir=$(mktemp -d /tmp/ferry-testenv.XXXXXX) || ferry_die "mktemp in /tmp failed"
+    : >"$sdir/$FERRY_MARKER"
+    echo "$sdir" >"$dir/.serverdir"
+    ferry_msg "'$dir' contains $(ferry_path_bad_char "$dir"); the servers live in $sdir"
+    echo "$sdir"
+}
+
+# The directory ferry_server_dir_make chose for DIR (DIR itself when none is recorded).
+ferry_server_dir() {
+    local dir=$1 sdir=
+    if [[ -r $dir/.serverdir ]]; then read -r sdir <"$dir/.serverdir" || true; fi
+    if [[ $sdir == /tmp/ferry-testenv.* && -e $sdir/$FERRY_MARKER ]]; then echo "$sdir"; else echo "$dir"; fi
+}
+
+# Remove the /tmp server directory of DIR, if any, once its servers are stopped; its logs are
+# kept in DIR under the same relative paths.
+ferry_server_dir_remove() {
+    local dir=$1 sdir f
+    sdir=$(ferry_server_dir "$dir")
+    if [[ $sdir != "$dir" ]]; then
+        while IFS= read -r -d '' f; do
+            if mkdir -p -- "$dir/$(dirname -- "$f")"; then cp -p -- "$sdir/$f" "$dir/$f" 2>/dev/null || true; fi
+        done < <(cd -- "$sdir" && find . -name '*.log*' -type f -print0 2>/dev/null)
+        rm -rf -- "$sdir"
+    fi
+    rm -f -- "$dir/.serverdir"
+}
+
 # Write KEY=VALUE lines from stdin to FILE atomically, so a reader never sees half a file.
 ferry_write_env() {
     local file=$1
@@ -402,7 +505,12 @@ ferry_pg_start() {
         return 1
     fi
     # Unix socket in PGDIR when the path fits sun_path (".s.PGSQL.NNNNN" is 15 more), else none.
-    if ((${#pgdir} + 16 <= FERRY_SUN_PATH_MAX)); then sockopt="-k $pgdir"; else sockopt="-k ''"; fi
+    # pg_ctl passes -o through /bin/sh: quote the directory.
+    if ((${#pgdir} + 16 <= FERRY_SUN_PATH_MAX)); then
+        sockopt="-k $(ferry_sh_quote "$pgdir")"
+    else
+        sockopt="-k ''"
+    fi
     for ((try = 1; try <= FERRY_PORT_TRIES; try++)); do
         port=$(ferry_pick_port "$@")
         if ferry_pg_as_owner "$bindir/pg_ctl" -D "$pgdir/data" -l "$pgdir/postgres.log" -w \

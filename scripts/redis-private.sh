@@ -6,6 +6,8 @@
 #   redis-private.sh stop DIR    stop it (idempotent; exit 0 when nothing runs)
 #
 # Same server as the plain one of scripts/testenv.sh (shared code in scripts/lib.sh), without TLS.
+# When DIR's path holds whitespace or shell/glob characters the server lives in a directory
+# under /tmp instead (lib.sh: ferry_server_dir_make); DIR/env names it.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
@@ -20,34 +22,41 @@ usage() {
 }
 
 stop_all() {
-    local dir=$1
+    local dir=$1 sdir
+    sdir=$(ferry_server_dir "$dir")
     rm -f -- "$dir/env"
-    ferry_redis_stop_pidfile "$dir/redis/redis.pid" || return 1
-    ferry_redis_cleanup_sockdir "$dir"
+    ferry_redis_stop_pidfile "$sdir/redis/redis.pid" || return 1
+    ferry_redis_cleanup_sockdir "$sdir"
+    ferry_server_dir_remove "$dir"
 }
 
 cmd_start() {
-    local dir sock t
+    local dir sock t sdir
     dir=$(ferry_abspath "${1:-}")
-    ferry_check_path "$dir"
     for t in redis-server redis-cli ss timeout; do
         command -v "$t" >/dev/null 2>&1 || ferry_die "missing $t; run scripts/install-deps.sh"
     done
     if [[ -e $dir/$FERRY_MARKER ]]; then stop_all "$dir" || ferry_die "could not stop the old server in $dir"; fi
     ferry_prepare_dir "$dir"
-    mkdir -p "$dir/redis"
-    trap 'stop_all "$dir" || true' EXIT
-    sock=$(ferry_redis_sock_path "$dir")
-    ferry_redis_start_plain "$dir/redis" "$sock" || ferry_die "redis-server did not start"
+    # Failure or interruption: stop what started. The traps may run inside lib.sh functions
+    # that have a `local dir` of their own: the directory goes in a global of its own.
+    FERRY_REDIS_PRIVATE_CLEANUP_DIR=$dir
+    trap 'stop_all "$FERRY_REDIS_PRIVATE_CLEANUP_DIR" || true' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    sdir=$(ferry_server_dir_make "$dir")
+    mkdir -p "$sdir/redis"
+    sock=$(ferry_redis_sock_path "$sdir")
+    ferry_redis_start_plain "$sdir/redis" "$sock" || ferry_die "redis-server did not start"
     {
         echo "REDIS_URL=redis://127.0.0.1:$FERRY_REDIS_PORT"
         echo "REDIS_PORT=$FERRY_REDIS_PORT"
         echo "REDIS_UNIX=$sock"
-        echo "REDIS_DIR=$dir/redis"
-        echo "REDIS_PIDFILE=$dir/redis/redis.pid"
-        echo "REDIS_LOG=$dir/redis/redis.log"
+        echo "REDIS_DIR=$sdir/redis"
+        echo "REDIS_PIDFILE=$sdir/redis/redis.pid"
+        echo "REDIS_LOG=$sdir/redis/redis.log"
     } | ferry_write_env "$dir/env"
-    trap - EXIT
+    trap - EXIT INT TERM
     echo "REDIS_URL=redis://127.0.0.1:$FERRY_REDIS_PORT"
 }
 

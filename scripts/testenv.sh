@@ -15,6 +15,14 @@
 # file in its directory so its data survives redis-ctl kill9/stop + start), a TLS-only
 # redis-server with a throwaway CA, and with --with-postgres a PostgreSQL cluster. DIR/env lists
 # them as KEY=VALUE lines (tests/support/testenv.h reads it); see write_env below for the keys.
+# When DIR's path holds whitespace or shell/glob characters the servers live in a directory
+# under /tmp instead (lib.sh: ferry_server_dir_make); DIR/env names it.
+#
+# Run by ctest (the `servers` fixture), start also leaves a guard: a detached process that runs
+# `stop DIR` once that ctest process is gone, since CTest skips fixture cleanup when it is
+# interrupted (Ctrl-C, SIGTERM). stop ends the guard. While the guard's ctest runs, another
+# start on the same DIR is refused rather than pulling the servers from under its tests.
+# FERRY_TESTENV_NO_GUARD=1 disables the guard (servers kept after `ctest -R servers.start`).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
@@ -174,8 +182,9 @@ verify_servers() {
 
 # --- env --------------------------------------------------------------------------------------
 
+# Args: DIR (where env goes), SDIR (where the servers live), unix socket.
 write_env() {
-    local dir=$1 sock=$2
+    local envdir=$1 dir=$2 sock=$3
     {
         echo "REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
         echo "REDIS_PORT=$REDIS_PORT"
@@ -204,34 +213,128 @@ write_env() {
             echo "PG_PORT=$PG_PORT"
             echo "PG_DATA=$PG_DIR/data"
         fi
-    } | ferry_write_env "$dir/env"
+    } | ferry_write_env "$envdir/env"
 }
 
 write_redis_ctl() {
     local dir=$1
-    cat >"$dir/redis-ctl" <<EOF
-#!/bin/sh
-# Control the plain private redis-server of this directory: stop|start|kill9|restart|pid.
-exec "$FERRY_SCRIPTS/testenv.sh" redis-ctl "$dir" "\$@"
-EOF
+    {
+        echo '#!/usr/bin/env bash'
+        echo '# Control the plain private redis-server of this directory: stop|start|kill9|restart|pid.'
+        # %q: the checkout path may hold spaces or shell characters.
+        printf 'exec %q redis-ctl %q "$@"\n' "$FERRY_SCRIPTS/testenv.sh" "$dir"
+    } >"$dir/redis-ctl"
     chmod 755 "$dir/redis-ctl"
+}
+
+# --- guard against an interrupted ctest -------------------------------------------------------
+
+# DIR/.ctest-guard holds "GUARD_PID CTEST_PID CTEST_STARTTIME" while a guard watches.
+GUARD_FILE=.ctest-guard
+
+# Field 22 of /proc/PID/stat (start time in clock ticks): with the pid it names one process
+# for good, so a reused pid is not taken for the ctest we watch.
+proc_starttime() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    # shellcheck disable=SC2086 # split the fields
+    set -- $stat
+    echo "${20}"
+}
+
+# Pid of the nearest ctest among our ancestors (the fixture's parent, perhaps through a shell
+# or `timeout`); nothing when started by hand.
+find_ctest() {
+    local pid=$PPID stat i comm
+    for ((i = 0; i < 32 && pid > 1; i++)); do
+        comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 0
+        if [[ $comm == ctest ]]; then echo "$pid"; return 0; fi
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0
+        stat=${stat##*) }
+        pid=${stat#* }
+        pid=${pid%% *}
+    done
+}
+
+# Read DIR's guard file into G_PID G_CTEST G_START (empty when none).
+guard_read() {
+    G_PID='' G_CTEST='' G_START=''
+    if [[ -r $1/$GUARD_FILE ]]; then read -r G_PID G_CTEST G_START <"$1/$GUARD_FILE" || true; fi
+}
+
+# True when the ctest named by the guard file is still running.
+guard_ctest_alive() {
+    [[ -n $G_CTEST ]] && ferry_pid_alive "$G_CTEST" ctest &&
+        [[ $(proc_starttime "$G_CTEST") == "$G_START" ]]
+}
+
+# True when PID is the guard process of DIR (its command line is "... testenv.sh _guard DIR ...").
+is_guard_of() {
+    local pid=$1 dir=$2 i
+    local -a args
+    ferry_pid_alive "$pid" || return 1
+    mapfile -d '' -t args <"/proc/$pid/cmdline" 2>/dev/null || return 1
+    for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+        [[ ${args[i]} == _guard && ${args[i + 1]} == "$dir" ]] && return 0
+    done
+    return 1
+}
+
+# End DIR's guard (unless we are it) and remove its file.
+end_guard() {
+    local dir=$1
+    guard_read "$dir"
+    if [[ -n $G_PID && $G_PID != "$$" ]] && is_guard_of "$G_PID" "$dir"; then
+        kill -TERM "$G_PID" 2>/dev/null || true
+    fi
+    rm -f -- "$dir/$GUARD_FILE"
+}
+
+# Launch the detached guard for ctest CTEST (own session, stdio closed: ctest waits for EOF on
+# the fixture's output pipes, and a Ctrl-C to ctest's process group must not reach it).
+start_guard() {
+    local dir=$1 ctest=$2 start
+    start=$(proc_starttime "$ctest") || return 0
+    setsid "$FERRY_SCRIPTS/testenv.sh" _guard "$dir" "$ctest" "$start" </dev/null >/dev/null 2>&1 &
+    # A background job is not a process group leader, so setsid does not fork: $! is the guard.
+    echo "$! $ctest $start" | ferry_write_env "$dir/$GUARD_FILE"
+}
+
+# The guard itself: wait for the ctest to go, then stop DIR's servers unless stop ran first
+# (it removes the file and ends us).
+cmd_guard() {
+    local dir=$1 ctest=$2 start=$3
+    trap 'exit 0' TERM
+    while ferry_pid_alive "$ctest" ctest && [[ $(proc_starttime "$ctest") == "$start" ]]; do
+        sleep 1
+    done
+    guard_read "$dir"
+    [[ $G_PID == "$$" ]] || exit 0
+    FERRY_PROG="testenv.sh (guard of ctest $ctest)"
+    stop_all "$dir" || true
+    rm -f -- "$dir/$GUARD_FILE"
 }
 
 # --- commands ---------------------------------------------------------------------------------
 
+# Stop DIR's servers (wherever ferry_server_dir put them) and end its guard.
 stop_all() {
-    local dir=$1 rc=0
+    local dir=$1 sdir rc=0
     [[ -d $dir ]] || return 0
+    end_guard "$dir"
+    sdir=$(ferry_server_dir "$dir")
     rm -f -- "$dir/env"
-    ferry_redis_stop_pidfile "$dir/redis/redis.pid" || rc=1
-    ferry_redis_stop_pidfile "$dir/redis-tls/redis.pid" || rc=1
-    ferry_pg_stop "$dir/pg" || rc=1
-    ferry_redis_cleanup_sockdir "$dir"
+    ferry_redis_stop_pidfile "$sdir/redis/redis.pid" || rc=1
+    ferry_redis_stop_pidfile "$sdir/redis-tls/redis.pid" || rc=1
+    ferry_pg_stop "$sdir/pg" || rc=1
+    ferry_redis_cleanup_sockdir "$sdir"
+    ((rc != 0)) || ferry_server_dir_remove "$dir"
     return "$rc"
 }
 
 cmd_start() {
-    local dir with_pg=0 sock
+    local dir with_pg=0 sock sdir ctest
     dir=$(ferry_abspath "${1:-}")
     shift || true
     while (($#)); do
@@ -247,32 +350,46 @@ cmd_start() {
         esac
         shift
     done
-    ferry_check_path "$dir"
-    need_tools redis-server redis-cli openssl ss timeout
+    need_tools redis-server redis-cli openssl ss timeout setsid
+    ctest=
+    [[ ${FERRY_TESTENV_NO_GUARD:-0} == 1 ]] || ctest=$(find_ctest)
+    # Servers of a ctest run that is still going: stopping them would fail its tests.
+    guard_read "$dir"
+    if guard_ctest_alive && [[ $G_CTEST != "$ctest" ]]; then
+        ferry_die "the servers in $dir belong to ctest (pid $G_CTEST), which is still running; not stopping them (wait for it, stop it, or use another build directory)"
+    fi
     # A previous run that died may have left servers; stop them before wiping their files.
     if [[ -e $dir/$FERRY_MARKER ]]; then stop_all "$dir" || ferry_die "could not stop old servers in $dir"; fi
     ferry_prepare_dir "$dir"
-    mkdir -p "$dir/redis" "$dir/redis-tls" "$dir/tls"
-    [[ $with_pg == 0 ]] || mkdir -p "$dir/pg"
 
-    # Any failure from here on: stop what did start, keep the logs for reading.
-    trap 'stop_all "$dir" || true' EXIT
-    sock=$(ferry_redis_sock_path "$dir")
-    ferry_redis_start_plain "$dir/redis" "$sock" || ferry_die "plain redis-server did not start"
+    # Any failure or interruption from here on: stop what did start, keep the logs for
+    # reading. The traps can run inside lib.sh functions that have a `local dir` of their
+    # own, or after this function returned: the directory goes in a global of its own.
+    FERRY_TESTENV_CLEANUP_DIR=$dir
+    trap 'stop_all "$FERRY_TESTENV_CLEANUP_DIR" || true' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    sdir=$(ferry_server_dir_make "$dir")
+    mkdir -p "$sdir/redis" "$sdir/redis-tls" "$sdir/tls"
+    [[ $with_pg == 0 ]] || mkdir -p "$sdir/pg"
+    sock=$(ferry_redis_sock_path "$sdir")
+    ferry_redis_start_plain "$sdir/redis" "$sock" || ferry_die "plain redis-server did not start"
     REDIS_PORT=$FERRY_REDIS_PORT
-    make_certs "$dir/tls" || exit 1
-    start_tls_redis "$dir" "$REDIS_PORT" || ferry_die "TLS redis-server did not start"
-    verify_servers "$dir" "$sock" || ferry_die "servers started but do not behave as configured"
+    make_certs "$sdir/tls" || exit 1
+    start_tls_redis "$sdir" "$REDIS_PORT" || ferry_die "TLS redis-server did not start"
+    verify_servers "$sdir" "$sock" || ferry_die "servers started but do not behave as configured"
     if ((with_pg)); then
-        ferry_pg_start "$dir/pg" "$REDIS_PORT" "$TLS_PORT" || ferry_die "PostgreSQL did not start"
+        ferry_pg_start "$sdir/pg" "$REDIS_PORT" "$TLS_PORT" || ferry_die "PostgreSQL did not start"
         PG_PORT=$FERRY_PG_PORT
         PG_DIR=$FERRY_PG_DIR
     fi
-    write_redis_ctl "$dir"
-    write_env "$dir" "$sock"
-    trap - EXIT
-    printf 'testenv: redis 127.0.0.1:%s (unix %s), tls localhost:%s%s; env in %s/env\n' \
-        "$REDIS_PORT" "$sock" "$TLS_PORT" "${PG_PORT:+, postgres 127.0.0.1:$PG_PORT}" "$dir"
+    write_redis_ctl "$sdir"
+    write_env "$dir" "$sdir" "$sock"
+    if [[ -n $ctest ]]; then start_guard "$dir" "$ctest"; fi
+    trap - EXIT INT TERM
+    printf 'testenv: redis 127.0.0.1:%s (unix %s), tls localhost:%s%s; env in %s/env%s\n' \
+        "$REDIS_PORT" "$sock" "$TLS_PORT" "${PG_PORT:+, postgres 127.0.0.1:$PG_PORT}" "$dir" \
+        "${ctest:+; stopped when ctest (pid $ctest) ends}"
 }
 
 cmd_stop() {
@@ -285,7 +402,7 @@ cmd_stop() {
 cmd_redis_ctl() {
     local dir rdir port action=${2:-}
     dir=$(ferry_abspath "${1:-}")
-    rdir=$dir/redis
+    rdir=$(ferry_server_dir "$dir")/redis
     [[ -r $rdir/redis.conf ]] || ferry_die "no server configured in $dir (run start first)"
     port=$(sed -n 's/^port //p' "$rdir/redis.conf")
     case $action in
@@ -312,5 +429,6 @@ case ${1:-} in
     start) shift; cmd_start "$@" ;;
     stop) shift; cmd_stop "${1:-}" ;;
     redis-ctl) shift; cmd_redis_ctl "$@" ;;
+    _guard) shift; cmd_guard "$@" ;; # internal: see start_guard
     *) usage ;;
 esac

@@ -23,10 +23,15 @@ libdir=$(dirname "$(dirname "$pc")")
 # pkg-config, from the install prefix and again after moving it
 pkg_build() { # PREFIX OUT
     local pcdir flags
+    local -a flagv
     pcdir=$(dirname "$(find "$1" -name ferry.pc -print -quit)")
     flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ferry) || fail "pkg-config ferry failed"
-    # shellcheck disable=SC2086 # flags are words
-    "$cc" -std=c17 -Wall -Wextra -Werror "$here/consumer.c" $flags -o "$2" ||
+    # pkg-config escapes a space inside a path with a backslash ("-I/tmp/my\ dir/include", e.g.
+    # when TMPDIR holds a space): split as the shell would, without eval; `read` without -r
+    # keeps an escaped space in its word and drops the backslash.
+    # shellcheck disable=SC2162 # backslash processing is the point
+    read -a flagv <<<"$flags"
+    "$cc" -std=c17 -Wall -Wextra -Werror "$here/consumer.c" "${flagv[@]}" -o "$2" ||
         fail "consumer does not build with: $flags"
     LD_LIBRARY_PATH=$(dirname "$pcdir") "$2" >/dev/null || fail "consumer ($2) failed"
 }
