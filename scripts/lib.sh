@@ -47,14 +47,15 @@ ferry_log_tail() {
 
 # True when path P holds only characters every consumer of our paths (redis.conf, sh -c, the
 # env file, URLs, CMake lists) takes as they are.
-ferry_path_plain() { [[ $1 =~ ^[A-Za-z0-9/._+,:@=-]+$ ]]; }
+FERRY_PATH_CHARS='A-Za-z0-9/._+,:@=-'
+ferry_path_plain() { [[ $1 =~ ^[$FERRY_PATH_CHARS]+$ ]]; }
 
 # The first character of P that ferry_path_plain rejects, named for messages.
 ferry_path_bad_char() {
     local p=$1 i c
     for ((i = 0; i < ${#p}; i++)); do
         c=${p:i:1}
-        if [[ ! $c =~ ^[A-Za-z0-9/._+,:@=-]$ ]]; then
+        if ! ferry_path_plain "$c"; then
             case $c in
                 ' ') echo 'a space' ;; $'\t') echo 'a tab' ;; $'\n') echo 'a newline' ;;
                 *) echo "'$c'" ;;

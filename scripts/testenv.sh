@@ -232,28 +232,28 @@ write_redis_ctl() {
 # DIR/.ctest-guard holds "GUARD_PID CTEST_PID CTEST_STARTTIME" while a guard watches.
 GUARD_FILE=.ctest-guard
 
-# Field 22 of /proc/PID/stat (start time in clock ticks): with the pid it names one process
-# for good, so a reused pid is not taken for the ctest we watch.
-proc_starttime() {
-    local stat
+# Field N (3 or more: those after the command name, which may hold spaces) of /proc/PID/stat.
+proc_stat_field() {
+    local stat n=$(($2 - 2))
     stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
     stat=${stat##*) }
     # shellcheck disable=SC2086 # split the fields
     set -- $stat
-    echo "${20}"
+    echo "${!n}"
 }
+
+# Start time of PID in clock ticks (field 22): with the pid it names one process for good,
+# so a reused pid is not taken for the ctest we watch.
+proc_starttime() { proc_stat_field "$1" 22; }
 
 # Pid of the nearest ctest among our ancestors (the fixture's parent, perhaps through a shell
 # or `timeout`); nothing when started by hand.
 find_ctest() {
-    local pid=$PPID stat i comm
+    local pid=$PPID i comm
     for ((i = 0; i < 32 && pid > 1; i++)); do
         comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 0
         if [[ $comm == ctest ]]; then echo "$pid"; return 0; fi
-        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0
-        stat=${stat##*) }
-        pid=${stat#* }
-        pid=${pid%% *}
+        pid=$(proc_stat_field "$pid" 4) || return 0 # the parent
     done
 }
 

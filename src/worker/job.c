@@ -349,51 +349,48 @@ static size_t skip_blanks(const char *s, size_t n, size_t i) {
 static char *build_stacktrace(const char *prev, const char *entry, long long limit) {
     if (limit == 0) return strdup("[]");
     size_t cap = (size_t)(limit > 0 && limit < 1000000 ? limit : 1000000);
-    size_t plen = prev ? strlen(prev) : 0, first = 0, i = 0;
-    size_t *ends = NULL, nprev = 0, ncap = 0; /* element k is [starts[k], ends[k]) */
-    size_t *starts = NULL;
+    size_t plen = prev ? strlen(prev) : 0, first = 0, i = 0, nprev = 0, nalloc = 0;
+    struct span {
+        size_t start, end;
+    } *el = NULL; /* the earlier entries: prev[start..end) */
     char *out = NULL, *q = ferry__json_quote(entry, strlen(entry));
     if (!q) return NULL;
     if (prev && ferry__json_check(prev, plen, STACK_JSON_MAX_DEPTH, NULL) == 0 &&
         prev[i = skip_blanks(prev, plen, 0)] == '[' &&
         prev[i = skip_blanks(prev, plen, i + 1)] != ']') {
         for (;;) {
-            if (nprev == ncap) {
-                ncap = ncap ? ncap * 2 : 16;
-                size_t *ns = realloc(starts, ncap * sizeof *ns);
-                if (ns) starts = ns;
-                size_t *ne = ns ? realloc(ends, ncap * sizeof *ne) : NULL;
-                if (!ne) goto done;
-                ends = ne;
+            if (nprev == nalloc) {
+                nalloc = nalloc ? nalloc * 2 : 16;
+                struct span *n = realloc(el, nalloc * sizeof *n);
+                if (!n) goto done;
+                el = n;
             }
-            starts[nprev] = i;
-            ends[nprev++] = i = ferry__json_value_end(prev, plen, i);
+            el[nprev].start = i;
+            el[nprev++].end = i = ferry__json_value_end(prev, plen, i);
             i = skip_blanks(prev, plen, i);
             if (i >= plen || prev[i] != ',') break;
             i = skip_blanks(prev, plen, i + 1);
         }
     }
     if (nprev + 1 > cap) first = nprev + 1 - cap;
-    size_t len = strlen(q) + 3;
+    size_t ql = strlen(q), len = ql + 3;
     for (size_t k = first; k < nprev; k++)
-        len += ends[k] - starts[k] + 1;
+        len += el[k].end - el[k].start + 1;
     out = malloc(len);
     if (!out) goto done;
     char *o = out;
     *o++ = '[';
     for (size_t k = first; k < nprev; k++) {
-        memcpy(o, prev + starts[k], ends[k] - starts[k]);
-        o += ends[k] - starts[k];
+        memcpy(o, prev + el[k].start, el[k].end - el[k].start);
+        o += el[k].end - el[k].start;
         *o++ = ',';
     }
-    size_t ql = strlen(q);
     memcpy(o, q, ql);
     o += ql;
     *o++ = ']';
     *o = 0;
 done:
-    free(starts);
-    free(ends);
+    free(el);
     free(q);
     return out;
 }

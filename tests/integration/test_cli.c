@@ -50,6 +50,18 @@ static json_t *show_json(const char *q, const char *id, const char *p) {
     return j;
 }
 
+/* Field `field` of job `id` of queue `q` (prefix p) as stored in Redis is `want`. */
+static void expect_stored(const char *p, const char *q, const char *id, const char *field,
+                          const char *want) {
+    ferry_conn *c = testenv_conn();
+    redisReply *rep = testenv_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
+    if (rep->type != REDIS_REPLY_STRING || strcmp(rep->str, want))
+        fail_msg("%s of job %s: want %s, got %s", field, id, want,
+                 rep->type == REDIS_REPLY_STRING ? rep->str : "(none)");
+    freeReplyObject(rep);
+    ferry__conn_close(c);
+}
+
 /* A usage error: exit 2, nothing on stdout, exactly one line on stderr containing `want`. */
 static void expect_usage_error(cli_run *r, const char *want) {
     CLI_EXPECT(*r, 2);
@@ -143,13 +155,7 @@ static void test_add_show_round_trip(void **state) {
     json_decref(j);
     cli_run_free(&r);
 
-    /* the stored hash agrees */
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:mail:%s name", p, id);
-    assert_int_equal(rep->type, REDIS_REPLY_STRING);
-    assert_string_equal(rep->str, "welcome");
-    freeReplyObject(rep);
-    ferry__conn_close(c);
+    expect_stored(p, "mail", id, "name", "welcome"); /* the stored hash agrees */
 
     /* human output */
     CLI(r, "job", "show", "mail", id, "--redis", url(), "--prefix", p);
@@ -194,12 +200,7 @@ static void test_add_show_wide_json(void **state) {
     char id[64];
     line1(&r, id, sizeof id);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:wide:%s data", p, id);
-    assert_int_equal(rep->type, REDIS_REPLY_STRING);
-    assert_string_equal(rep->str, data);
-    freeReplyObject(rep);
-    ferry__conn_close(c);
+    expect_stored(p, "wide", id, "data", data);
     CLI(r, "job", "show", "wide", id, "--json", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char want[256];
@@ -226,12 +227,7 @@ static void test_add_from_stdin_and_env(void **state) {
     char id[64];
     line1(&r, id, sizeof id);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:q:%s data", p, id);
-    assert_int_equal(rep->type, REDIS_REPLY_STRING);
-    assert_string_equal(rep->str, "{\"from\":\"stdin\"}");
-    freeReplyObject(rep);
-    ferry__conn_close(c);
+    expect_stored(p, "q", id, "data", "{\"from\":\"stdin\"}");
 
     /* over the payload limit: clear error, nothing added */
     CLI_IN(r, "{\"x\":\"0123456789\"}", "queue", "add", "q", "big", "-", "--max-payload", "10",
@@ -330,11 +326,7 @@ static void test_duplicate_job_id(void **state) {
     assert_int_equal(jint(j, "waiting"), 1);
     json_decref(j);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:q:order-42 data", p);
-    assert_string_equal(rep->str, "{\"v\":1}"); /* the first add won */
-    freeReplyObject(rep);
-    ferry__conn_close(c);
+    expect_stored(p, "q", "order-42", "data", "{\"v\":1}"); /* the first add won */
 }
 
 static void test_counts_json(void **state) {

@@ -16,8 +16,8 @@
 #include "ferry/queue.h"
 #include "ferry/worker.h"
 #include "support/testenv.h"
-#include "util/clock.h"
 #include "test_gate.h"
+#include "util/clock.h"
 
 #define QNAME "wq"
 
@@ -34,20 +34,27 @@ typedef struct wt {
     char last_reason[256];
 } wt;
 
-static inline void wt_init(wt *t) {
-    memset(t, 0, sizeof *t);
-    pthread_mutex_init(&t->mu, NULL);
-    snprintf(t->prefix, sizeof t->prefix, "%s", testenv_prefix());
-    snprintf(t->base, sizeof t->base, "%s:%s:", t->prefix, QNAME);
+/* Queue `name` under `prefix` on the test Redis (the caller closes it). */
+static inline ferry_queue *wt_queue_open(const char *prefix, const char *name) {
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
     ro.url = testenv_require("REDIS_URL");
     ferry_queue_options qo;
     ferry_queue_options_init(&qo);
     qo.redis = &ro;
-    qo.prefix = t->prefix;
+    qo.prefix = prefix;
+    ferry_queue *q = NULL;
     ferry_error e = {0};
-    if (ferry_queue_open(QNAME, &qo, &t->q, &e) != 0) fail_msg("queue open: %s", e.message);
+    if (ferry_queue_open(name, &qo, &q, &e) != 0) fail_msg("queue open: %s", e.message);
+    return q;
+}
+
+static inline void wt_init(wt *t) {
+    memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->mu, NULL);
+    snprintf(t->prefix, sizeof t->prefix, "%s", testenv_prefix());
+    snprintf(t->base, sizeof t->base, "%s:%s:", t->prefix, QNAME);
+    t->q = wt_queue_open(t->prefix, QNAME);
     t->c = testenv_conn();
 }
 
@@ -260,7 +267,6 @@ static inline int wt_counter_at_least(void *arg) {
             fail_msg("timed out waiting for " #field " >= %d (have %d)", (int)(n),                 \
                      wt_count((t), &(t)->field));                                                  \
     } while (0)
-
 
 #define GATE_WAIT_ENTERED(g, n)                                                                    \
     do {                                                                                           \

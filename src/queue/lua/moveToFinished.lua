@@ -186,7 +186,7 @@ local function dropTrimmed(setKey, jid)
   local jobKey = base .. jid
   if setKey == k.failed then
     local pk = redis.call("HGET", jobKey, "parentKey")
-    if pk and pk ~= "" and redis.call("EXISTS", pk) == 1 then ferryChildDropped(fc, jobKey, pk) end
+    if pk and pk ~= "" then ferryReleaseParent(jobKey, pk, nil, fc) end
   end
   ferryWipeJob(jobKey)
 end
@@ -413,10 +413,10 @@ for i = 0, nJobs - 1 do
         dels[n + 6] = jobKey .. ":unsuccessful"
       end
       -- (completed: the EXISTS above proved :dependencies and :unsuccessful absent)
-      if not settled then ferryChildDropped(fc, jobKey, parentKey) end
+      if not settled then ferryReleaseParent(jobKey, parentKey, nil, fc) end
     else
       ferryWipeJob(jobKey)
-      if not settled then ferryChildDropped(fc, jobKey, parentKey) end
+      if not settled then ferryReleaseParent(jobKey, parentKey, nil, fc) end
     end
     addEvent("event", target, "jobId", id, field, value, "prev", "active")
     if failed and atm >= (tonumber(ARGV[a + 8]) or 0) then

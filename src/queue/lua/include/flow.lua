@@ -3,22 +3,40 @@
 -- spliced in after common.lua by "--@include flow.lua", so the fetch script does not
 -- build closures for it on every call.
 
--- A flow child (jobKey) leaves its parent's dependencies; when it was the last one, the parent
--- moves from waiting-children to wait in its queue (event `waiting`), as BullMQ's removal
--- does. A parent in the queue `skipBase` (nil = none) is left alone.
-local function ferryReleaseParent(jobKey, parentKey, skipBase)
-  local parentId = string.match(parentKey, ":([^:]*)$")
-  if not parentId then return end
-  local parentBase = string.sub(parentKey, 1, #parentKey - #parentId)
+-- "<prefix>:<queue>:<id>" -> "<prefix>:<queue>:", "<id>" (nil when there is no ':').
+local function ferrySplitJobKey(jobKey)
+  local id = string.match(jobKey, ".*:(.*)")
+  if not id then return nil, nil end
+  return string.sub(jobKey, 1, #jobKey - #id), id
+end
+
+-- A flow child (jobKey) deleted (removed, obliterated, or deleted at finish by
+-- removeOnComplete/removeOnFail or a trim) leaves its parent's dependencies; when it was the
+-- last one, the parent moves from waiting-children to the end of wait in its queue, whatever
+-- its priority or delay (event `waiting`), as BullMQ's removeParentDependencyKey does. A
+-- parent in the queue `skipBase` (nil = none) is left alone. fc: the finishing script's
+-- context (below), for its view of paused/maxed and its events; nil elsewhere.
+local function ferryReleaseParent(jobKey, parentKey, skipBase, fc)
+  local parentBase, parentId = ferrySplitJobKey(parentKey)
+  if not parentBase then return end
   if parentBase == skipBase or redis.call("EXISTS", parentKey) == 0 then return end
   local depsKey = parentKey .. ":dependencies"
   if redis.call("SREM", depsKey, jobKey) == 0 or redis.call("SCARD", depsKey) > 0 then return end
   if redis.call("ZREM", parentBase .. "waiting-children", parentId) == 0 then return end
-  local blocked = ferryPausedOrMaxed(parentBase .. "meta", parentBase .. "active")
+  local blocked
+  if fc then
+    blocked = fc.blocked(parentBase)
+  else
+    blocked = ferryPausedOrMaxed(parentBase .. "meta", parentBase .. "active")
+  end
   redis.call("RPUSH", parentBase .. "wait", parentId)
   if not blocked then redis.call("ZADD", parentBase .. "marker", 0, "0") end
-  redis.call("XADD", parentBase .. "events", "*", "event", "waiting", "jobId", parentId,
-    "prev", "waiting-children")
+  if fc then
+    fc.event(parentBase, "event", "waiting", "jobId", parentId, "prev", "waiting-children")
+  else
+    redis.call("XADD", parentBase .. "events", "*", "event", "waiting", "jobId", parentId,
+      "prev", "waiting-children")
+  end
 end
 
 -- ---- a flow child finishing (moveToFinished.lua; BullMQ 6.7.0's effects) ---------------
@@ -36,13 +54,6 @@ local function ferryParentData(json)
     return nil
   end
   return p
-end
-
--- "<prefix>:<queue>:<id>" -> "<prefix>:<queue>:", "<id>" (nil when there is no ':').
-local function ferrySplitJobKey(jobKey)
-  local id = string.match(jobKey, ".*:(.*)")
-  if not id then return nil, nil end
-  return string.sub(jobKey, 1, #jobKey - #id), id
 end
 
 -- BullMQ moveParentToWait: a parent with `delay` goes to delayed (due now + delay, score
@@ -152,18 +163,4 @@ local function ferryChildFailed(fc, childKey, json, reason)
     return true, false
   end
   return false, false
-end
-
--- A finished child deleted at once (removeOnComplete/removeOnFail) or by a trim leaves the
--- parent's dependencies; the last one puts the parent at the end of wait, whatever its
--- priority or delay (BullMQ removeParentDependencyKey, soft).
-local function ferryChildDropped(fc, childKey, parentKey)
-  local deps = parentKey .. ":dependencies"
-  if redis.call("SREM", deps, childKey) == 0 or redis.call("SCARD", deps) ~= 0 then return end
-  local qbase, parentId = ferrySplitJobKey(parentKey)
-  if not qbase or redis.call("ZREM", qbase .. "waiting-children", parentId) == 0 then return end
-  local blocked = fc.blocked(qbase)
-  redis.call("RPUSH", qbase .. "wait", parentId)
-  if not blocked then redis.call("ZADD", qbase .. "marker", 0, "0") end
-  fc.event(qbase, "event", "waiting", "jobId", parentId, "prev", "waiting-children")
 end
