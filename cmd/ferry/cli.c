@@ -2,13 +2,17 @@
  * subcommands (see cli.h). */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "queue/keys.h"
+#include "util/printable.h"
 
 #define CONN_COMMON_DEFS                                                                           \
     {"redis",                                                                                      \
@@ -268,5 +272,65 @@ int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, cli_queu
         *out = NULL;
         return cli_report(spec, c, NULL, &err);
     }
+    return 0;
+}
+
+int cli_read_secret_file(const cmd_spec *spec, const char *opt, const char *path, char **out) {
+    *out = NULL;
+    char shown[256];
+    ferry__printable(path, shown, sizeof shown);
+    /* O_NONBLOCK: a FIFO without a writer must not hang the start; cleared again below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return opts_usage_error(spec, "--%s: cannot open %s: %s", opt, shown, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return opts_usage_error(spec, "--%s: %s is a directory, not a file", opt, shown);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (S_ISREG(st.st_mode) && (st.st_mode & 077))
+        fprintf(stderr,
+                "ferry %s: warning: --%s: %s can be read by other users (mode %03o); "
+                "chmod 600 it\n",
+                spec->name, opt, shown, (unsigned)(st.st_mode & 0777));
+    char *buf = malloc(CLI_SECRET_FILE_MAX + 2);
+    if (!buf) {
+        close(fd);
+        return opts_usage_error(spec, "--%s: out of memory", opt);
+    }
+    size_t len = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + len, CLI_SECRET_FILE_MAX + 1 - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            return opts_usage_error(spec, "--%s: cannot read %s: %s", opt, shown, strerror(e));
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+        if (len > CLI_SECRET_FILE_MAX) {
+            close(fd);
+            free(buf);
+            return opts_usage_error(spec, "--%s: %s is longer than %d bytes", opt, shown,
+                                    CLI_SECRET_FILE_MAX);
+        }
+    }
+    close(fd);
+    if (len && buf[len - 1] == '\n') len--;
+    if (len && buf[len - 1] == '\r') len--;
+    buf[len] = 0;
+    const char *why = len == 0                     ? "is empty"
+                      : memchr(buf, 0, len)        ? "holds a NUL byte"
+                      : memchr(buf, '\n', len)     ? "holds more than one line"
+                      : memchr(buf, '\r', len)     ? "holds a carriage return inside the value"
+                                                   : NULL;
+    if (why) {
+        free(buf);
+        return opts_usage_error(spec, "--%s: %s %s (expected the value alone on one line)", opt,
+                                shown, why);
+    }
+    *out = buf;
     return 0;
 }

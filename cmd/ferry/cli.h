@@ -57,4 +57,16 @@ typedef enum { CLI_QUEUE_WRITES, CLI_QUEUE_READS } cli_queue_use;
 int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, cli_queue_use use,
                    ferry_queue **out);
 
+/* Read a credential (a Redis or database URL) from the file at `path`, for the
+ * `--redis-url-file` / `--database-url-file` options, so that it is neither in argv (seen
+ * in `ps`) nor in the environment (inherited by job commands). The file holds the value on
+ * one line; one trailing "\n" or "\r\n" is dropped. Refused, with a usage error naming
+ * `opt` and the path but never the content: a file that cannot be read, a directory, an
+ * empty value, more than one line, a NUL byte, more than CLI_SECRET_FILE_MAX bytes. A file
+ * that others can read (mode & 0077) gets a warning on stderr. On success *out is a
+ * malloc'd NUL-terminated copy (the caller frees it) and 0 is returned; else *out is NULL
+ * and CLI_EXIT_USAGE is returned. Blocking (reads a file); main thread only. */
+#define CLI_SECRET_FILE_MAX 65536
+int cli_read_secret_file(const cmd_spec *spec, const char *opt, const char *path, char **out);
+
 #endif
