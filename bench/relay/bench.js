@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// bench.js - `ferry relay` against the seeds' relay in Node (node_relay.js), on the same
+// bench.js - `ferry relay` against a polling outbox relay in Node (node_relay.js), on the same
 // PostgreSQL and Redis, alternating implementations round by round (the box's speed drifts,
 // so the table reports medians of A B A B ... runs):
 //   drain-1, drain-2  50,000 pre-inserted order.placed rows (fan-out to 2 queues, so 100,000
@@ -40,7 +40,7 @@ const ONLY = (env.BENCH_ONLY || 'drain-1 drain-2 latency').split(/\s+/).filter(B
 const SCHEMA = env.BENCH_SCHEMA || 'bench_relay';
 const PREFIX = 'benchrelay';
 const TABLE = `"${SCHEMA}".outbox_events`;
-const BATCH = 100; // the seeds' BATCH_SIZE
+const BATCH = 100; // the Node relay's batch size
 const ROUTES = path.join(os.tmpdir(), `ferry-bench-routes-${process.pid}`);
 fs.writeFileSync(ROUTES, 'order.placed payments:capture-payment notifications:order-confirmation\n');
 process.on('exit', () => fs.rmSync(ROUTES, { force: true }));
@@ -205,7 +205,7 @@ async function main() {
     }
   }
   const batch = env.FERRY_BATCH ? `--batch ${env.FERRY_BATCH}` : 'default batch';
-  console.log(`\n### ferry relay vs the seeds' relay in Node (${ROUNDS} round(s), medians; ferry ${batch}, Node batch ${BATCH})\n`);
+  console.log(`\n### ferry relay vs a polling Node relay (${ROUNDS} round(s), medians; ferry ${batch}, Node batch ${BATCH})\n`);
   // Ratios are taken per round (the two runs of a round are back to back, so they see the
   // same machine), then the median of those; the rate columns are plain medians.
   const ratio = (r, f) => median(r.ferry.map((x, i) => f(r.node[i], x)));

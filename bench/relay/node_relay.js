@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// node_relay.js - the seeds' OutboxRelay (seeds/000_*.txt) as a standalone Node process, the
-// baseline `ferry relay` is measured against. Same algorithm, with `pg` in place of Prisma:
+// node_relay.js - a typical polling outbox relay (pg + BullMQ) as a standalone Node process, the
+// baseline `ferry relay` is measured against:
 // every 500 ms (setInterval), drain: while a batch comes back full, in one transaction
 // SELECT ... FOR UPDATE SKIP LOCKED (oldest first, LIMIT 100), drop unknown topics, group
 // the jobs by queue, one queue.addBulk per queue (Promise.all), UPDATE published_at, COMMIT.
@@ -63,7 +63,7 @@ async function main() {
   let running;
   let stopping = false;
 
-  // One transaction per batch, as the seeds' publishBatch (Prisma $transaction).
+  // One transaction per batch.
   async function publishBatch() {
     await db.query('BEGIN');
     try {

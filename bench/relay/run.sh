@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh - `ferry relay` vs the seeds' relay in Node on one private PostgreSQL + Redis.
+# run.sh - `ferry relay` vs a polling outbox relay in Node on one private PostgreSQL + Redis.
 #
 #   bench/relay/run.sh [BUILD_DIR]      (default: build; FERRY_BIN overrides the binary)
 #

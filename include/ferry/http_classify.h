@@ -20,7 +20,7 @@ extern "C" {
  * clamp to it, so a broken or hostile server cannot park a job for years. */
 #define FERRY_RETRY_AFTER_MAX_MS 86400000LL
 
-/* Delay used for 429 when Retry-After is absent or unusable (the seeds' 10 s). */
+/* Delay used for 429 when Retry-After is absent or unusable (10 s). */
 #define FERRY_THROTTLE_DEFAULT_MS 10000LL
 
 /* Longest Retry-After value looked at, surrounding whitespace included. Longer values are

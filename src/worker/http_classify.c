@@ -1,8 +1,8 @@
 /* http_classify.c - HTTP status + Retry-After -> job outcome (ferry/http_classify.h).
  *
- * Pure code for handlers that call third-party APIs; the rules follow the seeds'
- * errorFromResponse/parseRetryAfter, made strict where the seeds leaned on JavaScript's
- * Number() and Date.parse() (which accept "+5", "5.0", "0x10" and local-time dates). */
+ * Pure code for handlers that call third-party APIs: the usual mapping of HTTP answers to
+ * retry decisions, made strict where JavaScript-based parsers lean on Number() and
+ * Date.parse() (which accept "+5", "5.0", "0x10" and local-time dates). */
 #include "ferry/http_classify.h"
 
 #include <string.h>

@@ -42,10 +42,10 @@ static void check_target(const ferry_routes *r, size_t t, size_t j, const char *
     assert_string_equal(jn, job);
 }
 
-static void test_seed_routes(void **state) {
+static void test_shop_routes(void **state) {
     (void)state;
     ferry_routes *r =
-        parse_ok("# the seeds' OutboxRelay routes\n"
+        parse_ok("# a shop's routes\n"
                  "order.placed      payments:capture-payment notifications:order-confirmation\n"
                  "\n"
                  "payment.captured\tshipping:create-shipment   loyalty:award-points  # fan-out\n"
@@ -268,7 +268,7 @@ static void test_topic_check(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_seed_routes),
+        cmocka_unit_test(test_shop_routes),
         cmocka_unit_test(test_clone),
         cmocka_unit_test(test_crlf_and_job_name_with_colon),
         cmocka_unit_test(test_utf8_names),
