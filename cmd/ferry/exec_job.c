@@ -397,8 +397,13 @@ static void drain_stderr(run_state *st) {
 
 int exec_run(const exec_spec *spec, exec_result *res) {
     memset(res, 0, sizeof *res);
-    run_state st = {.spec = spec, .res = res, .in_w = -1, .out_r = -1, .err_r = -1,
-                    .report_r = -1, .child = {.lifeline = -1}};
+    run_state st = {.spec = spec,
+                    .res = res,
+                    .in_w = -1,
+                    .out_r = -1,
+                    .err_r = -1,
+                    .report_r = -1,
+                    .child = {.lifeline = -1}};
     st.el.prefix = spec->log_prefix ? spec->log_prefix : "";
     st.el.last = res->last_err_line;
     long long start = mono_ms();
