@@ -24,6 +24,15 @@
      "Redis URL: redis://[user:pass@]host[:port][/db], rediss://... (TLS) or "                     \
      "unix:///path[?db=N]. Default: $REDIS_URL (an empty one is refused), "                        \
      "else " FERRY_DEFAULT_REDIS_URL "."},                                                         \
+        {"redis-url-file",                                                                         \
+         OPT_STRING,                                                                               \
+         "FILE",                                                                                   \
+         offsetof(cli_conn, redis_url_file),                                                       \
+         0,                                                                                        \
+         0,                                                                                        \
+         "Read the Redis URL from FILE (the URL alone on one line), so that a password is "        \
+         "neither in the command line nor in the environment. Not with --redis; used instead "     \
+         "of $REDIS_URL."},                                                                        \
         {"prefix",                                                                                 \
          OPT_STRING,                                                                               \
          "P",                                                                                      \
@@ -130,8 +139,22 @@ static const char *tls_option_given(const cli_conn *c) {
                              : NULL;
 }
 
+/* The URL read from --redis-url-file: c->redis_url and the connection options borrow it
+ * for the life of the process (cli_conn has no destructor). */
+static char *url_from_file;
+
 int cli_conn_resolve(const cmd_spec *spec, cli_conn *c) {
     c->url_source = "--redis";
+    if (c->redis_url_file) {
+        if (c->redis_url)
+            return opts_usage_error(spec, "--redis and --redis-url-file both give the Redis URL: "
+                                          "give one");
+        free(url_from_file);
+        int rc = cli_read_secret_file(spec, "redis-url-file", c->redis_url_file, &url_from_file);
+        if (rc) return rc;
+        c->redis_url = url_from_file;
+        c->url_source = "--redis-url-file";
+    }
     /* A variable set but empty is refused like an empty option (`--prefix ''` is exit 2):
      * it is almost always an unset shell variable, and falling back to the default server
      * or prefix would silently work on the wrong keys. */
@@ -281,7 +304,8 @@ int cli_read_secret_file(const cmd_spec *spec, const char *opt, const char *path
     ferry__printable(path, shown, sizeof shown);
     /* O_NONBLOCK: a FIFO without a writer must not hang the start; cleared again below. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return opts_usage_error(spec, "--%s: cannot open %s: %s", opt, shown, strerror(errno));
+    if (fd < 0)
+        return opts_usage_error(spec, "--%s: cannot open %s: %s", opt, shown, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
         close(fd);
@@ -321,11 +345,11 @@ int cli_read_secret_file(const cmd_spec *spec, const char *opt, const char *path
     if (len && buf[len - 1] == '\n') len--;
     if (len && buf[len - 1] == '\r') len--;
     buf[len] = 0;
-    const char *why = len == 0                     ? "is empty"
-                      : memchr(buf, 0, len)        ? "holds a NUL byte"
-                      : memchr(buf, '\n', len)     ? "holds more than one line"
-                      : memchr(buf, '\r', len)     ? "holds a carriage return inside the value"
-                                                   : NULL;
+    const char *why = len == 0                 ? "is empty"
+                      : memchr(buf, 0, len)    ? "holds a NUL byte"
+                      : memchr(buf, '\n', len) ? "holds more than one line"
+                      : memchr(buf, '\r', len) ? "holds a carriage return inside the value"
+                                               : NULL;
     if (why) {
         free(buf);
         return opts_usage_error(spec, "--%s: %s %s (expected the value alone on one line)", opt,

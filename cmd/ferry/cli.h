@@ -18,6 +18,7 @@
 typedef struct cli_conn {
     /* as parsed (NULL / 0 = not given) */
     const char *redis_url;
+    const char *redis_url_file; /* --redis-url-file: read into redis_url by cli_conn_resolve */
     const char *prefix;
     const char *tls_ca;
     const char *tls_cert;
@@ -25,7 +26,7 @@ typedef struct cli_conn {
     int tls_insecure;
     long long timeout_ms;
     /* resolved by cli_conn_resolve */
-    const char *url_source; /* "--redis", "REDIS_URL" or "default" (for messages) */
+    const char *url_source; /* "--redis", "--redis-url-file", "REDIS_URL" or "default URL" */
     char host[300];         /* "host:port" or the unix socket path, for messages */
     ferry_redis_options redis;
 } cli_conn;
@@ -35,10 +36,13 @@ typedef struct cli_conn {
  * the per-job limit) only `--command-timeout MS` exists. */
 opt_group cli_conn_group(cli_conn *c, int worker_style);
 
-/* Apply env fallbacks (REDIS_URL, FERRY_PREFIX; set but empty is an error, as an empty
- * option is) and defaults, check the URL, that TLS options come with a rediss:// URL and
- * that the TLS files are readable, fill c->redis. Prints a usage error and returns
- * CLI_EXIT_USAGE on a bad value, else 0. */
+/* Read --redis-url-file (cli_read_secret_file; exclusive with --redis, wins over
+ * REDIS_URL), apply env fallbacks (REDIS_URL, FERRY_PREFIX; set but empty is an error, as
+ * an empty option is) and defaults, check the URL, that TLS options come with a rediss://
+ * URL and that the TLS files are readable, fill c->redis. Prints a usage error (never the
+ * file's content) and returns CLI_EXIT_USAGE on a bad value, else 0. A URL read from a file
+ * stays allocated until the process exits (c->redis_url points to it); blocking (reads the
+ * file); main thread only, once per process. */
 int cli_conn_resolve(const cmd_spec *spec, cli_conn *c);
 
 /* Print "ferry <cmd>: <what>: <detail>" for a library failure and return the exit code

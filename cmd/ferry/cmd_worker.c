@@ -27,6 +27,7 @@
 #include "queue/job_opts.h"
 #include "queue/json_text.h"
 #include "signals.h"
+#include "util/printable.h"
 #include "worker/worker_internal.h"
 
 extern char **environ;
@@ -36,6 +37,7 @@ typedef struct worker_opts {
         shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
         max_started, retry_later_default, lanes;
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
+    const char *pass_env; /* the last --pass-env; all of them: pass_env_names() */
 } worker_opts;
 
 enum { LOG_TEXT, LOG_JSON, LOG_NONE };
@@ -97,6 +99,9 @@ static const opt_def worker_defs[] = {
      "Delay for exit 118 when the command gives no delay hint (default 5000)."},
     {"log-format", OPT_STRING, "F", offsetof(worker_opts, log_format), 0, 0,
      "Per-job outcome lines on stderr: text (default), json (one object per line) or none."},
+    {"pass-env", OPT_STRING, "NAME", offsetof(worker_opts, pass_env), 0, 0,
+     "Keep the credential variable NAME (REDIS_URL, DATABASE_URL, PGPASSWORD or FERRY_*_URL) "
+     "in the commands' environment, which otherwise lacks them. Repeatable."},
 };
 
 static const cmd_spec worker_spec = {
@@ -106,7 +111,11 @@ static const cmd_spec worker_spec = {
     "on standard input.",
     "Each job's command gets the environment variables FERRY_QUEUE, FERRY_JOB_ID,\n"
     "FERRY_JOB_NAME, FERRY_ATTEMPT (attempts spent + 1: 1 on the first attempt, unchanged\n"
-    "after exit 118/119) and FERRY_ATTEMPTS_STARTED (runs so far, this one included).\n"
+    "after exit 118/119) and FERRY_ATTEMPTS_STARTED (runs so far, this one included),\n"
+    "besides the worker's own environment without its credentials: REDIS_URL,\n"
+    "DATABASE_URL, PGPASSWORD and FERRY_*_URL are removed unless named by --pass-env.\n"
+    "Whatever a command leaves running is killed when it exits, and every command with\n"
+    "all it started is killed if the worker dies, even by SIGKILL.\n"
     "Its exit status decides:\n"
     "  0          completed; stdout is the return value (stored as JSON when it parses,\n"
     "             else as a JSON string; empty = null). Stdout that is neither JSON nor\n"
@@ -151,8 +160,10 @@ typedef struct exec_worker {
     const char *queue;
     char **cmd;
     const worker_opts *o;
-    char **base_env; /* environ minus FERRY_QUEUE/JOB_ID/JOB_NAME/ATTEMPT (borrowed strings) */
+    char **base_env; /* environ minus FERRY_QUEUE/JOB_ID/... and credentials (borrowed) */
     size_t nbase;
+    const char **pass; /* --pass-env names (borrowed from argv) */
+    size_t npass;
     const cli_conn *conn;
 
     ferry_worker *w; /* set before start; for ferry_worker_stop from a handler */
@@ -206,6 +217,24 @@ static int is_ferry_var(const char *kv) {
                                                  "FERRY_ATTEMPT=", "FERRY_ATTEMPTS_STARTED="};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strncmp(kv, names[i], strlen(names[i]))) return 1;
+    return 0;
+}
+
+/* ferry's credentials: the variables it reads a URL or password from (REDIS_URL here,
+ * DATABASE_URL in the outbox commands, PGPASSWORD in libpq, FERRY_BENCH_REDIS_URL and any
+ * other FERRY_*_URL). A job command does not get them (a script that prints its
+ * environment would publish them) unless --pass-env names one. Path variables such as
+ * PGPASSFILE stay: they name a file the command's user can read anyway. */
+static int is_credential_name(const char *name, size_t len) {
+    static const char *const names[] = {"REDIS_URL", "DATABASE_URL", "PGPASSWORD"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && !memcmp(name, names[i], len)) return 1;
+    return len > 10 && !memcmp(name, "FERRY_", 6) && !memcmp(name + len - 4, "_URL", 4);
+}
+
+static int passed_env(const exec_worker *xw, const char *name, size_t len) {
+    for (size_t i = 0; i < xw->npass; i++)
+        if (strlen(xw->pass[i]) == len && !memcmp(xw->pass[i], name, len)) return 1;
     return 0;
 }
 
@@ -629,8 +658,49 @@ static int build_base_env(exec_worker *xw) {
         n++;
     xw->base_env = calloc(n + 1, sizeof *xw->base_env);
     if (!xw->base_env) return -1;
-    for (char **e = environ; *e; e++)
-        if (!is_ferry_var(*e)) xw->base_env[xw->nbase++] = *e;
+    for (char **e = environ; *e; e++) {
+        size_t len = strcspn(*e, "=");
+        if (is_ferry_var(*e) || (is_credential_name(*e, len) && !passed_env(xw, *e, len))) continue;
+        xw->base_env[xw->nbase++] = *e;
+    }
+    return 0;
+}
+
+/* opts_parse keeps the last value of an option given twice; --pass-env is repeatable, so
+ * its values are collected here from the argv that opts_parse has already accepted (the
+ * same walk: up to "--", a value after each option that takes one and has no "="). Checks
+ * each NAME. Returns 0 with *out (malloc'd array of argv strings, caller frees) and *n, or
+ * the usage exit code. */
+static int pass_env_names(const opt_group *groups, size_t ngroups, int argc, char **argv,
+                          const char ***out, size_t *n) {
+    *out = calloc((size_t)argc + 1, sizeof **out);
+    *n = 0;
+    if (!*out) return opts_usage_error(&worker_spec, "out of memory");
+    for (int i = 0; i < argc && strcmp(argv[i], "--"); i++) {
+        if (strncmp(argv[i], "--", 2)) continue;
+        const char *name = argv[i] + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const opt_def *d = NULL;
+        for (size_t g = 0; g < ngroups && !d; g++)
+            for (size_t k = 0; k < groups[g].n && !d; k++)
+                if (strlen(groups[g].defs[k].name) == len &&
+                    !strncmp(groups[g].defs[k].name, name, len))
+                    d = &groups[g].defs[k];
+        if (!d || d->kind == OPT_FLAG) continue;
+        const char *val = eq ? eq + 1 : argv[++i];
+        if (strcmp(d->name, "pass-env")) continue;
+        if (!is_credential_name(val, strlen(val))) {
+            char shown[128];
+            free(*out);
+            *out = NULL;
+            return opts_usage_error(&worker_spec,
+                                    "--pass-env: '%s' is not a variable the worker removes "
+                                    "(REDIS_URL, DATABASE_URL, PGPASSWORD, FERRY_*_URL); the "
+                                    "others reach the commands anyway",
+                                    ferry__printable(val, shown, sizeof shown));
+        }
+        (*out)[(*n)++] = val;
+    }
     return 0;
 }
 
@@ -706,8 +776,17 @@ static int worker_main(int argc, char **argv) {
     if (!command_exists(cmd[0]))
         return opts_usage_error(&worker_spec, "%s: command not found or not an executable file",
                                 cmd[0]);
+    const char **pass = NULL;
+    size_t npass = 0;
+    if ((rc = pass_env_names(groups, 2, argc, argv, &pass, &npass))) return rc;
 
-    exec_worker xw = {.queue = queue, .cmd = cmd, .o = &o, .conn = &conn, .log_format = log_format};
+    exec_worker xw = {.queue = queue,
+                      .cmd = cmd,
+                      .o = &o,
+                      .conn = &conn,
+                      .log_format = log_format,
+                      .pass = pass,
+                      .npass = npass};
     pthread_mutex_init(&xw.lock, NULL);
     pthread_cond_init(&xw.cond, NULL);
     xw.last_activity = mono_ms();
@@ -718,6 +797,7 @@ static int worker_main(int argc, char **argv) {
     cli_signals_block();
     if (build_base_env(&xw)) {
         fprintf(stderr, "ferry worker: out of memory\n");
+        free(pass);
         return CLI_EXIT_RUNTIME;
     }
 
@@ -804,6 +884,7 @@ out:
         free(n);
     }
     free(xw.base_env);
+    free(pass);
     return rc;
 }
 

@@ -1,7 +1,8 @@
 /* exec_job.c - spawn one job's command and shepherd it to completion (see exec_job.h). */
-#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np, pipe2 */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np, pipe2, signalfd */
 #include "exec_job.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,11 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ferry/http_classify.h"
+
+extern char **environ;
 
 #define READ_CHUNK 16384 /* on the stack of a handler thread */
 #define LINE_MAX_BYTES 4096
@@ -27,10 +34,20 @@
  * child closed its pipes early (normally EOF on the pipes wakes us at once). */
 #define POLL_CAP_MS 100
 
+/* The guard's descriptors (exec_job.h): the lifeline it reads, the report pipe it writes. */
+#define GUARD_LIFELINE_FD 3
+#define GUARD_REPORT_FD 4
+/* Requests the worker writes on the lifeline. */
+#define GUARD_REQ_TERM 'T' /* SIGTERM to the command's process group */
+#define GUARD_REQ_KILL 'K' /* SIGKILL to it (the rest is killed when the command is gone) */
+/* How long the guard waits for a killed descendant before it looks for more to kill. */
+#define GUARD_RESCAN_MS 20
+
 /* ---- registry of running children (for exec_kill_all) ----------------------------------- */
 
 typedef struct running {
-    pid_t pid;
+    pid_t pid;     /* the job's guard */
+    int lifeline;  /* [reg_lock] write end of the guard's lifeline; -1 once reaped */
     int signalled; /* [reg_lock] exec_kill_all signalled it */
     struct running *next;
 } running;
@@ -38,8 +55,21 @@ typedef struct running {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static running *reg_head;
 
-/* Reap without blocking. Done under reg_lock so exec_kill_all never signals a pid that
- * has been reaped (and so might have been reused). Returns 1 when reaped. */
+/* Ask the guard to signal its command (GUARD_REQ_*). Non-blocking; a guard that already
+ * exited makes this EPIPE, which the caller ignores (SIGPIPE is ignored: exec_job.h).
+ * Called with reg_lock held, or by the run's own thread (which alone closes the fd). */
+static int guard_request(const running *r, char req) {
+    if (r->lifeline < 0) return -1;
+    ssize_t w;
+    do
+        w = write(r->lifeline, &req, 1);
+    while (w < 0 && errno == EINTR);
+    return w == 1 ? 0 : -1;
+}
+
+/* Reap without blocking. Done under reg_lock so exec_kill_all never writes to a lifeline
+ * that has been closed (and whose number might have been reused). Closing the lifeline
+ * after the guard is gone changes nothing for it. Returns 1 when reaped. */
 static int reg_try_reap(running *r, int *status) {
     pthread_mutex_lock(&reg_lock);
     int reaped = 0;
@@ -47,6 +77,8 @@ static int reg_try_reap(running *r, int *status) {
     if (p == r->pid || (p < 0 && errno == ECHILD)) {
         reaped = 1;
         if (p < 0) *status = 0;
+        if (r->lifeline >= 0) close(r->lifeline);
+        r->lifeline = -1;
         for (running **pp = &reg_head; *pp; pp = &(*pp)->next)
             if (*pp == r) {
                 *pp = r->next;
@@ -58,10 +90,12 @@ static int reg_try_reap(running *r, int *status) {
 }
 
 int exec_kill_all(int sig) {
+    if (sig != SIGTERM && sig != SIGKILL) return 0;
+    char req = sig == SIGTERM ? GUARD_REQ_TERM : GUARD_REQ_KILL;
     int n = 0;
     pthread_mutex_lock(&reg_lock);
     for (running *r = reg_head; r; r = r->next)
-        if (kill(-r->pid, sig) == 0) {
+        if (guard_request(r, req) == 0) {
             r->signalled = 1;
             n++;
         }
@@ -175,6 +209,7 @@ typedef struct run_state {
     const exec_spec *spec;
     exec_result *res;
     int in_w, out_r, err_r;
+    int report_r; /* read end of the guard's report pipe */
     size_t in_off;
     size_t out_cap;
     errlines el;
@@ -183,67 +218,118 @@ typedef struct run_state {
     long long kill_at;
 } run_state;
 
-static int spawn_child(run_state *st) {
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    int rc = 0;
-    /* O_CLOEXEC: another job's child spawned concurrently must not inherit these. */
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-        rc = errno;
-        goto fail;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+/* Signals whose disposition a command starts with reset to the default: what the worker
+ * catches or ignores itself (SIGPIPE), and what a shell that started it in the background
+ * may have left ignored. */
+static void spawn_attr_init(posix_spawnattr_t *at) {
     sigset_t empty, defaults;
     sigemptyset(&empty);
     sigemptyset(&defaults);
-    int reset[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2};
+    static const int reset[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,
+                                SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
         sigaddset(&defaults, reset[i]);
-    posix_spawnattr_setsigmask(&at, &empty);
-    posix_spawnattr_setsigdefault(&at, &defaults);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_init(at);
+    posix_spawnattr_setsigmask(at, &empty);
+    posix_spawnattr_setsigdefault(at, &defaults);
+    posix_spawnattr_setpgroup(at, 0);
+    posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                     POSIX_SPAWN_SETPGROUP);
+}
+
+/* A pipe end moved to a descriptor >= 5 (close-on-exec), so that the dup2s onto 3 and 4 of
+ * the guard's file actions never overwrite one another's source. */
+static int fd_above_guard_fds(int *fd) {
+    int nfd = fcntl(*fd, F_DUPFD_CLOEXEC, GUARD_REPORT_FD + 1);
+    if (nfd < 0) return errno;
+    close(*fd);
+    *fd = nfd;
+    return 0;
+}
+
+/* Start the job's guard (`ferry EXEC_GUARD_MODE CMD...`, this very binary through
+ * /proc/self/exe) with the job's pipes on 0/1/2, the lifeline's read end on 3 and the
+ * report pipe's write end on 4. */
+static int spawn_child(run_state *st) {
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, life[2] = {-1, -1},
+        rep[2] = {-1, -1};
+    int rc = 0;
+    char **argv = NULL;
+    /* O_CLOEXEC: another job's guard spawned concurrently must not inherit these; the
+     * lifeline's write end above all, or that guard would keep this one's lifeline open. */
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) ||
+        pipe2(life, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
+        rc = errno;
+        goto fail;
+    }
+    if ((rc = fd_above_guard_fds(&life[0])) || (rc = fd_above_guard_fds(&rep[1]))) goto fail;
+    size_t n = 0;
+    while (st->spec->argv[n])
+        n++;
+    if (!(argv = calloc(n + 3, sizeof *argv))) {
+        rc = ENOMEM;
+        goto fail;
+    }
+    argv[0] = (char *)"ferry";
+    argv[1] = (char *)EXEC_GUARD_MODE;
+    memcpy(argv + 2, st->spec->argv, n * sizeof *argv);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_adddup2(&fa, life[0], GUARD_LIFELINE_FD);
+    posix_spawn_file_actions_adddup2(&fa, rep[1], GUARD_REPORT_FD);
+    posix_spawn_file_actions_addclosefrom_np(&fa, GUARD_REPORT_FD + 1);
+    spawn_attr_init(&at);
     pid_t pid;
-    /* Register under the lock with the spawn, so exec_kill_all sees every child. */
+    /* Register under the lock with the spawn, so exec_kill_all sees every guard. */
     pthread_mutex_lock(&reg_lock);
-    rc = posix_spawnp(&pid, st->spec->argv[0], &fa, &at, st->spec->argv, st->spec->envp);
+    rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, st->spec->envp);
     if (rc == 0) {
         st->child.pid = pid;
+        st->child.lifeline = life[1];
+        life[1] = -1;
         st->child.next = reg_head;
         reg_head = &st->child;
     }
     pthread_mutex_unlock(&reg_lock);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
+    free(argv);
+    argv = NULL;
     if (rc) goto fail;
     close(in[0]);
     close(out[1]);
     close(err[1]);
+    close(life[0]);
+    close(rep[1]);
     st->in_w = in[1];
     st->out_r = out[0];
     st->err_r = err[0];
+    st->report_r = rep[0];
+    /* A guard that hangs (it never does) must not block the worker's kill requests. */
+    fcntl(st->child.lifeline, F_SETFL, fcntl(st->child.lifeline, F_GETFL) | O_NONBLOCK);
+    fcntl(st->report_r, F_SETFL, fcntl(st->report_r, F_GETFL) | O_NONBLOCK);
     fcntl(st->in_w, F_SETFL, fcntl(st->in_w, F_GETFL) | O_NONBLOCK);
     if (st->spec->input_len == 0) close_fd(&st->in_w);
     return 0;
 fail:
+    free(argv);
     for (int i = 0; i < 2; i++) {
         close_fd(&in[i]);
         close_fd(&out[i]);
         close_fd(&err[i]);
+        close_fd(&life[i]);
+        close_fd(&rep[i]);
     }
     return rc;
 }
 
 static void begin_kill(run_state *st, long long now) {
     if (st->kill_stage) return;
-    kill(-st->child.pid, SIGTERM);
+    guard_request(&st->child, GUARD_REQ_TERM);
     st->kill_stage = 1;
     st->kill_at = now + st->spec->kill_grace_ms;
 }
@@ -311,7 +397,13 @@ static void drain_stderr(run_state *st) {
 
 int exec_run(const exec_spec *spec, exec_result *res) {
     memset(res, 0, sizeof *res);
-    run_state st = {.spec = spec, .res = res, .in_w = -1, .out_r = -1, .err_r = -1};
+    run_state st = {.spec = spec,
+                    .res = res,
+                    .in_w = -1,
+                    .out_r = -1,
+                    .err_r = -1,
+                    .report_r = -1,
+                    .child = {.lifeline = -1}};
     st.el.prefix = spec->log_prefix ? spec->log_prefix : "";
     st.el.last = res->last_err_line;
     long long start = mono_ms();
@@ -343,7 +435,7 @@ int exec_run(const exec_spec *spec, exec_result *res) {
             }
             if (st.kill_stage == 1) {
                 if (now >= st.kill_at) {
-                    kill(-st.child.pid, SIGKILL);
+                    guard_request(&st.child, GUARD_REQ_KILL);
                     st.kill_stage = 2;
                 } else if (st.kill_at - now < wait) {
                     wait = st.kill_at - now;
@@ -372,8 +464,8 @@ int exec_run(const exec_spec *spec, exec_result *res) {
         if (iout >= 0 && pf[iout].revents) drain_stdout(&st, now);
         if (ierr >= 0 && pf[ierr].revents) drain_stderr(&st);
     }
-    if (!reaped) { /* only after a poll() failure: make sure the child is gone */
-        kill(-st.child.pid, SIGKILL);
+    if (!reaped) { /* only after a poll() failure: make sure the command is gone */
+        guard_request(&st.child, GUARD_REQ_KILL);
         while (!reg_try_reap(&st.child, &status)) {
             struct timespec ts = {0, 5 * 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -383,6 +475,16 @@ int exec_run(const exec_spec *spec, exec_result *res) {
     close_fd(&st.in_w);
     close_fd(&st.out_r);
     close_fd(&st.err_r);
+    /* The guard could not start the command: it said why before exiting. */
+    int spawn_err = 0;
+    ssize_t got = read(st.report_r, &spawn_err, sizeof spawn_err);
+    close_fd(&st.report_r);
+    if (got == (ssize_t)sizeof spawn_err && spawn_err != 0) {
+        free(res->output);
+        memset(res, 0, sizeof *res);
+        res->spawn_errno = spawn_err;
+        return -1;
+    }
     if (WIFEXITED(status)) {
         res->exited = 1;
         res->exit_code = WEXITSTATUS(status);
@@ -400,6 +502,185 @@ void exec_result_free(exec_result *res) {
     if (!res) return;
     free(res->output);
     res->output = NULL;
+}
+
+/* ---- the guard (runs in its own process: `ferry EXEC_GUARD_MODE CMD...`) ------------------ */
+
+/* Tell the worker why the command could not be started, then leave. */
+static void guard_fail(int e) {
+    ssize_t w = write(GUARD_REPORT_FD, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
+/* The worker is gone when the lifeline reads EOF (its write end closed) or fails. Reads
+ * and carries out the worker's requests meanwhile. Returns 1 when gone. */
+static int guard_lifeline(pid_t cmd) {
+    for (;;) {
+        char req[64];
+        ssize_t n = read(GUARD_LIFELINE_FD, req, sizeof req);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return 0;
+        if (n <= 0) return 1;
+        for (ssize_t i = 0; i < n; i++)
+            if (req[i] == GUARD_REQ_TERM)
+                kill(-cmd, SIGTERM);
+            else if (req[i] == GUARD_REQ_KILL)
+                kill(-cmd, SIGKILL);
+    }
+}
+
+/* SIGKILL every child of this process, found in /proc (a descendant whose parent died has
+ * been reparented here: the guard is a child subreaper). Returns how many were signalled. */
+static int guard_kill_children(void) {
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    pid_t self = getpid();
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        char path[300], stat[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t len = read(fd, stat, sizeof stat - 1);
+        close(fd);
+        if (len <= 0) continue;
+        stat[len] = 0;
+        /* "pid (comm) state ppid ...": comm may hold anything, ')' included */
+        char *rp = strrchr(stat, ')');
+        char state;
+        int ppid;
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == self) {
+            kill((pid_t)atoi(e->d_name), SIGKILL);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Kill and reap everything the command left: its process group (signalled by the caller
+ * while `cmd` could not be reused: alive or a zombie) and every other descendant, however
+ * far it went (setsid, double fork), until this process has no child left. */
+static void guard_kill_rest(int sigfd) {
+    for (;;) {
+        guard_kill_children();
+        pid_t p;
+        int status;
+        while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+        }
+        if (p < 0 && errno == ECHILD) return;
+        /* Children remain: they die now, or one was reparented here after the scan. */
+        struct pollfd pf = {sigfd, POLLIN, 0};
+        if (poll(&pf, 1, GUARD_RESCAN_MS) > 0) {
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            }
+        }
+    }
+}
+
+/* Leave as the command did: the same exit code, or death by the same signal (without a
+ * core dump: the command's own dump, if any, was already written). */
+static void guard_exit_like(int status) {
+    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig); /* pending: blocked */
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    _exit(128 + sig); /* a signal whose default is not to terminate: not from a wait status */
+}
+
+int exec_guard_main(int argc, char **argv) {
+    struct stat ls, rs;
+    if (argc < 1 || fstat(GUARD_LIFELINE_FD, &ls) != 0 || !S_ISFIFO(ls.st_mode) ||
+        fstat(GUARD_REPORT_FD, &rs) != 0 || !S_ISFIFO(rs.st_mode)) {
+        fprintf(stderr, "ferry: %s is used by `ferry worker` internally; it is not a command\n",
+                EXEC_GUARD_MODE);
+        return 2;
+    }
+    /* Neither descriptor may reach the command: one that kept the lifeline open would keep
+     * its own guard waiting for a worker that is gone. */
+    fcntl(GUARD_LIFELINE_FD, F_SETFD, FD_CLOEXEC);
+    fcntl(GUARD_REPORT_FD, F_SETFD, FD_CLOEXEC);
+    fcntl(GUARD_LIFELINE_FD, F_SETFL, fcntl(GUARD_LIFELINE_FD, F_GETFL) | O_NONBLOCK);
+    /* Every signal blocked (not ignored, which the command would inherit): a SIGTERM meant
+     * for the command's group, or a stray one, never stops the guard. SIGCHLD is read from
+     * a signalfd. */
+    sigset_t all, chld;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sigfd < 0) guard_fail(errno);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) guard_fail(errno);
+    /* The worker may have died while this process started. */
+    struct pollfd lp = {GUARD_LIFELINE_FD, POLLIN, 0};
+    if (poll(&lp, 1, 0) == 1 && (lp.revents & (POLLHUP | POLLERR))) _exit(1);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    spawn_attr_init(&at);
+    pid_t cmd;
+    int rc = posix_spawnp(&cmd, argv[0], &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc) guard_fail(rc);
+    /* The job's pipes belong to the command alone: the worker sees EOF on stdout/stderr and
+     * EPIPE on stdin when the command is done with them. */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3; fd++)
+        if (null < 0 || dup2(null, fd) < 0) close(fd);
+    if (null > 2) close(null);
+
+    for (;;) {
+        struct pollfd pf[2] = {{GUARD_LIFELINE_FD, POLLIN, 0}, {sigfd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0 && errno != EINTR) break;
+        if (pf[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            }
+            /* Reap descendants that ended while the command runs; the command itself is
+             * only looked at, so that its pid (and group id) stays taken until the rest of
+             * the group has been killed. */
+            siginfo_t info;
+            for (;;) {
+                memset(&info, 0, sizeof info);
+                if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || !info.si_pid)
+                    break;
+                if (info.si_pid == cmd) goto command_done;
+                waitpid(info.si_pid, NULL, 0);
+            }
+        }
+        if (pf[0].revents && guard_lifeline(cmd)) {
+            /* The worker is gone, however it died: so is the job. */
+            kill(-cmd, SIGKILL);
+            guard_kill_rest(sigfd);
+            _exit(1);
+        }
+    }
+    /* (poll failed: cannot happen with valid descriptors) */
+    kill(-cmd, SIGKILL);
+command_done:
+    /* What the command left behind ends with it. */
+    kill(-cmd, SIGKILL);
+    int status = 0;
+    while (waitpid(cmd, &status, 0) < 0 && errno == EINTR) {
+    }
+    guard_kill_rest(sigfd);
+    guard_exit_like(status);
+    return 1;
 }
 
 /* ---- the delay hint of exit 118/119 ------------------------------------------------------- */

@@ -7,12 +7,42 @@
  * http-outcome`, and the pure parser of a command's delay hint (its only ferry call is the
  * pure Retry-After parser).
  *
- * Children start in their own process group (so a terminal's Ctrl-C reaches only ferry,
+ * The guard. A job's command must not outlive its worker, however the worker dies (a
+ * SIGKILL included: the job would then run again after stalled recovery, maybe beside the
+ * orphan, and its time limit would no longer hold). So exec_run does not start the command
+ * itself: it starts a small guard, this same binary re-executed through /proc/self/exe in a
+ * hidden mode (`ferry EXEC_GUARD_MODE CMD [ARGS...]`, not a command, not in --help), which
+ * starts the command and watches over it:
+ *   - it makes itself a child subreaper (PR_SET_CHILD_SUBREAPER), so every descendant whose
+ *     parent dies, one that called setsid or double-forked included, becomes its child;
+ *   - it holds the read end of a "lifeline" pipe whose only write end is the worker's
+ *     (O_CLOEXEC, and every guard starts with nothing above fd 4, so no other guard or
+ *     command has a copy): EOF on it means the worker is gone, and the guard then SIGKILLs
+ *     the command's process group and every remaining descendant, and exits;
+ *   - the worker's stop requests come over that pipe too (one byte: SIGTERM or SIGKILL for
+ *     the command's group), so the guard, which is not in that group, is never killed with
+ *     it and can always clean up after it;
+ *   - when the command exits, whatever it left running (in its group or not) is killed
+ *     with SIGKILL and reaped: a job's processes end with the job (as systemd's
+ *     KillMode=control-group). Then the guard exits with the command's status unchanged:
+ *     the same exit code, or death by the same signal (core dumps off), so the exit-code
+ *     contract and the signal handling of cmd_worker.c hold as if the command were the
+ *     worker's own child;
+ *   - a command it cannot start (posix_spawnp failed) is reported on the report pipe (fd
+ *     4, close-on-exec, read by exec_run) and becomes res->spawn_errno, as before.
+ * The guard blocks every signal (blocked, not ignored: the command gets an empty mask and
+ * default dispositions) and reads SIGCHLD from a signalfd. Its own process group holds only
+ * itself, so a terminal's Ctrl-C reaches neither it nor the command. Linux only (prctl,
+ * signalfd, /proc). Only a SIGKILL sent to a guard itself (ferry never sends one) would
+ * leave its command running.
+ *
+ * Commands start in their own process group (so a terminal's Ctrl-C reaches only ferry,
  * which then lets running jobs finish), with an empty signal mask, default dispositions,
  * and no file descriptors but 0/1/2.
  *
  * Thread-safety: exec_run may be called from many threads at once; exec_kill_all from any
- * thread (not from a signal handler). */
+ * thread (not from a signal handler). The caller ignores SIGPIPE (a command or guard that
+ * is gone turns writes to it into EPIPE). */
 #ifndef FERRY_CLI_EXEC_JOB_H
 #define FERRY_CLI_EXEC_JOB_H
 
@@ -76,12 +106,26 @@ typedef struct exec_result {
     long long duration_ms;
 } exec_result;
 
-/* Run the command to completion (blocking). Fills *res (free with exec_result_free).
- * Returns 0, or -1 when the command could not be started (res->spawn_errno set). */
+/* Run the command, through its guard, to completion (blocking). Fills *res (free with
+ * exec_result_free). Returns 0, or -1 when the command could not be started
+ * (res->spawn_errno set: from starting the guard, or from the guard starting CMD). */
 int exec_run(const exec_spec *spec, exec_result *res);
 void exec_result_free(exec_result *res);
 
-/* Send `sig` to the process groups of all children running now. Returns how many. */
+/* Have every running command's process group sent `sig`, SIGTERM or SIGKILL (any other
+ * signal: nothing is sent, 0 is returned), through its guard; the descendants of a command
+ * killed so are killed by the guard when the command is gone. Does not block. Returns how
+ * many guards were asked. */
 int exec_kill_all(int sig);
+
+/* The hidden argv[1] that makes `ferry` the guard of one job (see above). */
+#define EXEC_GUARD_MODE "internal:exec-guard"
+
+/* The guard: main.c calls it for `ferry EXEC_GUARD_MODE CMD [ARGS...]` with argv = CMD
+ * [ARGS...]. Expects the descriptors exec_run sets up (0/1/2 the job's pipes, 3 the
+ * lifeline, 4 the report pipe); without them it prints that this is not a command and
+ * returns 2. Otherwise never returns: exits as the command did (see above). Blocks until
+ * the command and everything it started are gone. */
+int exec_guard_main(int argc, char **argv);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "exec_job.h"
 #include "ferry/ferry.h"
 #include "opts.h"
 
@@ -112,6 +113,8 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     const char *first = argv[1];
+    /* Not a command: the guard `ferry worker` starts for each job (exec_job.h). */
+    if (!strcmp(first, EXEC_GUARD_MODE)) return exec_guard_main(argc - 2, argv + 2);
     if (!strcmp(first, "--version") || !strcmp(first, "version")) {
         if (argc > 2) {
             fprintf(stderr, "ferry %s: unexpected argument '%s' (takes none)\n", first, argv[2]);

@@ -1,0 +1,311 @@
+/* test_cli_worker_guard.c - a job's command, and everything it started, does not outlive
+ * `ferry worker`: after a SIGKILL of the worker, after the time limit, and when the command
+ * exits leaving processes behind (a background child, one that called setsid, one that
+ * double-forked). Also: the command has no descriptor but 0/1/2, and the guard's hidden
+ * mode is not a command. Real binary, real processes, the fixture's Redis. */
+#include <errno.h>
+
+#include "cli_worker_support.h"
+
+/* The job command: the job name chooses what it leaves running. Each process it starts
+ * appends its own pid to $CLITEST_DIR/pids-<job id>, the command last ("cmd <pid>"). */
+static const char guard_script[] =
+    "#!/bin/sh\n"
+    "cat > /dev/null\n"
+    "pids=\"$CLITEST_DIR/pids-$FERRY_JOB_ID\"\n"
+    "case \"$FERRY_JOB_NAME\" in\n"
+    "  tree|leave)\n"
+    "    sleep 300 & echo \"bg $!\" >> \"$pids\"\n"
+    "    setsid sh -c 'echo \"sid $$\" >> \"$1\"; exec sleep 301' sh \"$pids\" &\n"
+    "    ( sh -c 'echo \"orphan $$\" >> \"$1\"; exec sleep 302' sh \"$pids\" & )\n"
+    "    while [ \"$(wc -l < \"$pids\")\" -lt 3 ]; do sleep 0.02; done\n"
+    "    echo \"cmd $$\" >> \"$pids\"\n"
+    "    [ \"$FERRY_JOB_NAME\" = leave ] && { echo '\"left\"'; exit 0; }\n"
+    "    sleep 303 ;;\n"
+    "  fds) exec ls /proc/self/fd ;;\n"
+    "esac\n";
+
+static const char *guard_script_path(void) {
+    static char path[128];
+    if (!path[0]) {
+        snprintf(path, sizeof path, "%s/guard-job.sh", cli_tmpdir());
+        cli_write_file(path, guard_script, 0755);
+    }
+    return path;
+}
+
+static pid_t start_guard_worker(const char *p, const char *q, const char *const *extra,
+                                char *err_path, size_t cap) {
+    static int n;
+    char out_path[160];
+    snprintf(err_path, cap, "%s/gworker%d.err", cli_tmpdir(), n);
+    snprintf(out_path, sizeof out_path, "%s/gworker%d.out", cli_tmpdir(), n++);
+    const char *argv[32];
+    int k = 0;
+    argv[k++] = "worker";
+    argv[k++] = q;
+    argv[k++] = "--redis";
+    argv[k++] = url();
+    argv[k++] = "--prefix";
+    argv[k++] = p;
+    for (int i = 0; extra && extra[i]; i++)
+        argv[k++] = extra[i];
+    argv[k++] = "--";
+    argv[k++] = guard_script_path();
+    argv[k] = NULL;
+    static char dirvar[160];
+    snprintf(dirvar, sizeof dirvar, "CLITEST_DIR=%s", cli_tmpdir());
+    return cli_start(argv, CLI_ARGV(dirvar), NULL, out_path, err_path);
+}
+
+/* ---- the processes a job left ----------------------------------------------------------- */
+
+#define TREE_MAX 8
+
+typedef struct tree {
+    char path[200];
+    int n;
+    char role[TREE_MAX][8];
+    pid_t pid[TREE_MAX];
+} tree;
+
+/* Read the pids file; 1 once the command wrote its own line (all four are there). */
+static int tree_read(void *arg) {
+    tree *t = arg;
+    FILE *f = fopen(t->path, "r");
+    if (!f) return 0;
+    t->n = 0;
+    int pid, done = 0;
+    char role[8];
+    while (t->n < TREE_MAX && fscanf(f, "%7s %d", role, &pid) == 2) {
+        snprintf(t->role[t->n], sizeof t->role[t->n], "%s", role);
+        t->pid[t->n++] = (pid_t)pid;
+        if (!strcmp(role, "cmd")) done = 1;
+    }
+    fclose(f);
+    return done && t->n == 4;
+}
+
+/* /proc/PID/stat fields after "(comm)": state, ppid, pgrp, session. 0 when not running
+ * (gone, or a zombie: dead, only not reaped yet by whoever inherited it). */
+static int proc_stat(pid_t pid, int *pgrp, int *session) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')');
+    char state;
+    int ppid, pg, sid;
+    if (!rp || sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pg, &sid) != 4) return 0;
+    if (state == 'Z' || state == 'X') return 0;
+    if (pgrp) *pgrp = pg;
+    if (session) *session = sid;
+    return 1;
+}
+
+static int tree_alive(const tree *t) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++)
+        n += proc_stat(t->pid[i], NULL, NULL);
+    return n;
+}
+
+static int tree_gone(void *arg) {
+    return tree_alive(arg) == 0;
+}
+
+/* On failure: say which processes survive, and kill them so no sleep outlives the test. */
+static void tree_expect_gone(tree *t, const char *after, const char *log) {
+    if (testenv_wait_until(tree_gone, t, 5000)) return;
+    char alive[256] = "";
+    for (int i = 0; i < t->n; i++)
+        if (proc_stat(t->pid[i], NULL, NULL)) {
+            size_t l = strlen(alive);
+            snprintf(alive + l, sizeof alive - l, " %s=%d", t->role[i], (int)t->pid[i]);
+            kill(t->pid[i], SIGKILL);
+        }
+    /* and the command's foreground child: the command leads its process group */
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->role[i], "cmd")) kill(-t->pid[i], SIGKILL);
+    fail_msg("5 s after %s, still running:%s\nworker log:\n%s", after, alive, log ? log : "");
+}
+
+/* The test means what it says: one process is in the command's group, one in a session of
+ * its own, one orphaned by its parent (no longer the command's child). */
+static void tree_check_shape(const tree *t) {
+    int cmd_pg = -1, pg, sid;
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->role[i], "cmd") && !proc_stat(t->pid[i], &cmd_pg, NULL))
+            fail_msg("the command is not running");
+    for (int i = 0; i < t->n; i++) {
+        if (!proc_stat(t->pid[i], &pg, &sid)) fail_msg("%s is not running", t->role[i]);
+        if (!strcmp(t->role[i], "bg") && pg != cmd_pg) fail_msg("bg is not in the group");
+        if (!strcmp(t->role[i], "sid") && sid != t->pid[i]) fail_msg("sid has no own session");
+    }
+}
+
+static void start_tree_job(const char *p, const char *q, const char *name, char *id, size_t cap,
+                           tree *t) {
+    add_job(p, q, name, "{}", "{}", id, cap);
+    memset(t, 0, sizeof *t);
+    snprintf(t->path, sizeof t->path, "%s/pids-%s", cli_tmpdir(), id);
+    unlink(t->path);
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+/* The reproduction of the audit: the worker is SIGKILLed while its command runs (with a
+ * time limit that the dead worker can no longer enforce). Everything the command started
+ * must go with the worker, at once, not after the command's own 300 s. */
+static void test_sigkill_of_worker_kills_the_job(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "guard-kill";
+    char id[64], errp[160];
+    tree t;
+    start_tree_job(p, q, "tree", id, sizeof id, &t);
+    pid_t w = start_guard_worker(p, q, CLI_ARGV("--job-timeout", "60000"), errp, sizeof errp);
+    if (!testenv_wait_until(tree_read, &t, 30000)) {
+        kill(w, SIGKILL);
+        cli_wait(w, 10000);
+        fail_msg("the job never started its processes; log:\n%s", cli_slurp(errp));
+    }
+    tree_check_shape(&t);
+    kill(w, SIGKILL);
+    cli_wait(w, 10000);
+    char *log = cli_slurp(errp);
+    tree_expect_gone(&t, "the worker's SIGKILL", log);
+    free(log);
+}
+
+/* The time limit stops the command's group with SIGTERM; what escaped the group goes too,
+ * while the worker lives on. */
+static void test_timeout_kills_the_whole_job(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "guard-timeout";
+    char id[64], errp[160];
+    tree t;
+    start_tree_job(p, q, "tree", id, sizeof id, &t);
+    pid_t w = start_guard_worker(p, q, CLI_ARGV("--job-timeout", "2000", "--kill-grace", "500"),
+                                 errp, sizeof errp);
+    int started = testenv_wait_until(tree_read, &t, 30000);
+    finished_arg fa = {p, q, 1};
+    int finished = started && testenv_wait_until(all_finished, &fa, 30000);
+    if (started) tree_expect_gone(&t, "the time limit", NULL);
+    kill(w, SIGTERM);
+    int code = cli_wait(w, 30000);
+    char *log = cli_slurp(errp);
+    if (!started || !finished || code != 0)
+        fail_msg("started %d finished %d exit %d; log:\n%s", started, finished, code, log);
+    free(log);
+    expect_state(p, q, id, "failed");
+    expect_field(p, q, id, "failedReason", "timeout after 2000 ms");
+}
+
+/* A command that exits 0 leaving processes behind: its job completes with its stdout, and
+ * what it left is killed (the job's processes end with the job), even those that are no
+ * longer in its group or its children. */
+static void test_leftovers_end_with_the_command(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "guard-leave";
+    char id[64], errp[160];
+    tree t;
+    start_tree_job(p, q, "leave", id, sizeof id, &t);
+    pid_t w = start_guard_worker(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
+    int code = cli_wait(w, 60000);
+    char *log = cli_slurp(errp);
+    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
+    if (!tree_read(&t)) fail_msg("the job did not record its processes; log:\n%s", log);
+    tree_expect_gone(&t, "the command's exit", log);
+    free(log);
+    expect_state(p, q, id, "completed");
+    expect_field(p, q, id, "returnvalue", "\"left\"");
+}
+
+/* The command sees 0, 1 and 2 only (`ls` adds its own directory descriptor, 3), although the
+ * worker was started with more open (this test process's are inherited by it). */
+static void test_command_has_only_std_fds(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "guard-fds";
+    int extra = open("/dev/null", O_RDONLY); /* not close-on-exec: the worker inherits it */
+    char id[64], errp[160];
+    add_job(p, q, "fds", "{}", "{}", id, sizeof id);
+    pid_t w = start_guard_worker(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
+    int code = cli_wait(w, 60000);
+    close(extra);
+    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, cli_slurp(errp));
+    expect_state(p, q, id, "completed");
+    expect_field(p, q, id, "returnvalue", "\"0\\n1\\n2\\n3\"");
+}
+
+typedef struct log_arg {
+    const char *path, *needle;
+} log_arg;
+
+static int log_has(void *arg) {
+    const log_arg *a = arg;
+    char *log = cli_slurp(a->path);
+    int found = strstr(log, a->needle) != NULL;
+    free(log);
+    return found;
+}
+
+/* A command removed while the worker runs: the guard cannot start it and says why, and the
+ * job fails (transient) with that reason, as when the worker started commands itself. */
+static void test_command_that_cannot_start(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "guard-gone";
+    char path[200], errp[160], id[64];
+    snprintf(path, sizeof path, "%s/vanishing.sh", cli_tmpdir());
+    cli_write_file(path, "#!/bin/sh\nexit 0\n", 0755);
+    char outp[160];
+    snprintf(errp, sizeof errp, "%s/gone.err", cli_tmpdir());
+    snprintf(outp, sizeof outp, "%s/gone.out", cli_tmpdir());
+    pid_t w = cli_start(CLI_ARGV("worker", q, "--redis", url(), "--prefix", p, "--", path), NULL,
+                        NULL, outp, errp);
+    log_arg started = {errp, " started"};
+    int ok = testenv_wait_until(log_has, &started, 30000);
+    unlink(path);
+    add_job(p, q, "x", "{}", "{}", id, sizeof id);
+    finished_arg fa = {p, q, 1};
+    ok = ok && testenv_wait_until(all_finished, &fa, 30000);
+    kill(w, SIGTERM);
+    int code = cli_wait(w, 30000);
+    char *log = cli_slurp(errp);
+    if (!ok || code != 0) fail_msg("exit %d; log:\n%s", code, log);
+    free(log);
+    expect_state(p, q, id, "failed");
+    char want[300];
+    snprintf(want, sizeof want, "cannot run %s: %s", path, strerror(ENOENT));
+    expect_field(p, q, id, "failedReason", want);
+}
+
+/* The guard's mode is no command: refused without its descriptors, not listed in help. */
+static void test_guard_mode_is_hidden(void **state) {
+    (void)state;
+    cli_run r;
+    CLI(r, "internal:exec-guard", "/bin/true");
+    CLI_EXPECT(r, 2);
+    if (!strstr(r.err, "not a command") || cli_lines(r.err) != 1) fail_msg("stderr: %s", r.err);
+    cli_run_free(&r);
+    CLI(r, "--help");
+    CLI_EXPECT(r, 0);
+    if (strstr(r.out, "guard")) fail_msg("help lists the guard:\n%s", r.out);
+    cli_run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sigkill_of_worker_kills_the_job),
+        cmocka_unit_test(test_timeout_kills_the_whole_job),
+        cmocka_unit_test(test_leftovers_end_with_the_command),
+        cmocka_unit_test(test_command_has_only_std_fds),
+        cmocka_unit_test(test_command_that_cannot_start),
+        cmocka_unit_test(test_guard_mode_is_hidden),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    cli_tmpdir_remove();
+    return failed;
+}
