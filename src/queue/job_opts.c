@@ -87,12 +87,27 @@ static const struct known_opt {
 /* The names a misspelled key is matched against: BullMQ 6.7.0's public JobsOptions keys
  * (its types: DefaultJobOptions, BaseJobOptions, CompressableJobOptions). */
 static const char *const PUBLIC_NAMES[] = {
-    "jobId",         "attempts",      "backoff",          "delay",
-    "priority",      "lifo",          "timestamp",        "removeOnComplete",
-    "removeOnFail",  "stackTraceLimit", "keepLogs",       "sizeLimit",
-    "deduplication", "failParentOnFailure", "continueParentOnFailure",
-    "ignoreDependencyOnFailure", "removeDependencyOnFailure", "telemetry",
-    "parent",        "prevMillis",    "repeatJobKey",
+    "jobId",
+    "attempts",
+    "backoff",
+    "delay",
+    "priority",
+    "lifo",
+    "timestamp",
+    "removeOnComplete",
+    "removeOnFail",
+    "stackTraceLimit",
+    "keepLogs",
+    "sizeLimit",
+    "deduplication",
+    "failParentOnFailure",
+    "continueParentOnFailure",
+    "ignoreDependencyOnFailure",
+    "removeDependencyOnFailure",
+    "telemetry",
+    "parent",
+    "prevMillis",
+    "repeatJobKey",
 };
 
 static const struct known_opt *find_known(const char *key) {
@@ -123,7 +138,8 @@ static size_t edit_distance(const char *a, const char *b) {
             size_t v = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
             if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && lower((unsigned char)a[i - 1]) == lower((unsigned char)b[j - 2]) &&
+            if (i > 1 && j > 1 &&
+                lower((unsigned char)a[i - 1]) == lower((unsigned char)b[j - 2]) &&
                 lower((unsigned char)a[i - 2]) == lower((unsigned char)b[j - 1]) &&
                 d[i - 2][j - 2] + 1 < v)
                 v = d[i - 2][j - 2] + 1;

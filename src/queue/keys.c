@@ -42,8 +42,8 @@ int ferry__queue_name_check(const char *queue, ferry_error *err) {
     char shown[128];
     for (size_t i = 0; i < len; i++) {
         /* C0 controls and DEL; C1 controls are U+0080-U+009F, UTF-8 "\xc2\x80".."\xc2\x9f" */
-        if (p[i] < 0x20 || p[i] == 0x7f || (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 &&
-                                            p[i + 1] <= 0x9f))
+        if (p[i] < 0x20 || p[i] == 0x7f ||
+            (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f))
             return ferry__err(err, FERRY_EINVAL,
                               "queue name '%s' contains a control character (byte %zu)",
                               ferry__printable(queue, shown, sizeof shown), i);

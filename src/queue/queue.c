@@ -362,8 +362,7 @@ int ferry_queue_counts(ferry_queue *q, ferry_job_counts *out, ferry_error *err) 
                 rc = ferry__err(err, FERRY_EREDIS, "queue %s: %s %s: %s", q->shown,
                                 COUNT_CMDS[i].cmd, q->key[COUNT_CMDS[i].key], x->element[i]->str);
             else if (x->element[i]->type != REDIS_REPLY_INTEGER)
-                rc = ferry__err(err, FERRY_EPROTO, "queue %s: counts: unexpected reply",
-                                q->shown);
+                rc = ferry__err(err, FERRY_EPROTO, "queue %s: counts: unexpected reply", q->shown);
         }
         if (rc == 0) {
             long long v[NCOUNTS];

@@ -85,11 +85,10 @@ static int get_parse(add_call *c, const char *text, int with_id, const opts_pars
     memset(p, 0, sizeof *p);
     p->text = text;
     p->with_id = with_id;
-    int rc =
-        with_id ? ferry__job_opts_parse_idslot(c->q->defaults, text, c->q->opts_flags, &p->opts,
-                                               &p->x, &p->slot, err)
-                : ferry__job_opts_parse_flags(c->q->defaults, text, c->q->opts_flags, &p->opts,
-                                              &p->x, err);
+    int rc = with_id ? ferry__job_opts_parse_idslot(c->q->defaults, text, c->q->opts_flags,
+                                                    &p->opts, &p->x, &p->slot, err)
+                     : ferry__job_opts_parse_flags(c->q->defaults, text, c->q->opts_flags, &p->opts,
+                                                   &p->x, err);
     if (rc) return rc;
     p->stored_len = strlen(p->opts.stored_json);
     c->nparses++;

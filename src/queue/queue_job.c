@@ -138,9 +138,8 @@ int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out
     if (rc == 0 && r->type != REDIS_REPLY_ARRAY)
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->shown);
     if (rc == 0 && r->elements == 0)
-        rc =
-            ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s",
-                       ferry__printable(job_id, shown_id, sizeof shown_id), q->shown);
+        rc = ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s",
+                        ferry__printable(job_id, shown_id, sizeof shown_id), q->shown);
     if (rc == 0 && (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
                     r->element[1]->type != REDIS_REPLY_ARRAY))
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->shown);

@@ -161,8 +161,7 @@ int ferry_queue_rate_limit_ttl(ferry_queue *q, long long *ttl_ms, ferry_error *e
     redisReply *x = n == MAX_CMDS ? r[MAX_CMDS - 1] : NULL;
     if (rc == 0) rc = ferry__queue_reply_error(q, x, "rate limit ttl", err);
     if (rc == 0 && (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 3))
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: rate limit ttl: unexpected reply",
-                        q->shown);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: rate limit ttl: unexpected reply", q->shown);
     for (size_t i = 0; rc == 0 && i < 3; i++)
         if (x->element[i]->type == REDIS_REPLY_ERROR)
             rc = ferry__err(err, FERRY_EREDIS, "queue %s: rate limit ttl: %s", q->shown,
@@ -226,8 +225,8 @@ int ferry_queue_get_global_concurrency(ferry_queue *q, long *n, ferry_error *err
         char shown[64];
         reply_text(r, shown, sizeof shown);
         rc = ferry__err(err, FERRY_EPROTO,
-                        "queue %s: meta.concurrency is %s, not an integer from 1 to %ld",
-                        q->shown, shown, FERRY_LIMIT_COUNT_MAX);
+                        "queue %s: meta.concurrency is %s, not an integer from 1 to %ld", q->shown,
+                        shown, FERRY_LIMIT_COUNT_MAX);
     }
     freeReplyObject(r);
     return rc;
@@ -271,8 +270,7 @@ int ferry_queue_get_global_rate_limit(ferry_queue *q, long *max, long long *dura
     if (rc) return rc;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
         freeReplyObject(r);
-        return ferry__err(err, FERRY_EPROTO, "queue %s: HMGET meta: unexpected reply",
-                          q->shown);
+        return ferry__err(err, FERRY_EPROTO, "queue %s: HMGET meta: unexpected reply", q->shown);
     }
     const redisReply *m = r->element[0], *d = r->element[1];
     long long mv = 0, dv = 0;

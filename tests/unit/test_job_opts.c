@@ -355,10 +355,10 @@ static void test_stored_strings_escaped(void **state) {
                         "{\"attempts\":0,\"jobId\":\"q\\\"uo\\\\te/\xc3\xa9\\n\\u0001\"}");
     ferry__job_opts_free(&o);
     /* reals: shortest round-trip form, like JSON.stringify */
-    assert_int_equal(
-        ferry__job_opts_parse_flags(NULL, "{\"x\":0.1,\"y\":-2.5e-7,\"z\":1e300,\"w\":-0.0}",
-                                    FERRY__OPTS_ALLOW_UNKNOWN, &o, NULL, NULL),
-        0);
+    assert_int_equal(ferry__job_opts_parse_flags(NULL,
+                                                 "{\"x\":0.1,\"y\":-2.5e-7,\"z\":1e300,\"w\":-0.0}",
+                                                 FERRY__OPTS_ALLOW_UNKNOWN, &o, NULL, NULL),
+                     0);
     assert_string_equal(o.stored_json,
                         "{\"attempts\":0,\"x\":0.1,\"y\":-2.5e-07,\"z\":1e+300,\"w\":0}");
     ferry__job_opts_free(&o);
@@ -427,8 +427,8 @@ static void test_every_node_key_accepted(void **state) {
         "{\"stackTraceLimit\":3}",
         "{\"keepLogs\":3}",
         "{\"sizeLimit\":100}",
-        "{\"deduplication\":{\"id\":\"d\",\"ttl\":5,\"extend\":true,\"replace\":false,"
-        "\"reschedule\":false,\"keepLastIfActive\":false}}",
+        ("{\"deduplication\":{\"id\":\"d\",\"ttl\":5,\"extend\":true,\"replace\":false,"
+         "\"reschedule\":false,\"keepLastIfActive\":false}}"),
         "{\"failParentOnFailure\":true}",
         "{\"continueParentOnFailure\":true}",
         "{\"ignoreDependencyOnFailure\":true}",
@@ -436,8 +436,8 @@ static void test_every_node_key_accepted(void **state) {
         "{\"telemetry\":{\"metadata\":\"m\",\"omitContext\":true}}",
         "{\"parent\":{\"id\":\"1\",\"queue\":\"bull:p\"}}",
         "{\"prevMillis\":5}",
-        "{\"kl\":1,\"de\":{\"id\":\"x\"},\"fpof\":false,\"cpof\":false,\"idof\":false,"
-        "\"rdof\":false,\"tm\":\"t\",\"omc\":false}",
+        ("{\"kl\":1,\"de\":{\"id\":\"x\"},\"fpof\":false,\"cpof\":false,\"idof\":false,"
+         "\"rdof\":false,\"tm\":\"t\",\"omc\":false}"),
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         ferry__job_opts o;
