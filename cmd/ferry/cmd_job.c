@@ -7,12 +7,15 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
+#include "util/printable.h"
 
 /* Print "job ID not found in queue QUEUE" for FERRY_ENOTFOUND, else the library message. */
 static int job_report(const cmd_spec *spec, const cli_conn *c, const char *queue, const char *id,
                       const ferry_error *err) {
     if (err->code == FERRY_ENOTFOUND) {
-        fprintf(stderr, "ferry %s: job %s not found in queue %s\n", spec->name, id, queue);
+        char sid[256], sq[256];
+        fprintf(stderr, "ferry %s: job %s not found in queue %s\n", spec->name,
+                ferry__printable(id, sid, sizeof sid), ferry__printable(queue, sq, sizeof sq));
         return CLI_EXIT_RUNTIME;
     }
     return cli_report(spec, c, NULL, err);
@@ -147,7 +150,9 @@ static int job_remove(int argc, char **argv) {
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     ferry_queue *q = NULL;
     if ((rc = cli_conn_resolve(&remove_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
+    /* READS: removing writes no meta, and works on any queue that exists (Node may have made
+     * one whose name ferry would not add jobs to) */
+    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
     ferry_error err = {0};
     if (ferry_queue_remove_job(q, r.pos[1], &err) != 0)
         rc = job_report(&remove_spec, &conn, r.pos[0], r.pos[1], &err);

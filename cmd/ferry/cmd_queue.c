@@ -1,15 +1,21 @@
 /* cmd_queue.c - `ferry queue add | counts | pause | resume | obliterate | rate-limit |
  * concurrency | global-rate-limit`: producer-side and queue-administration commands. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bulk_line.h"
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
+#include "queue/job_opts_ext.h"
 #include "util/printable.h"
+
+/* User text (a queue name) as messages show it. */
+#define SHOWN(s, buf) ferry__printable((s), (buf), sizeof(buf))
 
 /* ---- queue add ------------------------------------------------------------------------ */
 
@@ -17,7 +23,15 @@ typedef struct add_opts {
     const char *opts_json;
     const char *job_id;
     long long max_payload;
+    int allow_unknown_opts;
+    /* add-bulk only */
+    const char *file;
+    long long batch;
 } add_opts;
+
+#define ALLOW_UNKNOWN_HELP                                                                         \
+    "Accept job option keys that BullMQ 6.7.0 does not know (stored as given, for options of "     \
+    "a later BullMQ); without it they are refused, naming the nearest known key."
 
 static const opt_def add_defs[] = {
     {"opts", OPT_JSON_OBJECT, "JSON", offsetof(add_opts, opts_json), 0, 0,
@@ -28,6 +42,8 @@ static const opt_def add_defs[] = {
      "and prints the existing id."},
     {"max-payload", OPT_INT, "BYTES", offsetof(add_opts, max_payload), 1, 64LL * 1024 * 1024,
      "Largest accepted DATA in bytes (default 524288)."},
+    {"allow-unknown-opts", OPT_FLAG, NULL, offsetof(add_opts, allow_unknown_opts), 0, 0,
+     ALLOW_UNKNOWN_HELP},
 };
 
 static const cmd_spec add_spec = {
@@ -35,7 +51,10 @@ static const cmd_spec add_spec = {
     "QUEUE NAME [DATA|-]",
     "Add one job named NAME to QUEUE and print its id. DATA is the job data as JSON text "
     "(default {}); - reads it from standard input.",
-    NULL,
+    "The job is checked completely (name, DATA, options, id) before Redis is touched: a\n"
+    "refused job (exit 2) writes nothing, not even the queue's meta. QUEUE must be valid\n"
+    "UTF-8 without control characters. Repeating jobs are made with `ferry scheduler\n"
+    "upsert`: opts.repeat is refused.\n",
     2,
     3,
     0};
@@ -134,18 +153,26 @@ static int opts_with_job_id(const char *opts_json, const char *job_id, char **ou
 
 /* A backoff type that neither BullMQ nor ferry builds in is legal (Node accepts it too), but
  * only a worker that registers a strategy of that name retries the job: a typo such as
- * "exponentail" would silently remove every retry, so say so (the job is added anyway). */
-static void warn_backoff_type(const char *opts_json) {
+ * "exponentail" would silently remove every retry, so say so (the job is added anyway).
+ * "capped" is ferry's own: a Node BullMQ worker fails such a job ("Unknown backoff strategy
+ * capped") and leaves it active until it stalls, so that is said too. */
+static void warn_backoff_type(const char *cmd, const char *where, const char *opts_json) {
     json_t *o = opts_json ? json_loads(opts_json, 0, NULL) : NULL;
     const char *type = json_string_value(json_object_get(json_object_get(o, "backoff"), "type"));
-    if (type && strcmp(type, "fixed") && strcmp(type, "exponential") && strcmp(type, "capped")) {
+    if (type && !strcmp(type, "capped")) {
+        fprintf(stderr,
+                "ferry %s: warning: %sbackoff type \"capped\" is implemented only by ferry "
+                "workers: a Node BullMQ worker fails this job (\"Unknown backoff strategy "
+                "capped\") and leaves it active until it stalls\n",
+                cmd, where);
+    } else if (type && strcmp(type, "fixed") && strcmp(type, "exponential")) {
         char shown[96];
         ferry__printable(type, shown, sizeof shown);
         fprintf(stderr,
-                "ferry queue add: warning: backoff type \"%s\" is not built in (fixed, "
+                "ferry %s: warning: %sbackoff type \"%s\" is not built in (fixed, "
                 "exponential, capped): only a worker with a custom strategy of that name retries "
                 "this job\n",
-                shown);
+                cmd, where, shown);
     }
     json_decref(o);
 }
@@ -190,24 +217,225 @@ static int queue_add(int argc, char **argv) {
     qo.redis = &conn.redis;
     qo.prefix = conn.prefix;
     qo.max_payload_bytes = limit;
+    qo.allow_unknown_opts = ao.allow_unknown_opts;
     ferry_error err = {0};
+    ferry_job_spec spec = {r.pos[1], data_json, opts_json};
+    /* all of it checked before the open writes the queue's meta */
+    if (ferry_queue_check_jobs(r.pos[0], &qo, &spec, 1, &err) != 0) {
+        rc = cli_report(&add_spec, &conn, NULL, &err);
+        goto out;
+    }
     if (ferry_queue_open(r.pos[0], &qo, &q, &err) != 0) {
         q = NULL;
         rc = cli_report(&add_spec, &conn, NULL, &err);
         goto out;
     }
-    ferry_job_spec spec = {r.pos[1], data_json, opts_json};
     if (ferry_queue_add(q, &spec, &id, &err) != 0) {
         rc = cli_report(&add_spec, &conn, NULL, &err);
         goto out;
     }
     printf("%s\n", id);
-    warn_backoff_type(opts_json);
+    warn_backoff_type(add_spec.name, "", opts_json);
 out:
     free(id);
     ferry_queue_close(q);
     free(opts_owned);
     free(data);
+    free(r.pos);
+    return rc;
+}
+
+/* ---- queue add-bulk ------------------------------------------------------------------- */
+
+#define BULK_BATCH_DEFAULT 500
+#define BULK_BATCH_MAX 10000
+/* A line holds a job name (1024 bytes, up to 6 times that when escaped), its data and its
+ * options (64 KiB): longer lines are refused before they are read whole. */
+#define BULK_LINE_OVERHEAD (FERRY__OPTS_MAX_BYTES + 8192)
+
+static const opt_def bulk_defs[] = {
+    {"file", OPT_STRING, "FILE", offsetof(add_opts, file), 0, 0,
+     "Read the lines from FILE instead of standard input."},
+    {"batch", OPT_INT, "N", offsetof(add_opts, batch), 1, BULK_BATCH_MAX,
+     "Jobs per ferry_queue_add_bulk call, i.e. per Redis round trip (default 500)."},
+    {"max-payload", OPT_INT, "BYTES", offsetof(add_opts, max_payload), 1, 64LL * 1024 * 1024,
+     "Largest accepted job data in bytes (default 524288)."},
+    {"allow-unknown-opts", OPT_FLAG, NULL, offsetof(add_opts, allow_unknown_opts), 0, 0,
+     ALLOW_UNKNOWN_HELP},
+};
+
+static const cmd_spec bulk_spec = {
+    "queue add-bulk",
+    "QUEUE [--file FILE]",
+    "Add the jobs of NDJSON lines {\"name\": ..., \"data\": ..., \"opts\": {...}} read from "
+    "standard input (or FILE) to QUEUE, in batches, and print their ids, one per line.",
+    "Each line is one JSON object: \"name\" (required, the job name), \"data\" (any\n"
+    "JSON, default {}) and \"opts\" (BullMQ JobsOptions, as for queue add --opts);\n"
+    "no other key. Blank lines are skipped. A line is at most the payload limit plus\n"
+    "72 KiB long; its data at most the payload limit (--max-payload).\n"
+    "\n"
+    "Every line is checked in full when it is read. At the first bad line (not JSON,\n"
+    "not an object, an unknown key, a bad name, data or option, too long) the command\n"
+    "stops with exit 2 and names the line number and the problem: the jobs of the\n"
+    "lines before it are added (their ids printed), none of the lines after it are\n"
+    "read. If Redis fails midway, exit 1: the ids printed so far are of jobs added.\n"
+    "Nothing is written to Redis before the first good line.\n",
+    1,
+    1,
+    0};
+
+/* The input, read line by line with a bounded buffer. */
+typedef struct line_reader {
+    FILE *f;
+    char *buf;
+    size_t cap; /* longest accepted line + 1 */
+    long long lineno;
+} line_reader;
+
+/* Next line into r->buf (without '\n', NUL-terminated; NUL bytes inside stay, *len counts
+ * them). Returns 1 for a line, 0 at the end, -1 for a line over the limit, -2 on a read
+ * error. */
+static int read_line(line_reader *r, size_t *len) {
+    size_t n = 0;
+    int c;
+    while ((c = getc(r->f)) != EOF && c != '\n') {
+        if (n + 1 >= r->cap) return -1;
+        r->buf[n++] = (char)c;
+    }
+    if (ferror(r->f)) return -2;
+    if (c == EOF && n == 0) return 0;
+    r->buf[n] = 0;
+    *len = n;
+    r->lineno++;
+    return 1;
+}
+
+typedef struct bulk_batch {
+    bulk_line *lines;
+    ferry_job_spec *specs;
+    char **ids;
+    size_t n;
+} bulk_batch;
+
+static void batch_clear(bulk_batch *b) {
+    for (size_t i = 0; i < b->n; i++)
+        bulk_line_free(&b->lines[i]);
+    b->n = 0;
+}
+
+/* Add the batch (opening the queue at the first one) and print its ids. */
+static int batch_flush(bulk_batch *b, ferry_queue **q, const char *queue,
+                       const ferry_queue_options *qo, cli_conn *conn) {
+    if (b->n == 0) return 0;
+    ferry_error err = {0};
+    if (!*q && ferry_queue_open(queue, qo, q, &err) != 0) {
+        *q = NULL;
+        return cli_report(&bulk_spec, conn, NULL, &err);
+    }
+    if (ferry_queue_add_bulk(*q, b->specs, b->n, b->ids, &err) != 0)
+        return cli_report(&bulk_spec, conn, NULL, &err);
+    for (size_t i = 0; i < b->n; i++) {
+        printf("%s\n", b->ids[i]);
+        free(b->ids[i]);
+        b->ids[i] = NULL;
+    }
+    fflush(stdout);
+    batch_clear(b);
+    return 0;
+}
+
+static int queue_add_bulk(int argc, char **argv) {
+    cli_conn conn = {0};
+    add_opts ao = {0};
+    opt_group groups[] = {{"Options", bulk_defs, sizeof bulk_defs / sizeof bulk_defs[0], &ao},
+                          cli_conn_group(&conn, 0)};
+    opt_result r;
+    int rc = opts_parse(&bulk_spec, groups, 2, argc, argv, &r);
+    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    ferry_queue *q = NULL;
+    size_t limit = ao.max_payload ? (size_t)ao.max_payload : FERRY_DEFAULT_MAX_PAYLOAD;
+    size_t batch = ao.batch ? (size_t)ao.batch : BULK_BATCH_DEFAULT;
+    line_reader lr = {stdin, NULL, limit + BULK_LINE_OVERHEAD + 1, 0};
+    bulk_batch b = {0};
+    char shown[256];
+    if ((rc = cli_conn_resolve(&bulk_spec, &conn))) goto out;
+    if (ao.file && !(lr.f = fopen(ao.file, "r"))) {
+        rc = opts_usage_error(&bulk_spec, "--file: cannot open %s: %s", SHOWN(ao.file, shown),
+                              strerror(errno));
+        goto out;
+    }
+    lr.buf = malloc(lr.cap);
+    b.lines = calloc(batch, sizeof *b.lines);
+    b.specs = calloc(batch, sizeof *b.specs);
+    b.ids = calloc(batch, sizeof *b.ids);
+    if (!lr.buf || !b.lines || !b.specs || !b.ids) {
+        rc = opts_usage_error(&bulk_spec, "out of memory");
+        goto out;
+    }
+    ferry_queue_options qo;
+    ferry_queue_options_init(&qo);
+    qo.redis = &conn.redis;
+    qo.prefix = conn.prefix;
+    qo.max_payload_bytes = limit;
+    qo.allow_unknown_opts = ao.allow_unknown_opts;
+    ferry_error err = {0};
+    /* the queue name and options are refused before any line is read */
+    if (ferry_queue_check_jobs(r.pos[0], &qo, NULL, 0, &err) != 0) {
+        rc = cli_report(&bulk_spec, &conn, NULL, &err);
+        goto out;
+    }
+    for (;;) {
+        size_t len = 0;
+        int got = read_line(&lr, &len);
+        if (got == 0) break;
+        if (got == -2) {
+            fprintf(stderr, "ferry %s: line %lld: read error: %s\n", bulk_spec.name, lr.lineno + 1,
+                    strerror(errno));
+            rc = CLI_EXIT_RUNTIME;
+            break;
+        }
+        char why[FERRY_ERROR_MESSAGE_MAX];
+        bulk_line *bl = &b.lines[b.n];
+        int kind = BULK_LINE_BAD;
+        if (got == -1)
+            snprintf(why, sizeof why, "longer than %zu bytes (payload limit + 72 KiB)", lr.cap - 1);
+        else
+            kind = bulk_line_parse(lr.buf, len, limit, bl, why, sizeof why);
+        if (kind == BULK_LINE_BLANK) continue;
+        if (kind == BULK_LINE_JOB) {
+            ferry_job_spec spec = {bl->name, bl->data, bl->opts};
+            ferry_error e = {0};
+            if (ferry_queue_check_jobs(r.pos[0], &qo, &spec, 1, &e) == 0) {
+                b.specs[b.n++] = spec;
+                char where[40];
+                snprintf(where, sizeof where, "line %lld: ", lr.lineno);
+                warn_backoff_type(bulk_spec.name, where, bl->opts);
+                if (b.n == batch && (rc = batch_flush(&b, &q, r.pos[0], &qo, &conn))) break;
+                continue;
+            }
+            bulk_line_free(bl);
+            snprintf(why, sizeof why, "%s", e.message);
+        }
+        /* a bad line: what came before it is added, nothing after it */
+        if ((rc = batch_flush(&b, &q, r.pos[0], &qo, &conn))) break;
+        for (char *p = why; *p; p++)
+            if (*p == '\n' || *p == '\r') *p = ' ';
+        fprintf(stderr, "ferry %s: line %lld: %s\n", bulk_spec.name,
+                got == -1 ? lr.lineno + 1 : lr.lineno, why);
+        rc = CLI_EXIT_USAGE;
+        break;
+    }
+    if (rc == 0) rc = batch_flush(&b, &q, r.pos[0], &qo, &conn);
+out:
+    batch_clear(&b);
+    for (size_t i = 0; b.ids && i < batch; i++)
+        free(b.ids[i]);
+    free(b.lines);
+    free(b.specs);
+    free(b.ids);
+    free(lr.buf);
+    if (lr.f && lr.f != stdin) fclose(lr.f);
+    ferry_queue_close(q);
     free(r.pos);
     return rc;
 }
@@ -220,15 +448,19 @@ typedef struct counts_opts {
 
 static const opt_def counts_defs[] = {
     {"json", OPT_FLAG, NULL, offsetof(counts_opts, json), 0, 0,
-     "Print one JSON object with BullMQ getJobCounts() keys."},
+     "Print one JSON object with BullMQ getJobCounts() keys (paused: the legacy paused "
+     "list), plus \"exists\" (false: the queue has no keys) and \"isPaused\" (the paused "
+     "state, BullMQ isPaused())."},
 };
 
 static const cmd_spec counts_spec = {
     "queue counts",
     "QUEUE",
-    "Show how many jobs QUEUE has in each state (waiting excludes prioritized; paused is "
-    "BullMQ's legacy paused list).",
-    NULL,
+    "Show how many jobs QUEUE has in each state (waiting excludes prioritized), whether it "
+    "is paused, or that it does not exist.",
+    "A queue with no keys at all (a misspelled name, another --prefix) is reported as\n"
+    "not existing, exit 0. The legacy-paused row (BullMQ v5's paused list) shows only\n"
+    "when that list holds jobs.\n",
     1,
     1,
     0};
@@ -245,9 +477,9 @@ static int queue_counts(int argc, char **argv) {
     if ((rc = cli_open_queue(&counts_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
     ferry_job_counts jc;
     ferry_error err = {0};
-    int paused = 0;
-    if (ferry_queue_counts(q, &jc, &err) != 0 ||
-        (!co.json && ferry_queue_is_paused(q, &paused, &err) != 0)) {
+    int paused = 0, exists = 0;
+    if (ferry_queue_exists(q, &exists, &err) != 0 || ferry_queue_counts(q, &jc, &err) != 0 ||
+        ferry_queue_is_paused(q, &paused, &err) != 0) {
         rc = cli_report(&counts_spec, &conn, NULL, &err);
         goto out;
     }
@@ -262,16 +494,26 @@ static int queue_counts(int argc, char **argv) {
                 {"prioritized", jc.prioritized},
                 {"waiting-children", jc.waiting_children},
                 {"paused", jc.paused}};
+    char shown[256];
     if (co.json) {
         jsonw w;
         jsonw_begin(&w, stdout);
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
             jsonw_int(&w, rows[i].key, rows[i].v);
+        jsonw_bool(&w, "exists", exists);
+        jsonw_bool(&w, "isPaused", paused);
         jsonw_end(&w);
+    } else if (!exists) {
+        printf("queue %s does not exist (no keys under %s:%s:); check the name and --prefix\n",
+               SHOWN(r.pos[0], shown), conn.prefix ? conn.prefix : FERRY_DEFAULT_PREFIX,
+               SHOWN(r.pos[0], shown));
     } else {
-        printf("queue %s%s\n", r.pos[0], paused ? " (paused)" : "");
-        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        printf("queue %s: %s\n", SHOWN(r.pos[0], shown),
+               paused ? "PAUSED (workers take no jobs; ferry queue resume)" : "not paused");
+        /* the legacy (BullMQ v5) paused list only when it holds jobs: the state is above */
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0] - 1; i++)
             printf("  %-17s %lld\n", rows[i].key, rows[i].v);
+        if (jc.paused) printf("  %-17s %lld\n", "legacy-paused", jc.paused);
     }
 out:
     ferry_queue_close(q);
@@ -354,11 +596,12 @@ static int queue_obliterate(int argc, char **argv) {
     opt_result r;
     int rc = opts_parse(&obliterate_spec, groups, 2, argc, argv, &r);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    char shown[256];
     ferry_queue *q = NULL;
     if (!oo.yes) {
         rc = opts_usage_error(&obliterate_spec,
                               "this deletes queue %s and all its jobs; add --yes to confirm",
-                              r.pos[0]);
+                              SHOWN(r.pos[0], shown));
         goto out;
     }
     if ((rc = cli_conn_resolve(&obliterate_spec, &conn))) goto out;
@@ -368,7 +611,7 @@ static int queue_obliterate(int argc, char **argv) {
     if (ferry_queue_obliterate(q, oo.force, &deleted, &err) != 0)
         rc = cli_report(&obliterate_spec, &conn, NULL, &err);
     else
-        printf("queue %s: obliterated, %lld key%s deleted\n", r.pos[0], deleted,
+        printf("queue %s: obliterated, %lld key%s deleted\n", SHOWN(r.pos[0], shown), deleted,
                deleted == 1 ? "" : "s");
 out:
     ferry_queue_close(q);
@@ -433,6 +676,7 @@ static int queue_rate_limit(int argc, char **argv) {
     opt_result r;
     int rc = opts_parse(&rate_limit_spec, groups, 2, argc, argv, &r);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    char shown[256];
     ferry_queue *q = NULL;
     long long ms = 0;
     if (r.npos > 1) {
@@ -471,11 +715,11 @@ static int queue_rate_limit(int argc, char **argv) {
         jsonw_int(&w, "ttl", ttl);
         jsonw_end(&w);
     } else if (ttl > 0) {
-        printf("queue %s: rate limited for %lld ms\n", r.pos[0], ttl);
+        printf("queue %s: rate limited for %lld ms\n", SHOWN(r.pos[0], shown), ttl);
     } else if (ttl == -1) {
-        printf("queue %s: limiter key has no expiry\n", r.pos[0]);
+        printf("queue %s: limiter key has no expiry\n", SHOWN(r.pos[0], shown));
     } else {
-        printf("queue %s: not rate limited\n", r.pos[0]);
+        printf("queue %s: not rate limited\n", SHOWN(r.pos[0], shown));
     }
 out:
     ferry_queue_close(q);
@@ -513,6 +757,7 @@ static int queue_concurrency(int argc, char **argv) {
     opt_result r;
     int rc = opts_parse(&concurrency_spec, groups, 2, argc, argv, &r);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    char shown[256];
     ferry_queue *q = NULL;
     long long n = 0;
     if (r.npos > 1 &&
@@ -549,9 +794,9 @@ static int queue_concurrency(int argc, char **argv) {
             jsonw_null(&w, "concurrency");
         jsonw_end(&w);
     } else if (cur) {
-        printf("queue %s: global concurrency %ld\n", r.pos[0], cur);
+        printf("queue %s: global concurrency %ld\n", SHOWN(r.pos[0], shown), cur);
     } else {
-        printf("queue %s: no global concurrency\n", r.pos[0]);
+        printf("queue %s: no global concurrency\n", SHOWN(r.pos[0], shown));
     }
 out:
     ferry_queue_close(q);
@@ -594,6 +839,7 @@ static int queue_global_rate_limit(int argc, char **argv) {
     opt_result r;
     int rc = opts_parse(&global_rate_spec, groups, 2, argc, argv, &r);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+    char shown[256];
     ferry_queue *q = NULL;
     int set = lo.max || lo.duration;
     if (set && (!lo.max || !lo.duration)) {
@@ -637,9 +883,10 @@ static int queue_global_rate_limit(int argc, char **argv) {
         }
         jsonw_end(&w);
     } else if (max) {
-        printf("queue %s: global rate limit %ld jobs per %lld ms\n", r.pos[0], max, duration);
+        printf("queue %s: global rate limit %ld jobs per %lld ms\n", SHOWN(r.pos[0], shown), max,
+               duration);
     } else {
-        printf("queue %s: no global rate limit\n", r.pos[0]);
+        printf("queue %s: no global rate limit\n", SHOWN(r.pos[0], shown));
     }
 out:
     ferry_queue_close(q);
@@ -649,6 +896,7 @@ out:
 
 const cli_command cmd_queue_table[] = {
     {"queue add", "Add a job and print its id.", queue_add},
+    {"queue add-bulk", "Add jobs from NDJSON lines and print their ids.", queue_add_bulk},
     {"queue counts", "Show job counts by state.", queue_counts},
     {"queue pause", "Pause a queue for all workers.", queue_pause},
     {"queue resume", "Resume a paused queue.", queue_resume},

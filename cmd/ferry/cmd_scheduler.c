@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "ferry/scheduler.h"
 #include "jsonw.h"
+#include "util/printable.h"
 
 /* Latest --start: the first run must come before 2039-09, where delayed scores stop being
  * exact (the library refuses later ones). --end only bounds the runs, so it may be any
@@ -265,9 +266,11 @@ static void list_json_one(const ferry_scheduler_info *i) {
     char *t = template_json(i, &oom);
     if (t) jsonw_raw(&w, "template", t);
     free(t);
-    if (oom)
+    if (oom) {
+        char sid[256];
         fprintf(stderr, "ferry %s: out of memory: template of %s not shown\n", list_spec.name,
-                i->id);
+                ferry__printable(i->id, sid, sizeof sid));
+    }
     jsonw_end(&w);
 }
 
@@ -275,11 +278,13 @@ static void list_human(const ferry_scheduler_info *items, size_t n) {
     printf("%-24s %-20s %-40s %-24s %s\n", "ID", "NAME", "SCHEDULE", "NEXT (UTC)", "ITERATIONS");
     for (size_t k = 0; k < n; k++) {
         const ferry_scheduler_info *i = &items[k];
-        char sched[512], next[48], iters[64];
+        char sched[512], next[48], iters[64], sid[256], sname[256], spat[200], stz[100];
         if (!i->name)
             snprintf(sched, sizeof sched, "(no scheduler hash: legacy repeatable job?)");
         else if (i->pattern)
-            snprintf(sched, sizeof sched, "cron '%s' %s", i->pattern, i->tz ? i->tz : "UTC");
+            snprintf(sched, sizeof sched, "cron '%s' %s",
+                     ferry__printable(i->pattern, spat, sizeof spat),
+                     ferry__printable(i->tz ? i->tz : "UTC", stz, sizeof stz));
         else if (i->offset_ms > 0)
             snprintf(sched, sizeof sched, "every %lld ms +%lld ms", i->every_ms, i->offset_ms);
         else
@@ -289,7 +294,8 @@ static void list_human(const ferry_scheduler_info *items, size_t n) {
             snprintf(iters, sizeof iters, "%lld of %lld", i->iteration_count, i->limit);
         else
             snprintf(iters, sizeof iters, "%lld", i->iteration_count);
-        printf("%-24s %-20s %-40s %-24s %s\n", i->id, i->name ? i->name : "-", sched, next, iters);
+        printf("%-24s %-20s %-40s %-24s %s\n", ferry__printable(i->id, sid, sizeof sid),
+               ferry__printable(i->name ? i->name : "-", sname, sizeof sname), sched, next, iters);
     }
 }
 
@@ -363,8 +369,10 @@ static int scheduler_remove(int argc, char **argv) {
     ferry_error err = {0};
     if (ferry_scheduler_remove(q, r.pos[1], &err) != 0) {
         if (err.code == FERRY_ENOTFOUND) {
+            char sid[256], sq[256];
             fprintf(stderr, "ferry %s: no job scheduler %s in queue %s\n", remove_spec.name,
-                    r.pos[1], r.pos[0]);
+                    ferry__printable(r.pos[1], sid, sizeof sid),
+                    ferry__printable(r.pos[0], sq, sizeof sq));
             rc = CLI_EXIT_RUNTIME;
         } else {
             rc = cli_report(&remove_spec, &conn, NULL, &err);

@@ -99,6 +99,11 @@ void jsonw_null(jsonw *w, const char *k) {
     fputs("null", w->f);
 }
 
+void jsonw_bool(jsonw *w, const char *k, int val) {
+    key(w, k);
+    fputs(val ? "true" : "false", w->f);
+}
+
 void jsonw_raw(jsonw *w, const char *k, const char *json) {
     if (!json) {
         jsonw_null(w, k);

@@ -20,6 +20,7 @@ void jsonw_int(jsonw *w, const char *key, long long val);
 void jsonw_int_or_null(jsonw *w, const char *key, long long val); /* val < 0 -> null */
 void jsonw_double(jsonw *w, const char *key, double val);
 void jsonw_null(jsonw *w, const char *key);
+void jsonw_bool(jsonw *w, const char *key, int val); /* non-zero -> true */
 /* `json` is JSON text: written verbatim when it parses, else as a JSON string; NULL -> null. */
 void jsonw_raw(jsonw *w, const char *key, const char *json);
 

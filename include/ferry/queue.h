@@ -36,12 +36,22 @@ typedef struct ferry_queue_options {
      * length, as Node's Queue constructor does), so that looking at a queue that does not
      * exist creates no key. For read-only tools; 0 = write it. */
     int skip_meta_update;
+    /* Job options (a job's own and the defaults above) may hold keys BullMQ 6.7.0's
+     * JobsOptions does not know: they are stored as given, for options of a later BullMQ.
+     * 0 = refuse them (FERRY_EINVAL "unknown job option "atempts" (did you mean
+     * "attempts"?)"), also in backoff, removeOnComplete/removeOnFail, deduplication, parent
+     * and telemetry. `repeat` is refused either way (see ferry_scheduler_upsert). */
+    int allow_unknown_opts;
 } ferry_queue_options;
 
 /* Fill *o with defaults. Thread-safe; no allocation. */
 FERRY_API void ferry_queue_options_init(ferry_queue_options *o);
 
 /* Open queue `name` (1..512 bytes, no ':'): validates options, connects, loads scripts.
+ * A queue jobs are added to also needs a name of valid UTF-8 without control characters
+ * (C0, DEL, C1: such a name could forge log lines): FERRY_EINVAL at open for it, unless
+ * skip_meta_update (a read-only look at a queue another producer made, e.g. to count or
+ * remove its jobs); such a handle then refuses every add. Messages show names escaped.
  * On success *out is a new handle the caller frees with ferry_queue_close().
  * Blocks up to the connect timeout plus one command timeout (it writes the queue's meta,
  * unless skip_meta_update).
@@ -65,6 +75,16 @@ typedef struct ferry_job_spec {
                               keys ("meta", "wait", "id", ...) */
 } ferry_job_spec;
 
+/* Check n jobs exactly as ferry_queue_add_bulk on a handle opened with (name, opts) would,
+ * without connecting: the queue name and options, the default job options and every job's
+ * name, data and options (custom id included). Lets a caller refuse bad input before
+ * ferry_queue_open writes anything to Redis. Returns 0, or FERRY_EINVAL / FERRY_ETOOBIG with
+ * the same message the add would give (naming the job's index when n > 1). Redis is not
+ * asked, so an add that passes can still fail there. No I/O, does not block, thread-safe;
+ * nothing is allocated for the caller. */
+FERRY_API int ferry_queue_check_jobs(const char *name, const ferry_queue_options *opts,
+                                     const ferry_job_spec *jobs, size_t n, ferry_error *err);
+
 /* Add one job. On success *job_id (if non-NULL) receives a malloc'd id the caller frees
  * with free(); for a duplicate custom jobId it is the existing job's id and nothing is
  * written (BullMQ semantics). Errors: FERRY_EINVAL (bad name/JSON/options, naming the
@@ -86,6 +106,12 @@ typedef struct ferry_job_counts {
 } ferry_job_counts;
 
 FERRY_API int ferry_queue_counts(ferry_queue *q, ferry_job_counts *out, ferry_error *err);
+
+/* *exists = 1 when any of the queue's own keys (meta, id, events, marker, the job lists and
+ * sets, repeat, stalled-check, limiter) exists in Redis, else 0: a misspelled name looks
+ * like an empty queue to counts. One round trip (EXISTS), same deadline and threading as
+ * ferry_queue_counts; nothing allocated. */
+FERRY_API int ferry_queue_exists(ferry_queue *q, int *exists, ferry_error *err);
 
 /* Pause / resume the queue for every worker (meta.paused + marker, BullMQ v6 semantics;
  * resume also migrates a legacy v5 `paused` list). */

@@ -4,7 +4,8 @@
  * The stored form mirrors what BullMQ 6.7.0 writes into the job hash: public option names
  * except the short aliases (de fpof cpof idof rdof kl tm omc), backoff normalised to an
  * object, "attempts":0 added when absent, jobId only for custom ids, null members dropped
- * (BullMQ's msgpack round trip loses them), unknown keys kept as they are. */
+ * (BullMQ's msgpack round trip loses them). Keys BullMQ 6.7.0 does not know are refused
+ * (naming the nearest known one), or with FERRY__OPTS_ALLOW_UNKNOWN kept as they are. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "queue/job_opts_ext.h"
 #include "queue/json_text.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 #define STORED_MAX (2 * FERRY__OPTS_MAX_BYTES + 256) /* stored opts JSON, bytes */
 
@@ -38,6 +40,8 @@ enum opt_kind {
     K_PARENT,
     K_REPEATJOBKEY,
     K_DEBOUNCE,
+    K_REPEAT,
+    K_PASS, /* known to Node, stored as given (prevMillis) */
 };
 
 /* Both the public and the stored spelling are accepted on input (Node passes a stored
@@ -76,6 +80,34 @@ static const struct known_opt {
     {"parent", "parent", K_PARENT},
     {"repeatJobKey", NULL, K_REPEATJOBKEY},
     {"debounce", NULL, K_DEBOUNCE},
+    {"repeat", NULL, K_REPEAT},
+    {"prevMillis", "prevMillis", K_PASS},
+};
+
+/* The names a misspelled key is matched against: BullMQ 6.7.0's public JobsOptions keys
+ * (its types: DefaultJobOptions, BaseJobOptions, CompressableJobOptions). */
+static const char *const PUBLIC_NAMES[] = {
+    "jobId",
+    "attempts",
+    "backoff",
+    "delay",
+    "priority",
+    "lifo",
+    "timestamp",
+    "removeOnComplete",
+    "removeOnFail",
+    "stackTraceLimit",
+    "keepLogs",
+    "sizeLimit",
+    "deduplication",
+    "failParentOnFailure",
+    "continueParentOnFailure",
+    "ignoreDependencyOnFailure",
+    "removeDependencyOnFailure",
+    "telemetry",
+    "parent",
+    "prevMillis",
+    "repeatJobKey",
 };
 
 static const struct known_opt *find_known(const char *key) {
@@ -85,6 +117,71 @@ static const struct known_opt *find_known(const char *key) {
 }
 
 /* ---- error helpers ------------------------------------------------------------------ */
+
+static int lower(int c) {
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* Edit distance (insert, delete, substitute, swap of neighbours), case-insensitive; names
+ * longer than 63 bytes count as far from everything. */
+static size_t edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return (size_t)-1;
+    size_t d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = lower((unsigned char)a[i - 1]) != lower((unsigned char)b[j - 1]);
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 &&
+                lower((unsigned char)a[i - 1]) == lower((unsigned char)b[j - 2]) &&
+                lower((unsigned char)a[i - 2]) == lower((unsigned char)b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+const char *ferry__nearest_name(const char *key, const char *const *names, size_t n) {
+    const char *best = NULL;
+    size_t best_d = (size_t)-1, len = strlen(key);
+    for (size_t i = 0; i < n; i++) {
+        size_t d = edit_distance(key, names[i]);
+        if (d < best_d) best_d = d, best = names[i];
+    }
+    /* close enough to be a slip: at most 2 edits, 3 for long names, never most of the key */
+    size_t allowed = len >= 10 ? 3 : len >= 4 ? 2 : 1;
+    return best && best_d <= allowed && best_d < len ? best : NULL;
+}
+
+/* FERRY_EINVAL for a key that is not one of names[0..n): a job option (field NULL: "unknown
+ * job option") or a member of the object at `field`, with the nearest known name when one is
+ * close. */
+static int unknown_key(ferry_error *err, const char *field, const char *key,
+                       const char *const *names, size_t n) {
+    char shown[96], hint[256];
+    ferry__printable(key, shown, sizeof shown);
+    const char *near = ferry__nearest_name(key, names, n);
+    if (near) {
+        snprintf(hint, sizeof hint, "did you mean \"%s\"?", near);
+    } else if (!field) {
+        snprintf(hint, sizeof hint, "not a BullMQ 6.7.0 job option");
+    } else {
+        size_t at = (size_t)snprintf(hint, sizeof hint, "expected ");
+        for (size_t i = 0; i < n && at < sizeof hint; i++)
+            at += (size_t)snprintf(hint + at, sizeof hint - at, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (!field) return ferry__err(err, FERRY_EINVAL, "unknown job option \"%s\" (%s)", shown, hint);
+    return ferry__err(err, FERRY_EINVAL, "%s: unknown member \"%s\" (%s)", field, shown, hint);
+}
+
+#define NAMES(a) (a), sizeof(a) / sizeof(a)[0]
 
 static void show_value(const json_t *v, char *buf, size_t cap) {
     char *s = ferry__json_serialize(v, 0, 4096);
@@ -209,8 +306,9 @@ int ferry__job_id_check(const char *id, ferry_error *err) {
 
 /* ---- keepJobs (removeOnComplete / removeOnFail) ------------------------------------- */
 
-static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out,
+static int keep_strict(const json_t *v, const char *field, int flags, ferry__keep_jobs *out,
                        ferry_error *err) {
+    static const char *const members[] = {"age", "count", "limit"};
     static const char expect[] = "true, false, a non-negative integer or {age, count, limit}";
     long long n;
     memset(out, 0, sizeof *out);
@@ -249,11 +347,8 @@ static int keep_strict(const json_t *v, const char *field, ferry__keep_jobs *out
         } else if (!strcmp(k, "limit")) {
             if (as_int(m, 1, FERRY__JS_SAFE_MAX, &n)) return bad(err, sub, "a positive integer", m);
             out->limit = n;
-        } else {
-            return ferry__err(err, FERRY_EINVAL,
-                              "%s: unknown member \"%.40s\" (expected age, count, "
-                              "limit)",
-                              field, k);
+        } else if (!(flags & FERRY__OPTS_ALLOW_UNKNOWN)) {
+            return unknown_key(err, field, k, NAMES(members));
         }
     }
     return 0;
@@ -274,7 +369,7 @@ int ferry__keep_jobs_parse(const char *json, ferry__keep_jobs *out, ferry_error 
     if (!v)
         return ferry__err(err, FERRY_EINVAL, "keepJobs: invalid JSON at column %d: %s", je.column,
                           je.text);
-    int rc = keep_strict(v, "keepJobs", out, err);
+    int rc = keep_strict(v, "keepJobs", 0, out, err);
     json_decref(v);
     if (rc) memset(out, 0, sizeof *out);
     return rc;
@@ -282,8 +377,10 @@ int ferry__keep_jobs_parse(const char *json, ferry__keep_jobs *out, ferry_error 
 
 /* ---- strict parse -------------------------------------------------------------------- */
 
-static int parse_backoff(const json_t *v, ferry__backoff *b, json_t **stored, ferry_error *err) {
+static int parse_backoff(const json_t *v, int flags, ferry__backoff *b, json_t **stored,
+                         ferry_error *err) {
     static const char expect[] = "a non-negative integer or {type, delay, jitter}";
+    static const char *const members[] = {"type", "delay", "jitter"};
     long long n;
     memset(b, 0, sizeof *b);
     b->set = 1;
@@ -306,11 +403,8 @@ static int parse_backoff(const json_t *v, ferry__backoff *b, json_t **stored, fe
             delay = m;
         else if (!strcmp(k, "jitter"))
             jitter = m;
-        else
-            return ferry__err(err, FERRY_EINVAL,
-                              "opts.backoff: unknown member \"%.40s\" (expected type, delay, "
-                              "jitter)",
-                              k);
+        else if (!(flags & FERRY__OPTS_ALLOW_UNKNOWN))
+            return unknown_key(err, "opts.backoff", k, NAMES(members));
     }
     if (!type || !json_is_string(type) || json_string_length(type) == 0 ||
         json_string_length(type) >= sizeof b->type ||
@@ -339,11 +433,16 @@ static int parse_backoff(const json_t *v, ferry__backoff *b, json_t **stored, fe
         b->jitter = j;
         json_object_set_new(st, "jitter", json_real(j));
     }
+    json_object_foreach((json_t *)v, k, m) /* members allowed unknown: kept as given */
+        if (!json_is_null(m) && strcmp(k, "type") && strcmp(k, "delay") && strcmp(k, "jitter"))
+            json_object_set(st, k, m);
     *stored = st;
     return 0;
 }
 
-static int check_dedup(const json_t *v, ferry_error *err) {
+static int check_dedup(const json_t *v, int flags, ferry_error *err) {
+    static const char *const members[] = {"id",      "ttl",        "extend",
+                                          "replace", "reschedule", "keepLastIfActive"};
     if (!json_is_object(v)) return bad(err, "opts.deduplication", "an object {id, ttl, ...}", v);
     const json_t *id = json_object_get(v, "id");
     if (!id || !json_is_string(id) || json_string_length(id) == 0)
@@ -363,29 +462,34 @@ static int check_dedup(const json_t *v, ferry_error *err) {
                 snprintf(f, sizeof f, "opts.deduplication.%s", k);
                 return bad(err, f, "a boolean", m);
             }
-        } else {
-            return ferry__err(err, FERRY_EINVAL,
-                              "opts.deduplication: unknown member \"%.40s\" (expected id, ttl, "
-                              "extend, replace, keepLastIfActive, reschedule)",
-                              k);
+        } else if (!(flags & FERRY__OPTS_ALLOW_UNKNOWN)) {
+            return unknown_key(err, "opts.deduplication", k, NAMES(members));
         }
     }
     return 0;
 }
 
-static int check_parent(const json_t *v, ferry_error *err) {
+static int check_parent(const json_t *v, int flags, ferry_error *err) {
+    static const char *const members[] = {"id", "queue"};
     const json_t *id = json_is_object(v) ? json_object_get(v, "id") : NULL;
     const json_t *q = json_is_object(v) ? json_object_get(v, "queue") : NULL;
     if (!id || !q || !json_is_string(id) || !json_is_string(q) || !json_string_length(id) ||
         !json_string_length(q))
         return bad(err, "opts.parent", "{id: string, queue: \"<prefix>:<queue>\"}", v);
+    const char *k;
+    json_t *m;
+    json_object_foreach((json_t *)v, k, m) {
+        if (strcmp(k, "id") && strcmp(k, "queue") && !json_is_null(m) &&
+            !(flags & FERRY__OPTS_ALLOW_UNKNOWN))
+            return unknown_key(err, "opts.parent", k, NAMES(members));
+    }
     return 0;
 }
 
 /* Parse a merged options object; fills *o and the extras. With st_out, the stored form is
  * handed over as an object (new reference) instead of being serialised into o. */
-static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, ferry_error *err,
-                     json_t **st_out) {
+static int parse_obj(json_t *obj, int flags, ferry__job_opts *o, ferry__job_opts_extra *x,
+                     ferry_error *err, json_t **st_out) {
     json_t *st = json_object();
     if (!st) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     json_object_set_new(st, "attempts", json_integer(0)); /* Node: {attempts: 0, ...opts} */
@@ -400,6 +504,10 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
         const struct known_opt *k = find_known(key);
         if (json_is_null(v)) continue; /* null = not given (and the stored form drops it) */
         if (!k) {
+            if (!(flags & FERRY__OPTS_ALLOW_UNKNOWN)) {
+                rc = unknown_key(err, NULL, key, NAMES(PUBLIC_NAMES));
+                break;
+            }
             json_object_set(st, key, v);
             continue;
         }
@@ -457,16 +565,16 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
             sv = json_incref(v);
             break;
         case K_BACKOFF:
-            rc = parse_backoff(v, &o->backoff, &sv, err);
+            rc = parse_backoff(v, flags, &o->backoff, &sv, err);
             break;
         case K_RMC:
         case K_RMF:
-            rc = keep_strict(v, field,
+            rc = keep_strict(v, field, flags,
                              k->kind == K_RMC ? &o->remove_on_complete : &o->remove_on_fail, err);
             if (!rc) sv = json_incref(v);
             break;
         case K_DEDUP:
-            if ((rc = check_dedup(v, err))) break;
+            if ((rc = check_dedup(v, flags, err))) break;
             if (x) x->has_dedup = 1;
             sv = json_incref(v);
             break;
@@ -491,6 +599,9 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
                     json_object_set(st, "tm", tv);
                 } else if (!strcmp(tk, "omitContext") && json_is_boolean(tv)) {
                     json_object_set(st, "omc", tv);
+                } else if ((flags & FERRY__OPTS_ALLOW_UNKNOWN) && strcmp(tk, "metadata") &&
+                           strcmp(tk, "omitContext")) {
+                    continue; /* Node stores only tm and omc of telemetry */
                 } else {
                     rc = ferry__err(err, FERRY_EINVAL,
                                     "opts.telemetry: expected {metadata: string, omitContext: "
@@ -514,7 +625,7 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
                 sv = json_incref(v);
             break;
         case K_PARENT:
-            if ((rc = check_parent(v, err))) break;
+            if ((rc = check_parent(v, flags, err))) break;
             if (x) x->has_parent = 1;
             sv = json_incref(v);
             break;
@@ -525,6 +636,15 @@ static int parse_obj(json_t *obj, ferry__job_opts *o, ferry__job_opts_extra *x, 
         case K_DEBOUNCE:
             rc = ferry__err(err, FERRY_EINVAL,
                             "opts.debounce: removed in BullMQ 6; use deduplication instead");
+            break;
+        case K_REPEAT:
+            rc = ferry__err(err, FERRY_EINVAL,
+                            "opts.repeat: not a job option in BullMQ 6.7.0 (a job added with it "
+                            "would run once); make repeating jobs with a job scheduler: `ferry "
+                            "scheduler upsert`, or ferry_scheduler_upsert() in C");
+            break;
+        case K_PASS:
+            sv = json_incref(v);
             break;
         }
         if (rc) {
@@ -591,6 +711,12 @@ json_t *ferry__opts_load_object(const char *json, const char *what, ferry_error 
 
 int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__job_opts *out,
                                ferry__job_opts_extra *extra, ferry_error *err) {
+    return ferry__job_opts_parse_flags(defaults, json, 0, out, extra, err);
+}
+
+int ferry__job_opts_parse_flags(const json_t *defaults, const char *json, int flags,
+                                ferry__job_opts *out, ferry__job_opts_extra *extra,
+                                ferry_error *err) {
     ferry__job_opts_extra ignored;
     ferry_error local;
     if (!extra) extra = &ignored;
@@ -610,7 +736,7 @@ int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__
         json_decref(obj);
         obj = merged;
     }
-    int rc = parse_obj(obj, out, extra, err, NULL);
+    int rc = parse_obj(obj, flags, out, extra, err, NULL);
     json_decref(obj);
     if (rc) {
         ferry__job_opts_free(out);
@@ -647,9 +773,9 @@ static int find_id_slot(json_t *st, ferry__opts_id_slot *slot, ferry_error *err)
     return rc;
 }
 
-int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, ferry__job_opts *out,
-                                 ferry__job_opts_extra *extra, ferry__opts_id_slot *slot,
-                                 ferry_error *err) {
+int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, int flags,
+                                 ferry__job_opts *out, ferry__job_opts_extra *extra,
+                                 ferry__opts_id_slot *slot, ferry_error *err) {
     ferry__job_opts_extra ignored;
     ferry_error local;
     if (!extra) extra = &ignored;
@@ -670,7 +796,7 @@ int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, ferry
         (!(merged = defaults ? json_copy((json_t *)defaults) : json_object()) ||
          json_object_set_new(merged, "jobId", json_string("a")) || json_object_update(merged, obj)))
         rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
-    if (!rc) rc = parse_obj(merged, out, extra, err, &st);
+    if (!rc) rc = parse_obj(merged, flags, out, extra, err, &st);
     if (!rc) {
         free(out->job_id); /* the placeholder */
         out->job_id = NULL;

@@ -46,7 +46,8 @@ typedef struct ferry__job_opts {
     char *stored_json; /* canonical opts JSON to store in the job hash (malloc'd) */
 } ferry__job_opts;
 
-/* Strict parse of a JobsOptions JSON object (NULL/"" = {}). Rejects unknown types,
+/* Strict parse of a JobsOptions JSON object (NULL/"" = {}). Rejects keys BullMQ 6.7.0 does
+ * not know (see FERRY__OPTS_ALLOW_UNKNOWN in job_opts_ext.h), `repeat`, unknown types,
  * negative delays, priorities outside 0..2^21-1, ids Node would refuse ("0", "0:..",
  * integer-looking, ':' unless exactly 3 parts), malformed backoff/removeOn*. On success
  * fills *out (free with ferry__job_opts_free). Thread-safe. */

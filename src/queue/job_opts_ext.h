@@ -20,6 +20,22 @@ typedef struct ferry__job_opts_extra {
     int has_parent;       /* opts.parent present (flows) */
 } ferry__job_opts_extra;
 
+/* Flags of ferry__job_opts_parse_flags and ferry__job_opts_parse_idslot. Without
+ * FERRY__OPTS_ALLOW_UNKNOWN a key BullMQ 6.7.0's JobsOptions does not know (at the top level
+ * or in an object of fixed shape: backoff, removeOnComplete/removeOnFail, deduplication,
+ * parent, telemetry) is refused, naming the nearest known key; with it such keys are stored
+ * as given (forward compatibility). `repeat` is refused either way. */
+#define FERRY__OPTS_ALLOW_UNKNOWN 1
+
+/* The name in names[0..n) nearest to `key` (edit distance, case-insensitive) when it is
+ * close enough to be a slip of the keyboard, else NULL. Pure, thread-safe. */
+const char *ferry__nearest_name(const char *key, const char *const *names, size_t n);
+
+/* As ferry__job_opts_parse_over with FERRY__OPTS_* flags (parse_over is flags 0). */
+int ferry__job_opts_parse_flags(const json_t *defaults, const char *json, int flags,
+                                ferry__job_opts *out, ferry__job_opts_extra *extra,
+                                ferry_error *err);
+
 /* Parse `json` (NULL/"" = {}) strictly after filling in keys it lacks from `defaults`
  * (a JSON object or NULL; shallow, as Node's Object.assign). `defaults` is only read, but
  * its members' reference counts are touched, so callers serialise use of one defaults
@@ -55,9 +71,9 @@ typedef struct ferry__opts_id_slot {
  * for that text. `json` itself must not contain jobId (even null or ""): FERRY_EINVAL.
  * Free *out with ferry__job_opts_free and *slot with ferry__opts_id_slot_free (both are
  * empty after a failure). Same thread-safety as ferry__job_opts_parse_over. */
-int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, ferry__job_opts *out,
-                                 ferry__job_opts_extra *extra, ferry__opts_id_slot *slot,
-                                 ferry_error *err);
+int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, int flags,
+                                 ferry__job_opts *out, ferry__job_opts_extra *extra,
+                                 ferry__opts_id_slot *slot, ferry_error *err);
 
 /* Frees slot->text and empties *slot; NULL is a no-op. */
 void ferry__opts_id_slot_free(ferry__opts_id_slot *slot);

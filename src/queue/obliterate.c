@@ -29,7 +29,7 @@ static int obliterate_call(ferry_queue *q, int force, int first, long long *stat
         (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
          r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
          r->element[2]->type != REDIS_REPLY_INTEGER))
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate: unexpected reply", q->keys.queue);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate: unexpected reply", q->shown);
     if (rc == 0) {
         *status = r->element[0]->integer;
         *deleted = r->element[1]->integer;
@@ -50,7 +50,7 @@ int ferry_queue_obliterate(ferry_queue *q, int force, long long *deleted_keys, f
             rc = ferry__err(err, FERRY_ETOOBIG,
                             "queue %s: not empty after %ld obliterate calls (%lld keys "
                             "deleted); is something still adding jobs?",
-                            q->keys.queue, OBLITERATE_CALLS_MAX, total);
+                            q->shown, OBLITERATE_CALLS_MAX, total);
             break;
         }
         long long status = 0, deleted = 0, n = 0;
@@ -66,20 +66,20 @@ int ferry_queue_obliterate(ferry_queue *q, int force, long long *deleted_keys, f
             rc = ferry__err(err, FERRY_ESTATE,
                             "queue %s has %lld active job%s; stop its workers, or force it "
                             "(--force in the CLI) to delete them too (nothing was deleted)",
-                            q->keys.queue, n, n == 1 ? "" : "s");
+                            q->shown, n, n == 1 ? "" : "s");
         else if (status == -2)
             rc = ferry__err(err, FERRY_ESTATE,
                             "queue %s: %lld job%s became active while it was being obliterated "
                             "(%lld keys deleted so far); stop its workers, or force it (--force "
                             "in the CLI)",
-                            q->keys.queue, n, n == 1 ? "" : "s", total);
+                            q->shown, n, n == 1 ? "" : "s", total);
         else if (status == -1)
             rc = ferry__err(err, FERRY_ESTATE,
                             "queue %s was resumed while it was being obliterated (%lld keys "
                             "deleted so far); run the obliterate again",
-                            q->keys.queue, total);
+                            q->shown, total);
         else
-            rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate returned %lld", q->keys.queue,
+            rc = ferry__err(err, FERRY_EPROTO, "queue %s: obliterate returned %lld", q->shown,
                             status);
         break;
     }

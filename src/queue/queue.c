@@ -9,6 +9,7 @@
 #include "queue/queue_internal.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 #define DEFAULT_TIMEOUT_MS 5000 /* conn.c's default for 0 */
 #define RESUME_CALLS_MAX 100000 /* 7000 legacy ids per call: 700M ids */
@@ -58,7 +59,7 @@ int ferry__queue_connect(ferry_queue *q, int64_t deadline, ferry_error *err) {
     int64_t left = deadline - ferry__mono_ms();
     if (left <= 0)
         return ferry__err(err, FERRY_ETIMEDOUT, "queue %s: no time left to reconnect to Redis",
-                          q->keys.queue);
+                          q->shown);
     ferry_redis_options o = q->ropts;
     o.connect_timeout_ms = left < q->connect_ms ? (int)left : q->connect_ms;
     return ferry__conn_open(&o, NULL, &q->conn, err);
@@ -151,7 +152,7 @@ int ferry__queue_eval(ferry_queue *q, const char *script, int nkeys, const char 
 int ferry__queue_reply_error(const ferry_queue *q, const redisReply *r, const char *what,
                              ferry_error *err) {
     if (r && r->type == REDIS_REPLY_ERROR)
-        return ferry__err(err, FERRY_EREDIS, "queue %s: %s: %s", q->keys.queue, what, r->str);
+        return ferry__err(err, FERRY_EREDIS, "queue %s: %s: %s", q->shown, what, r->str);
     return 0;
 }
 
@@ -196,13 +197,18 @@ static int copy_redis_options(ferry_queue *q, const ferry_redis_options *src, fe
 }
 
 int ferry__queue_defaults_load(const char *src, const char *what, json_t **out, ferry_error *err) {
+    return ferry__queue_defaults_load_flags(src, what, 0, out, err);
+}
+
+int ferry__queue_defaults_load_flags(const char *src, const char *what, int flags, json_t **out,
+                                     ferry_error *err) {
     if (out) *out = NULL;
     ferry_error e = {0};
     json_t *d = ferry__opts_load_object(src, what, &e);
     if (!d) return ferry__err(err, e.code, "%s", e.message);
     ferry__job_opts parsed;
     ferry__job_opts_extra x;
-    int rc = ferry__job_opts_parse_over(d, NULL, &parsed, &x, &e);
+    int rc = ferry__job_opts_parse_flags(d, NULL, flags, &parsed, &x, &e);
     if (rc)
         rc = ferry__err(err, rc, "%s: %s", what, e.message);
     else if (parsed.job_id)
@@ -225,7 +231,7 @@ static int load_defaults(ferry_queue *q, const ferry_queue_options *o, ferry_err
     const char *src = o->default_job_opts ? o->default_job_opts : o->global_default_job_opts;
     const char *what = o->default_job_opts ? "default_job_opts" : "global_default_job_opts";
     if (!src) return 0;
-    return ferry__queue_defaults_load(src, what, &q->defaults, err);
+    return ferry__queue_defaults_load_flags(src, what, q->opts_flags, &q->defaults, err);
 }
 
 /* What Node's Queue constructor writes (unless skipMetasUpdate). */
@@ -239,9 +245,8 @@ static int write_meta(ferry_queue *q, ferry_error *err) {
     return rc;
 }
 
-int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_queue **out,
-                     ferry_error *err) {
-    if (!out) return ferry__err(err, FERRY_EINVAL, "ferry_queue_open: out is NULL");
+int ferry__queue_new(const char *name, const ferry_queue_options *opts, int for_adding,
+                     ferry_queue **out, ferry_error *err) {
     *out = NULL;
     ferry_queue_options defaults;
     if (!opts) {
@@ -256,6 +261,12 @@ int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_qu
     }
     int rc =
         ferry__keys_init(&q->keys, opts->prefix ? opts->prefix : FERRY_DEFAULT_PREFIX, name, err);
+    if (rc == 0) {
+        ferry__printable(q->keys.queue, q->shown, sizeof q->shown);
+        ferry_error e = {0};
+        q->name_unsafe = ferry__queue_name_check(name, &e) != 0;
+        if (q->name_unsafe && for_adding) rc = ferry__err(err, e.code, "%s", e.message);
+    }
     for (int i = 0; rc == 0 && i < QK_COUNT; i++)
         if (!ferry__key(&q->keys, KEY_SUFFIX[i], q->key[i], sizeof q->key[i]))
             rc = ferry__err(err, FERRY_EINVAL, "queue key too long");
@@ -266,10 +277,27 @@ int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_qu
             rc = ferry__err(err, FERRY_EINVAL, "max_payload_bytes %zu is over the %zu MiB maximum",
                             q->max_payload, FERRY__PAYLOAD_LIMIT_MAX >> 20);
     }
+    q->opts_flags = opts->allow_unknown_opts ? FERRY__OPTS_ALLOW_UNKNOWN : 0;
     if (rc == 0) rc = copy_redis_options(q, opts->redis, err);
     if (rc == 0) rc = load_defaults(q, opts, err);
-    if (rc == 0) rc = ferry__conn_open(&q->ropts, NULL, &q->conn, err);
-    if (rc == 0 && !opts->skip_meta_update) rc = write_meta(q, err);
+    if (rc) {
+        ferry_queue_close(q);
+        return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_queue **out,
+                     ferry_error *err) {
+    if (!out) return ferry__err(err, FERRY_EINVAL, "ferry_queue_open: out is NULL");
+    *out = NULL;
+    int writes = !(opts && opts->skip_meta_update);
+    ferry_queue *q = NULL;
+    int rc = ferry__queue_new(name, opts, writes, &q, err);
+    if (rc) return rc;
+    rc = ferry__conn_open(&q->ropts, NULL, &q->conn, err);
+    if (rc == 0 && writes) rc = write_meta(q, err);
     if (rc) {
         ferry_queue_close(q);
         return rc;
@@ -328,14 +356,13 @@ int ferry_queue_counts(ferry_queue *q, ferry_job_counts *out, ferry_error *err) 
         redisReply *x = r[NCOUNTS + 1];
         rc = ferry__queue_reply_error(q, x, "counts", err);
         if (rc == 0 && (x->type != REDIS_REPLY_ARRAY || x->elements != NCOUNTS))
-            rc = ferry__err(err, FERRY_EPROTO, "queue %s: counts: unexpected reply", q->keys.queue);
+            rc = ferry__err(err, FERRY_EPROTO, "queue %s: counts: unexpected reply", q->shown);
         for (size_t i = 0; rc == 0 && i < NCOUNTS; i++) {
             if (x->element[i]->type == REDIS_REPLY_ERROR)
-                rc = ferry__err(err, FERRY_EREDIS, "queue %s: %s %s: %s", q->keys.queue,
+                rc = ferry__err(err, FERRY_EREDIS, "queue %s: %s %s: %s", q->shown,
                                 COUNT_CMDS[i].cmd, q->key[COUNT_CMDS[i].key], x->element[i]->str);
             else if (x->element[i]->type != REDIS_REPLY_INTEGER)
-                rc = ferry__err(err, FERRY_EPROTO, "queue %s: counts: unexpected reply",
-                                q->keys.queue);
+                rc = ferry__err(err, FERRY_EPROTO, "queue %s: counts: unexpected reply", q->shown);
         }
         if (rc == 0) {
             long long v[NCOUNTS];
@@ -353,6 +380,28 @@ int ferry_queue_counts(ferry_queue *q, ferry_job_counts *out, ferry_error *err) 
     }
     for (size_t i = 0; i < n; i++)
         if (r[i]) freeReplyObject(r[i]);
+    return rc;
+}
+
+int ferry_queue_exists(ferry_queue *q, int *exists, ferry_error *err) {
+    if (!q || !exists) return ferry__err(err, FERRY_EINVAL, "ferry_queue_exists: NULL argument");
+    char extra[3][FERRY__QKEY_LEN];
+    static const char *const more[3] = {"stalled-check", "limiter", "stalled"};
+    const char *argv[1 + QK_COUNT + 3] = {"EXISTS"};
+    int argc = 1;
+    for (int i = 0; i < QK_COUNT; i++)
+        argv[argc++] = q->key[i];
+    for (int i = 0; i < 3; i++)
+        if (ferry__key(&q->keys, more[i], extra[i], sizeof extra[i])) argv[argc++] = extra[i];
+    redisReply *r = NULL;
+    pthread_mutex_lock(&q->mu);
+    int rc = queue_command(q, argc, argv, 1, &r, err);
+    pthread_mutex_unlock(&q->mu);
+    if (rc == 0) rc = ferry__queue_reply_error(q, r, "EXISTS", err);
+    if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: exists: unexpected reply", q->shown);
+    if (rc == 0) *exists = r->integer > 0;
+    if (r) freeReplyObject(r);
     return rc;
 }
 
@@ -383,7 +432,7 @@ int ferry_queue_resume(ferry_queue *q, ferry_error *err) {
             rc = ferry__err(err, FERRY_ETOOBIG,
                             "queue %s: legacy paused list not drained after %d "
                             "calls",
-                            q->keys.queue, RESUME_CALLS_MAX);
+                            q->shown, RESUME_CALLS_MAX);
             break;
         }
         const char *args[] = {call == 0 ? "1" : "0"};
@@ -391,7 +440,7 @@ int ferry_queue_resume(ferry_queue *q, ferry_error *err) {
         rc = ferry__queue_eval(q, "resume", 7, keys, 1, args, NULL, 1, &r, err);
         if (rc == 0) rc = ferry__queue_reply_error(q, r, "resume", err);
         if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
-            rc = ferry__err(err, FERRY_EPROTO, "queue %s: resume: unexpected reply", q->keys.queue);
+            rc = ferry__err(err, FERRY_EPROTO, "queue %s: resume: unexpected reply", q->shown);
         long long remaining = rc == 0 ? r->integer : 0;
         if (r) freeReplyObject(r);
         if (remaining <= 0) break;
@@ -409,7 +458,7 @@ int ferry_queue_is_paused(ferry_queue *q, int *paused, ferry_error *err) {
     pthread_mutex_unlock(&q->mu);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "HEXISTS meta paused", err);
     if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: is_paused: unexpected reply", q->keys.queue);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: is_paused: unexpected reply", q->shown);
     if (rc == 0) *paused = r->integer ? 1 : 0;
     if (r) freeReplyObject(r);
     return rc;

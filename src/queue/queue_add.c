@@ -85,9 +85,10 @@ static int get_parse(add_call *c, const char *text, int with_id, const opts_pars
     memset(p, 0, sizeof *p);
     p->text = text;
     p->with_id = with_id;
-    int rc =
-        with_id ? ferry__job_opts_parse_idslot(c->q->defaults, text, &p->opts, &p->x, &p->slot, err)
-                : ferry__job_opts_parse_over(c->q->defaults, text, &p->opts, &p->x, err);
+    int rc = with_id ? ferry__job_opts_parse_idslot(c->q->defaults, text, c->q->opts_flags,
+                                                    &p->opts, &p->x, &p->slot, err)
+                     : ferry__job_opts_parse_flags(c->q->defaults, text, c->q->opts_flags, &p->opts,
+                                                   &p->x, err);
     if (rc) return rc;
     p->stored_len = strlen(p->opts.stored_json);
     c->nparses++;
@@ -264,12 +265,12 @@ static int is_noscript(const redisReply *r) {
 static int take_ids(ferry_queue *q, const redisReply *r, const chunk *c, char **ids,
                     ferry_error *err) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != c->count)
-        return ferry__err(err, FERRY_EPROTO, "queue %s: addJobs: unexpected reply", q->keys.queue);
+        return ferry__err(err, FERRY_EPROTO, "queue %s: addJobs: unexpected reply", q->shown);
     for (size_t i = 0; i < c->count; i++) {
         const redisReply *e = r->element[i];
         if (e->type != REDIS_REPLY_STRING)
             return ferry__err(err, FERRY_EPROTO, "queue %s: addJobs: unexpected id reply",
-                              q->keys.queue);
+                              q->shown);
         if (ids) {
             ids[c->first + i] = strndup(e->str, e->len);
             if (!ids[c->first + i]) return ferry__err(err, FERRY_ENOMEM, "out of memory");
@@ -299,7 +300,7 @@ static int send_window(ferry_queue *q, const prepared *jobs, const chunk *chunks
             } else if (r[i]->type == REDIS_REPLY_ERROR) {
                 if (rc == 0)
                     rc = ferry__err(err, FERRY_EREDIS, "queue %s: adding jobs %zu..%zu: %s",
-                                    q->keys.queue, c->first, c->first + c->count - 1, r[i]->str);
+                                    q->shown, c->first, c->first + c->count - 1, r[i]->str);
             } else {
                 /* keep counting what was added after a failed chunk: the caller must know */
                 ferry_error e = {0};
@@ -319,6 +320,36 @@ static int send_window(ferry_queue *q, const prepared *jobs, const chunk *chunks
     return rc;
 }
 
+/* Validate every job into p[0..n); the error names the job's index when n > 1. */
+static int prepare_all(add_call *c, size_t n, prepared *p, ferry_error *err) {
+    if (c->q->name_unsafe) {
+        ferry_error e = {0};
+        ferry__queue_name_check(c->q->keys.queue, &e);
+        return ferry__err(err, e.code, "no jobs can be added: %s", e.message);
+    }
+    for (size_t i = 0; i < n; i++) {
+        ferry_error e = {0};
+        int rc = prepare_one(c, i, &p[i], &e);
+        if (rc && n > 1) return ferry__err(err, rc, "job %zu: %s", i, e.message);
+        if (rc) return ferry__err(err, rc, "%s", e.message);
+    }
+    return 0;
+}
+
+/* Free what prepare_all and the call's parses hold, and p itself. */
+static void free_prepared(add_call *c, prepared *p, size_t n) {
+    for (size_t i = 0; p && i < n; i++)
+        free(p[i].owned_opts);
+    for (size_t i = 0; i < c->nparses; i++) {
+        ferry__job_opts_free(&c->parses[i].opts);
+        ferry__opts_id_slot_free(&c->parses[i].slot);
+    }
+    free(c->parses);
+    c->parses = NULL;
+    c->nparses = c->cap = 0;
+    free(p);
+}
+
 static int add_bulk_locked(add_call *c, size_t n, char **ids, ferry_error *err) {
     ferry_queue *q = c->q;
     prepared *p = calloc(n, sizeof *p);
@@ -327,14 +358,7 @@ static int add_bulk_locked(add_call *c, size_t n, char **ids, ferry_error *err) 
     int rc = 0;
     if (!p || !chunks || !which) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
     c->now = ferry__now_ms();
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        ferry_error e = {0};
-        rc = prepare_one(c, i, &p[i], &e);
-        if (rc && n > 1)
-            ferry__err(err, rc, "job %zu: %s", i, e.message);
-        else if (rc)
-            ferry__err(err, rc, "%s", e.message);
-    }
+    if (rc == 0) rc = prepare_all(c, n, p, err);
     size_t nchunks = 0;
     for (size_t i = 0, bytes = 0; rc == 0 && i < n; i++) {
         size_t b = job_bytes(&p[i]);
@@ -366,14 +390,7 @@ static int add_bulk_locked(add_call *c, size_t n, char **ids, ferry_error *err) 
         ferry__err(err, rc, "%s (%zu of %zu jobs were confirmed added before the failure)", msg,
                    added, n);
     }
-    for (size_t i = 0; p && i < n; i++)
-        free(p[i].owned_opts);
-    for (size_t i = 0; i < c->nparses; i++) {
-        ferry__job_opts_free(&c->parses[i].opts);
-        ferry__opts_id_slot_free(&c->parses[i].slot);
-    }
-    free(c->parses);
-    free(p);
+    free_prepared(c, p, n);
     free(chunks);
     free(which);
     return rc;
@@ -423,4 +440,22 @@ int ferry_queue_add(ferry_queue *q, const ferry_job_spec *job, char **job_id, fe
     if (job_id) *job_id = NULL;
     if (!q || !job) return ferry__err(err, FERRY_EINVAL, "ferry_queue_add: NULL argument");
     return ferry_queue_add_bulk(q, job, 1, job_id, err);
+}
+
+int ferry_queue_check_jobs(const char *name, const ferry_queue_options *opts,
+                           const ferry_job_spec *jobs, size_t n, ferry_error *err) {
+    if (n && !jobs) return ferry__err(err, FERRY_EINVAL, "ferry_queue_check_jobs: NULL argument");
+    if (n > BULK_MAX)
+        return ferry__err(err, FERRY_ETOOBIG, "add_bulk of %zu jobs, limit %d", n, BULK_MAX);
+    ferry_queue *q = NULL;
+    int rc = ferry__queue_new(name, opts, 1, &q, err);
+    if (rc) return rc;
+    add_call c = {.q = q, .jobs = jobs};
+    prepared *p = n ? calloc(n, sizeof *p) : NULL;
+    if (n && !p) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
+    c.now = ferry__now_ms();
+    if (rc == 0) rc = prepare_all(&c, n, p, err);
+    free_prepared(&c, p, n);
+    ferry_queue_close(q);
+    return rc;
 }

@@ -44,6 +44,9 @@ struct ferry_queue {
     json_t *defaults;   /* default job options object, or NULL */
     size_t max_payload; /* bytes of a job's data JSON */
     int connect_ms, command_ms;
+    int opts_flags;  /* FERRY__OPTS_* flags for every parse of job options */
+    int name_unsafe; /* the name fails ferry__queue_name_check: adds are refused */
+    char shown[128]; /* the queue name as messages show it (ferry__printable) */
     char key[QK_COUNT][FERRY__QKEY_LEN];
 };
 
@@ -103,6 +106,17 @@ size_t ferry__queue_data_limit(const ferry_queue *q);
  * deduplication or parent), naming them `what` in errors. On success *out (when out is not
  * NULL) is the parsed object, owned by the caller (json_decref). Thread-safe. */
 int ferry__queue_defaults_load(const char *src, const char *what, json_t **out, ferry_error *err);
+
+/* As ferry__queue_defaults_load with FERRY__OPTS_* flags (that one is flags 0). */
+int ferry__queue_defaults_load_flags(const char *src, const char *what, int flags, json_t **out,
+                                     ferry_error *err);
+
+/* Everything ferry_queue_open does before connecting: a handle with its keys, limits and
+ * parsed default options but no connection (q->conn NULL). With `for_adding`, a name
+ * ferry__queue_name_check refuses is an error; without, the handle records it (name_unsafe)
+ * and refuses adds. *out is freed with ferry_queue_close. No I/O. */
+int ferry__queue_new(const char *name, const ferry_queue_options *opts, int for_adding,
+                     ferry_queue **out, ferry_error *err);
 
 /* A reply that is a Redis error becomes FERRY_EREDIS naming `what`. */
 int ferry__queue_reply_error(const ferry_queue *q, const redisReply *r, const char *what,

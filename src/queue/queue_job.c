@@ -9,12 +9,14 @@
 #include "queue/queue_internal.h"
 #include "util/error.h"
 #include "util/numtext.h"
+#include "util/printable.h"
 
 /* Ids read here may come from any producer: Node sets no length limit on a custom jobId
  * (ferry's own producer: FERRY__JOB_ID_MAX), and a scheduler's iteration is
  * "repeat:<scheduler id>:<ms>" with scheduler ids up to FERRY_SCHEDULER_FOREIGN_ID_MAX bytes.
  * So get and remove take ids this long, whatever their form. */
 #define READ_ID_MAX (FERRY_SCHEDULER_FOREIGN_ID_MAX + 32)
+#define SHOWN_ID_MAX 256 /* a job id as error messages show it (escaped, cut) */
 
 /* The job's key (malloc'd into *key) after checking the id; 0 or an error. */
 static int check_id(const ferry_queue *q, const char *job_id, char **key, ferry_error *err) {
@@ -27,7 +29,7 @@ static int check_id(const ferry_queue *q, const char *job_id, char **key, ferry_
     if (reserved)
         return ferry__err(err, FERRY_EINVAL,
                           "job id '%s' is the name of one of queue %s's own keys, not a job",
-                          reserved, q->keys.queue);
+                          reserved, q->shown);
     size_t cap = q->keys.base_len + len + 1;
     if (!(*key = malloc(cap))) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     if (!ferry__key(&q->keys, job_id, *key, cap)) {
@@ -113,6 +115,7 @@ int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out
                         ferry_error *err) {
     if (out) *out = NULL;
     if (!q || !out) return ferry__err(err, FERRY_EINVAL, "ferry_queue_get_job: NULL argument");
+    char shown_id[SHOWN_ID_MAX];
     char *job_key = NULL;
     int rc = check_id(q, job_id, &job_key, err);
     if (rc) return rc;
@@ -133,13 +136,13 @@ int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out
     free(job_key);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "getJob", err);
     if (rc == 0 && r->type != REDIS_REPLY_ARRAY)
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->keys.queue);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->shown);
     if (rc == 0 && r->elements == 0)
-        rc =
-            ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s", job_id, q->keys.queue);
+        rc = ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s",
+                        ferry__printable(job_id, shown_id, sizeof shown_id), q->shown);
     if (rc == 0 && (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
                     r->element[1]->type != REDIS_REPLY_ARRAY))
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->keys.queue);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->shown);
     if (rc == 0) {
         ferry_job_info *info = calloc(1, sizeof *info);
         if (!info || fill_info(info, job_id, r->element[0], r->element[1])) {
@@ -165,6 +168,7 @@ void ferry_job_info_free(ferry_job_info *info) {
 
 int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err) {
     if (!q) return ferry__err(err, FERRY_EINVAL, "ferry_queue_remove_job: queue is NULL");
+    char shown_id[SHOWN_ID_MAX];
     char *job_key = NULL;
     int rc = check_id(q, job_id, &job_key, err);
     if (rc) return rc;
@@ -178,29 +182,29 @@ int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err)
     free(job_key);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "removeJob", err);
     if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: removeJob: unexpected reply", q->keys.queue);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: removeJob: unexpected reply", q->shown);
     if (rc == 0) {
         switch (r->integer) {
         case 1:
             break;
         case -1:
-            rc = ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s", job_id,
-                            q->keys.queue);
+            rc = ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s",
+                            ferry__printable(job_id, shown_id, sizeof shown_id), q->shown);
             break;
         case -8:
             rc = ferry__err(err, FERRY_ESTATE,
                             "job %s is the pending iteration of a job scheduler; "
                             "remove the scheduler instead",
-                            job_id);
+                            ferry__printable(job_id, shown_id, sizeof shown_id));
             break;
         case 0:
             rc = ferry__err(err, FERRY_ESTATE,
                             "job %s is locked by a worker (active); it cannot be "
                             "removed now",
-                            job_id);
+                            ferry__printable(job_id, shown_id, sizeof shown_id));
             break;
         default:
-            rc = ferry__err(err, FERRY_EPROTO, "queue %s: removeJob returned %lld", q->keys.queue,
+            rc = ferry__err(err, FERRY_EPROTO, "queue %s: removeJob returned %lld", q->shown,
                             r->integer);
         }
     }

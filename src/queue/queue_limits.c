@@ -59,7 +59,7 @@ static int run1_int(ferry_queue *q, int argc, const char *const *argv, const cha
     redisReply *r = NULL;
     int rc = run1(q, argc, argv, what, &r, err);
     if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: %s: unexpected reply", q->keys.queue, what);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: %s: unexpected reply", q->shown, what);
     if (rc == 0 && out) *out = r->integer;
     if (r) freeReplyObject(r);
     return rc;
@@ -67,7 +67,7 @@ static int run1_int(ferry_queue *q, int argc, const char *const *argv, const cha
 
 static int limiter_key(const ferry_queue *q, char *buf, size_t cap, ferry_error *err) {
     if (!ferry__key(&q->keys, "limiter", buf, cap))
-        return ferry__err(err, FERRY_EINVAL, "queue %s: limiter key too long", q->keys.queue);
+        return ferry__err(err, FERRY_EINVAL, "queue %s: limiter key too long", q->shown);
     return 0;
 }
 
@@ -161,15 +161,14 @@ int ferry_queue_rate_limit_ttl(ferry_queue *q, long long *ttl_ms, ferry_error *e
     redisReply *x = n == MAX_CMDS ? r[MAX_CMDS - 1] : NULL;
     if (rc == 0) rc = ferry__queue_reply_error(q, x, "rate limit ttl", err);
     if (rc == 0 && (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 3))
-        rc = ferry__err(err, FERRY_EPROTO, "queue %s: rate limit ttl: unexpected reply",
-                        q->keys.queue);
+        rc = ferry__err(err, FERRY_EPROTO, "queue %s: rate limit ttl: unexpected reply", q->shown);
     for (size_t i = 0; rc == 0 && i < 3; i++)
         if (x->element[i]->type == REDIS_REPLY_ERROR)
-            rc = ferry__err(err, FERRY_EREDIS, "queue %s: rate limit ttl: %s", q->keys.queue,
+            rc = ferry__err(err, FERRY_EREDIS, "queue %s: rate limit ttl: %s", q->shown,
                             x->element[i]->str);
     if (rc == 0 && x->element[2]->type != REDIS_REPLY_INTEGER)
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: rate limit ttl: PTTL is not an integer",
-                        q->keys.queue);
+                        q->shown);
     if (rc == 0) {
         long long t = x->element[2]->integer;
         if (x->element[0]->type == REDIS_REPLY_STRING) {
@@ -226,8 +225,8 @@ int ferry_queue_get_global_concurrency(ferry_queue *q, long *n, ferry_error *err
         char shown[64];
         reply_text(r, shown, sizeof shown);
         rc = ferry__err(err, FERRY_EPROTO,
-                        "queue %s: meta.concurrency is %s, not an integer from 1 to %ld",
-                        q->keys.queue, shown, FERRY_LIMIT_COUNT_MAX);
+                        "queue %s: meta.concurrency is %s, not an integer from 1 to %ld", q->shown,
+                        shown, FERRY_LIMIT_COUNT_MAX);
     }
     freeReplyObject(r);
     return rc;
@@ -271,8 +270,7 @@ int ferry_queue_get_global_rate_limit(ferry_queue *q, long *max, long long *dura
     if (rc) return rc;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
         freeReplyObject(r);
-        return ferry__err(err, FERRY_EPROTO, "queue %s: HMGET meta: unexpected reply",
-                          q->keys.queue);
+        return ferry__err(err, FERRY_EPROTO, "queue %s: HMGET meta: unexpected reply", q->shown);
     }
     const redisReply *m = r->element[0], *d = r->element[1];
     long long mv = 0, dv = 0;
@@ -290,7 +288,7 @@ int ferry_queue_get_global_rate_limit(ferry_queue *q, long *max, long long *dura
         rc = ferry__err(err, FERRY_EPROTO,
                         "queue %s: meta.max is %s and meta.duration is %s: not a global rate "
                         "limit (max 1 to %ld, duration 1 to %lld ms)",
-                        q->keys.queue, ms, ds, FERRY_LIMIT_COUNT_MAX, FERRY_LIMIT_MS_MAX);
+                        q->shown, ms, ds, FERRY_LIMIT_COUNT_MAX, FERRY_LIMIT_MS_MAX);
     }
     freeReplyObject(r);
     return rc;

@@ -22,7 +22,9 @@ static ferry_conn *C; /* inspection connection */
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-static inline ferry_queue *open_q(const char *prefix, const char *name, const char *defaults) {
+/* open_q with allow_unknown_opts set as given. */
+static inline ferry_queue *open_q_lax(const char *prefix, const char *name, const char *defaults,
+                                      int allow_unknown) {
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
     ro.url = testenv_require("REDIS_URL");
@@ -31,10 +33,15 @@ static inline ferry_queue *open_q(const char *prefix, const char *name, const ch
     o.redis = &ro;
     o.prefix = prefix;
     o.default_job_opts = defaults;
+    o.allow_unknown_opts = allow_unknown;
     ferry_queue *q = NULL;
     ferry_error e = {0};
     if (ferry_queue_open(name, &o, &q, &e)) fail_msg("open %s: %s", name, e.message);
     return q;
+}
+
+static inline ferry_queue *open_q(const char *prefix, const char *name, const char *defaults) {
+    return open_q_lax(prefix, name, defaults, 0);
 }
 
 static inline char *add(ferry_queue *q, const char *name, const char *data, const char *opts) {

@@ -30,6 +30,21 @@ static void expect_stored(const char *in, const char *want) {
     ferry__job_opts_free(&o);
 }
 
+/* As expect_stored, parsed with FERRY__OPTS_ALLOW_UNKNOWN. */
+static void expect_stored_lax(const char *in, const char *want) {
+    ferry__job_opts o;
+    ferry_error e = {0};
+    int rc = ferry__job_opts_parse_flags(NULL, in, FERRY__OPTS_ALLOW_UNKNOWN, &o, NULL, &e);
+    if (rc) fail_msg("parse %s: %s", in, e.message);
+    json_t *a = json_loads(o.stored_json, 0, NULL), *b = json_loads(want, 0, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    if (!json_equal(a, b)) fail_msg("stored %s, want %s", o.stored_json, want);
+    json_decref(a);
+    json_decref(b);
+    ferry__job_opts_free(&o);
+}
+
 static void expect_error(const char *in, int code, const char *msg_part) {
     ferry__job_opts o;
     ferry_error e = {0};
@@ -298,7 +313,7 @@ static void test_keep_jobs(void **state) {
 
 static void test_aliases_and_passthrough(void **state) {
     (void)state;
-    expect_stored(
+    expect_stored_lax(
         "{\"failParentOnFailure\":false,\"keepLogs\":5,\"telemetry\":{\"metadata\":\"tp\","
         "\"omitContext\":true},\"prevMillis\":17,\"custom\":{\"a\":[1,2,{}],\"b\":null},"
         "\"parent\":{\"id\":\"p1\",\"queue\":\"bull:parents\"}}",
@@ -314,7 +329,7 @@ static void test_aliases_and_passthrough(void **state) {
     expect_error("{\"deduplication\":{\"id\":\"x\",\"ttl\":\"5\"}}", FERRY_EINVAL,
                  "opts.deduplication.ttl");
     /* null members are dropped (as Node's msgpack round trip does), also for known keys */
-    expect_stored("{\"attempts\":null,\"delay\":null,\"x\":null}", "{\"attempts\":0}");
+    expect_stored_lax("{\"attempts\":null,\"delay\":null,\"x\":null}", "{\"attempts\":0}");
 
     ferry__job_opts o;
     ferry__job_opts_extra x;
@@ -340,11 +355,123 @@ static void test_stored_strings_escaped(void **state) {
                         "{\"attempts\":0,\"jobId\":\"q\\\"uo\\\\te/\xc3\xa9\\n\\u0001\"}");
     ferry__job_opts_free(&o);
     /* reals: shortest round-trip form, like JSON.stringify */
-    assert_int_equal(
-        ferry__job_opts_parse("{\"x\":0.1,\"y\":-2.5e-7,\"z\":1e300,\"w\":-0.0}", &o, NULL), 0);
+    assert_int_equal(ferry__job_opts_parse_flags(NULL,
+                                                 "{\"x\":0.1,\"y\":-2.5e-7,\"z\":1e300,\"w\":-0.0}",
+                                                 FERRY__OPTS_ALLOW_UNKNOWN, &o, NULL, NULL),
+                     0);
     assert_string_equal(o.stored_json,
                         "{\"attempts\":0,\"x\":0.1,\"y\":-2.5e-07,\"z\":1e+300,\"w\":0}");
     ferry__job_opts_free(&o);
+}
+
+/* A key BullMQ 6.7.0's JobsOptions does not know is refused with the nearest known name,
+ * at the top level and inside the objects of fixed shape; with FERRY__OPTS_ALLOW_UNKNOWN it
+ * is stored as given. */
+static void test_unknown_keys_refused(void **state) {
+    (void)state;
+    static const struct {
+        const char *in, *msg;
+    } cases[] = {
+        {"{\"atempts\":3}", "unknown job option \"atempts\" (did you mean \"attempts\"?)"},
+        {"{\"Attempts\":3}", "unknown job option \"Attempts\" (did you mean \"attempts\"?)"},
+        {"{\"removeOnComplet\":true}", "(did you mean \"removeOnComplete\"?)"},
+        {"{\"jobid\":\"x\"}", "(did you mean \"jobId\"?)"},
+        {"{\"delya\":5}", "(did you mean \"delay\"?)"},
+        {"{\"stackTraceLimt\":2}", "(did you mean \"stackTraceLimit\"?)"},
+        {"{\"zzzzzz\":1}", "unknown job option \"zzzzzz\" (not a BullMQ 6.7.0 job option)"},
+        {"{\"q\\nfake\":1}", "unknown job option \"q\\nfake\""}, /* escaped, one line */
+        {"{\"backoff\":{\"type\":\"fixed\",\"dealy\":5}}",
+         "opts.backoff: unknown member \"dealy\" (did you mean \"delay\"?)"},
+        {"{\"removeOnFail\":{\"cuont\":1}}",
+         "opts.removeOnFail: unknown member \"cuont\" (did you mean \"count\"?)"},
+        {"{\"removeOnFail\":{\"xyz\":1}}",
+         "opts.removeOnFail: unknown member \"xyz\" (expected age, count, limit)"},
+        {"{\"deduplication\":{\"id\":\"a\",\"tl\":5}}",
+         "opts.deduplication: unknown member \"tl\" (did you mean \"ttl\"?)"},
+        {"{\"parent\":{\"id\":\"1\",\"queue\":\"b:q\",\"qeueu\":1}}",
+         "opts.parent: unknown member \"qeueu\" (did you mean \"queue\"?)"},
+        {"{\"telemetry\":{\"metdata\":\"x\"}}", "opts.telemetry"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        expect_error(cases[i].in, FERRY_EINVAL, cases[i].msg);
+        /* the defaults of a queue are held to the same rule */
+        ferry_error e = {0};
+        json_t *defs = json_loads(cases[i].in, 0, NULL);
+        assert_non_null(defs);
+        ferry__job_opts o;
+        assert_int_equal(ferry__job_opts_parse_over(defs, "{}", &o, NULL, &e), FERRY_EINVAL);
+        if (!strstr(e.message, cases[i].msg)) fail_msg("defaults: %s", e.message);
+        json_decref(defs);
+    }
+    /* allowed: kept as given, nested members too */
+    expect_stored_lax("{\"atempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":5,\"steps\":2},"
+                      "\"removeOnFail\":{\"count\":1,\"future\":true}}",
+                      "{\"attempts\":0,\"atempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":5,"
+                      "\"steps\":2},\"removeOnFail\":{\"count\":1,\"future\":true}}");
+}
+
+/* Every key of BullMQ 6.7.0's JobsOptions type (and the stored short spellings) parses. */
+static void test_every_node_key_accepted(void **state) {
+    (void)state;
+    static const char *const ok[] = {
+        "{\"jobId\":\"abc\"}",
+        "{\"attempts\":3}",
+        "{\"backoff\":{\"type\":\"exponential\",\"delay\":10,\"jitter\":0.5}}",
+        "{\"backoff\":5}",
+        "{\"delay\":5}",
+        "{\"priority\":5}",
+        "{\"lifo\":true}",
+        "{\"timestamp\":1700000000000}",
+        "{\"removeOnComplete\":{\"age\":5,\"count\":2,\"limit\":3}}",
+        "{\"removeOnFail\":7}",
+        "{\"stackTraceLimit\":3}",
+        "{\"keepLogs\":3}",
+        "{\"sizeLimit\":100}",
+        ("{\"deduplication\":{\"id\":\"d\",\"ttl\":5,\"extend\":true,\"replace\":false,"
+         "\"reschedule\":false,\"keepLastIfActive\":false}}"),
+        "{\"failParentOnFailure\":true}",
+        "{\"continueParentOnFailure\":true}",
+        "{\"ignoreDependencyOnFailure\":true}",
+        "{\"removeDependencyOnFailure\":true}",
+        "{\"telemetry\":{\"metadata\":\"m\",\"omitContext\":true}}",
+        "{\"parent\":{\"id\":\"1\",\"queue\":\"bull:p\"}}",
+        "{\"prevMillis\":5}",
+        ("{\"kl\":1,\"de\":{\"id\":\"x\"},\"fpof\":false,\"cpof\":false,\"idof\":false,"
+         "\"rdof\":false,\"tm\":\"t\",\"omc\":false}"),
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        ferry__job_opts o;
+        ferry_error e = {0};
+        if (ferry__job_opts_parse(ok[i], &o, &e)) fail_msg("%s: %s", ok[i], e.message);
+        ferry__job_opts_free(&o);
+    }
+    /* known, but refused with their own reason (not as unknown) */
+    expect_error("{\"repeatJobKey\":\"k\"}", FERRY_EINVAL, "set only by job schedulers");
+    expect_error("{\"debounce\":{\"id\":\"x\"}}", FERRY_EINVAL, "use deduplication");
+}
+
+/* BullMQ 6.7.0 dropped opts.repeat from Queue.add: refused, naming the scheduler, even when
+ * unknown keys are allowed. */
+static void test_repeat_refused(void **state) {
+    (void)state;
+    expect_error("{\"repeat\":{\"every\":1000}}", FERRY_EINVAL, "ferry scheduler upsert");
+    expect_error("{\"repeat\":{\"pattern\":\"* * * * *\"}}", FERRY_EINVAL,
+                 "ferry_scheduler_upsert()");
+    ferry__job_opts o;
+    ferry_error e = {0};
+    assert_int_equal(ferry__job_opts_parse_flags(NULL, "{\"repeat\":{\"every\":5}}",
+                                                 FERRY__OPTS_ALLOW_UNKNOWN, &o, NULL, &e),
+                     FERRY_EINVAL);
+    assert_non_null(strstr(e.message, "opts.repeat"));
+}
+
+static void test_nearest_name(void **state) {
+    (void)state;
+    static const char *const names[] = {"age", "count", "limit"};
+    assert_string_equal(ferry__nearest_name("cuont", names, 3), "count");
+    assert_string_equal(ferry__nearest_name("LIMIT", names, 3), "limit");
+    assert_null(ferry__nearest_name("x", names, 3));
+    assert_null(ferry__nearest_name("banana", names, 3));
 }
 
 static void test_bad_json_and_limits(void **state) {
@@ -600,6 +727,10 @@ int main(void) {
         cmocka_unit_test(test_keep_jobs),
         cmocka_unit_test(test_aliases_and_passthrough),
         cmocka_unit_test(test_stored_strings_escaped),
+        cmocka_unit_test(test_unknown_keys_refused),
+        cmocka_unit_test(test_every_node_key_accepted),
+        cmocka_unit_test(test_repeat_refused),
+        cmocka_unit_test(test_nearest_name),
         cmocka_unit_test(test_bad_json_and_limits),
         cmocka_unit_test(test_merge_over_defaults),
         cmocka_unit_test(test_from_stored_node_forms),

@@ -1,0 +1,226 @@
+/* test_queue_cli_bulk.c - `ferry queue add-bulk`: NDJSON lines from stdin or --file added in
+ * batches, ids printed one per line, the job hashes as BullMQ stores them, and the stop at
+ * the first bad line (the lines before it added, none after it), run as a real child process
+ * against the fixture's Redis. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_spawn.h"
+#include "support/testenv.h"
+
+static const char *url(void) {
+    return testenv_require("REDIS_URL");
+}
+
+static size_t count_keys(const char *p, const char *q) {
+    ferry_conn *c = testenv_conn();
+    redisReply *k = testenv_cmd(c, "KEYS %s:%s:*", p, q);
+    size_t n = k->elements;
+    freeReplyObject(k);
+    ferry__conn_close(c);
+    return n;
+}
+
+/* HGET of job id's field, or NULL (caller frees). */
+static char *hget(const char *p, const char *q, const char *id, const char *field) {
+    ferry_conn *c = testenv_conn();
+    redisReply *r = testenv_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
+    char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
+    freeReplyObject(r);
+    ferry__conn_close(c);
+    return v;
+}
+
+static void expect_field(const char *p, const char *q, const char *id, const char *field,
+                         const char *want) {
+    char *v = hget(p, q, id, field);
+    if (!v || strcmp(v, want)) fail_msg("job %s %s: want %s, got %s", id, field, want, v ? v : "-");
+    free(v);
+}
+
+static long long llen(const char *p, const char *q, const char *list) {
+    ferry_conn *c = testenv_conn();
+    redisReply *r = testenv_cmd(c, "LLEN %s:%s:%s", p, q, list);
+    long long n = r->integer;
+    freeReplyObject(r);
+    ferry__conn_close(c);
+    return n;
+}
+
+/* stdout's lines into ids[] (at most cap); returns how many. */
+static size_t split_ids(char *out, char ids[][64], size_t cap) {
+    size_t n = 0;
+    for (char *line = strtok(out, "\n"); line && n < cap; line = strtok(NULL, "\n"))
+        snprintf(ids[n++], 64, "%s", line);
+    return n;
+}
+
+static void test_bulk_adds_and_stores_like_add(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    const char *input = "{\"name\":\"a\",\"data\":{\"n\":1,\"big\":12345678901234567890123}}\n"
+                        "\n"
+                        "   \t\r\n"
+                        "{\"name\":\"b\",\"opts\":{\"attempts\":3,\"delay\":600000}}\n"
+                        "{\"data\":[1,2],\"name\":\"c\\u00e9\",\"opts\":{\"jobId\":\"custom-c\"}}\n"
+                        "{\"name\":\"d\",\"data\":\"text\",\"opts\":null}"; /* no final \n */
+    cli_run r;
+    CLI_IN(r, input, "queue", "add-bulk", "bq", "--batch", "2", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_string_equal(r.err, "");
+    char ids[8][64];
+    assert_int_equal(split_ids(r.out, ids, 8), 4);
+    cli_run_free(&r);
+    assert_string_equal(ids[2], "custom-c");
+    expect_field(p, "bq", ids[0], "name", "a");
+    /* data kept as written: every digit of the big number */
+    expect_field(p, "bq", ids[0], "data", "{\"n\":1,\"big\":12345678901234567890123}");
+    expect_field(p, "bq", ids[0], "opts", "{\"attempts\":0}");
+    expect_field(p, "bq", ids[1], "name", "b");
+    expect_field(p, "bq", ids[1], "data", "{}");
+    expect_field(p, "bq", ids[1], "opts", "{\"attempts\":3,\"delay\":600000}");
+    expect_field(p, "bq", ids[1], "delay", "600000");
+    expect_field(p, "bq", ids[2], "name", "c\xc3\xa9");
+    expect_field(p, "bq", ids[2], "data", "[1,2]");
+    expect_field(p, "bq", ids[2], "opts", "{\"attempts\":0,\"jobId\":\"custom-c\"}");
+    expect_field(p, "bq", ids[3], "data", "\"text\"");
+    assert_int_equal(llen(p, "bq", "wait"), 3);
+    /* same as queue add writes: meta of the queue */
+    expect_field(p, "bq", "meta", "version", "bullmq:" FERRY_BULLMQ_VERSION);
+
+    /* --file, and the same id again adds nothing (BullMQ duplicate rule), printing it */
+    char path[256];
+    snprintf(path, sizeof path, "%s/bulk.ndjson", cli_tmpdir());
+    cli_write_file(path, "{\"name\":\"again\",\"opts\":{\"jobId\":\"custom-c\"}}\n", 0600);
+    CLI(r, "queue", "add-bulk", "bq", "--file", path, "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_string_equal(r.out, "custom-c\n");
+    cli_run_free(&r);
+    expect_field(p, "bq", "custom-c", "name", "c\xc3\xa9");
+    CLI(r, "queue", "add-bulk", "bq", "--file", "/nonexistent/x", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 2);
+    assert_non_null(strstr(r.err, "--file: cannot open /nonexistent/x"));
+    cli_run_free(&r);
+}
+
+/* The stop at line N: lines 1..N-1 added and printed, nothing from N on. */
+static void test_bulk_stops_at_bad_line(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    static const struct {
+        const char *bad, *want;
+    } cases[] = {
+        {"not json", "line 4: not JSON"},
+        {"[1,2]", "line 4: not a JSON object"},
+        {"{\"data\":{}}", "line 4: missing \"name\""},
+        {"{\"name\":\"x\",\"dat\":{}}", "line 4: unknown key \"dat\" (did you mean \"data\"?)"},
+        {"{\"name\":\"x\",\"name\":\"y\"}", "line 4: key \"name\" given twice"},
+        {"{\"name\":\"x\",\"opts\":{\"atempts\":1}}",
+         "line 4: unknown job option \"atempts\" (did you mean \"attempts\"?)"},
+        {"{\"name\":\"x\",\"opts\":{\"priority\":-1}}", "line 4: opts.priority"},
+        {"{\"name\":\"x\",\"opts\":[1]}", "line 4: \"opts\" must be a JSON object"},
+        {"{\"name\":\"\"}", "line 4: \"name\" must be a non-empty string"},
+        {"{\"name\":\"x\",\"data\":\"0123456789012345678901234567890123456789\"}",
+         "line 4: \"data\" is 42 bytes, over the payload limit of 32"},
+        {"{\"name\":\"x\\u0000y\"}", "line 4: \"name\" must be a non-empty string without NUL"},
+        {"{\"name\":\"q\\n\",\"k\\u001b\":1}", "line 4: unknown key \"k\\x1b\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char queue[32], input[512];
+        snprintf(queue, sizeof queue, "stop%zu", i);
+        snprintf(input, sizeof input,
+                 "{\"name\":\"one\"}\n{\"name\":\"two\"}\n\n%s\n{\"name\":\"after\"}\n",
+                 cases[i].bad);
+        cli_run r;
+        /* batch 1: line 1 is sent before line 2 is read; line 2 waits in no batch */
+        CLI_IN(r, input, "queue", "add-bulk", queue, "--batch", i % 2 ? "1" : "100",
+               "--max-payload", "32", "--redis", url(), "--prefix", p);
+        CLI_EXPECT(r, 2);
+        if (cli_lines(r.err) != 1 || !strstr(r.err, cases[i].want) ||
+            strncmp(r.err, "ferry queue add-bulk: line 4: ", 30))
+            fail_msg("case %zu: stderr %s", i, r.err);
+        char ids[4][64];
+        assert_int_equal(split_ids(r.out, ids, 4), 2);
+        cli_run_free(&r);
+        expect_field(p, queue, ids[0], "name", "one");
+        expect_field(p, queue, ids[1], "name", "two");
+        assert_int_equal(llen(p, queue, "wait"), 2);
+    }
+    /* a line over the limit is refused without being read whole */
+    size_t big = 32 + 72 * 1024 + 100;
+    char *input = malloc(big + 64);
+    assert_non_null(input);
+    int at = snprintf(input, 64, "{\"name\":\"ok\"}\n{\"name\":\"x\",\"data\":\"");
+    memset(input + at, 'a', big);
+    strcpy(input + at + big, "\"}\n");
+    cli_run r;
+    CLI_IN(r, input, "queue", "add-bulk", "toolong", "--max-payload", "32", "--redis", url(),
+           "--prefix", p);
+    free(input);
+    CLI_EXPECT(r, 2);
+    assert_non_null(strstr(r.err, "line 2: longer than"));
+    assert_int_equal(cli_lines(r.out), 1);
+    cli_run_free(&r);
+    assert_int_equal(llen(p, "toolong", "wait"), 1);
+    /* nothing at all before a bad first line: no key */
+    CLI_IN(r, "{\"nme\":\"x\"}\n", "queue", "add-bulk", "firstbad", "--redis", url(), "--prefix",
+           p);
+    CLI_EXPECT(r, 2);
+    assert_non_null(strstr(r.err, "line 1: unknown key \"nme\" (did you mean \"name\"?)"));
+    cli_run_free(&r);
+    assert_int_equal(count_keys(p, "firstbad"), 0);
+    /* empty input: nothing added, exit 0 */
+    CLI_IN(r, "", "queue", "add-bulk", "empty", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_string_equal(r.out, "");
+    cli_run_free(&r);
+    assert_int_equal(count_keys(p, "empty"), 0);
+}
+
+/* More lines than one batch: every id printed in order, every job there. */
+static void test_bulk_many_batches(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    size_t n = 1234;
+    char *input = malloc(n * 48);
+    assert_non_null(input);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)sprintf(input + at, "{\"name\":\"j\",\"data\":{\"i\":%zu}}\n", i);
+    cli_run r;
+    CLI_IN(r, input, "queue", "add-bulk", "many", "--redis", url(), "--prefix", p);
+    free(input);
+    CLI_EXPECT(r, 0);
+    assert_int_equal(cli_lines(r.out), (int)n);
+    cli_run_free(&r);
+    assert_int_equal(llen(p, "many", "wait"), (long long)n);
+    expect_field(p, "many", "1234", "data", "{\"i\":1233}");
+}
+
+/* The warnings queue add gives, with the line number. */
+static void test_bulk_warns_backoff(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI_IN(r, "{\"name\":\"a\"}\n{\"name\":\"b\",\"opts\":{\"backoff\":{\"type\":\"capped\"}}}\n",
+           "queue", "add-bulk", "warn", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    assert_int_equal(cli_lines(r.out), 2);
+    assert_non_null(strstr(r.err, "ferry queue add-bulk: warning: line 2: backoff type "
+                                  "\"capped\" is implemented only by ferry workers"));
+    cli_run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bulk_adds_and_stores_like_add),
+        cmocka_unit_test(test_bulk_stops_at_bad_line),
+        cmocka_unit_test(test_bulk_many_batches),
+        cmocka_unit_test(test_bulk_warns_backoff),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    cli_tmpdir_remove();
+    return failed;
+}
