@@ -79,22 +79,9 @@ static long long db_timeout(const db_opts *d) {
     return d->timeout_ms ? d->timeout_ms : DEFAULT_DB_TIMEOUT_MS;
 }
 
-/* The database part of a URL that is safe to show ("host:port/db"), never the password. */
+/* The database part of a URL that is safe to show ("user@host:port/db"), never the password. */
 static void db_display(const db_opts *d, char *out, size_t cap) {
-    const char *u = d->url;
-    const char *p = strstr(u, "://");
-    if (!p) {
-        snprintf(out, cap, "%s", *u ? "(conninfo)" : "(libpq defaults)");
-        return;
-    }
-    p += 3;
-    size_t alen = strcspn(p, "/?#");
-    const char *host = p;
-    for (const char *q = p; q < p + alen; q++)
-        if (*q == '@') host = q + 1;
-    const char *db = p + alen;
-    size_t dlen = *db == '/' ? strcspn(db, "?#") : 0;
-    snprintf(out, cap, "%.*s%.*s", (int)(p + alen - host), host, (int)dlen, db);
+    ferry__pg_url_display(d->url, out, cap);
 }
 
 static void ignore_notice(void *arg, const char *message) {
@@ -123,6 +110,7 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
             if (*c == '\n' || *c == '\t') *c = ' ';
         for (size_t n = strlen(line); n > 0 && line[n - 1] == ' ';)
             line[--n] = '\0';
+        ferry__pg_url_mask(d->url, line); /* libpq quotes hosts, ports, database names */
         fprintf(stderr, "ferry %s: database %s (%s): %s\n", spec->name, where, d->url_source, line);
         PQfinish(conn);
         return NULL;
@@ -134,17 +122,23 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok) {
-        fprintf(stderr, "ferry %s: database %s: %s", spec->name, where,
-                PQerrorMessage(conn)); /* ends in \n */
+        char line[512];
+        snprintf(line, sizeof line, "%s", PQerrorMessage(conn));
+        line[strcspn(line, "\n")] = '\0';
+        ferry__pg_url_mask(d->url, line);
+        fprintf(stderr, "ferry %s: database %s: %s\n", spec->name, where, line);
         PQfinish(conn);
         return NULL;
     }
     return conn;
 }
 
-static int report(const cmd_spec *spec, const char *what, const ferry_error *e) {
-    fprintf(stderr, "ferry %s: %s%s%s\n", spec->name, what ? what : "", what ? ": " : "",
-            e->message);
+/* A library failure on one line; the database URL's password masked (url may be NULL). */
+static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
+    char msg[FERRY_ERROR_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "%s", e->message);
+    ferry__pg_url_mask(url, msg);
+    fprintf(stderr, "ferry %s: %s\n", spec->name, msg);
     return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
 }
 
@@ -204,7 +198,7 @@ static int migrate_main(int argc, char **argv) {
     ferry_error e = {0};
     if (o.dry_run && no_db) {
         if (ferry_outbox_migrations_sql(d.schema, print_migration, &o.dry_run, &e))
-            return report(&migrate_spec, NULL, &e);
+            return report(&migrate_spec, d.url, &e);
         return CLI_EXIT_OK;
     }
     PGconn *conn = db_connect(&migrate_spec, &d);
@@ -222,7 +216,7 @@ static int migrate_main(int argc, char **argv) {
     if (!rc) rc = ferry__pg_quote_schema(schema, qs, &e);
     if (!rc) rc = ferry__schema_version_get(conn, qs, &version, &e);
     PQfinish(conn);
-    if (rc) return report(&migrate_spec, NULL, &e);
+    if (rc) return report(&migrate_spec, d.url, &e);
     char names[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
     ferry__printable(schema, names, sizeof names);
     int ours = ferry_outbox_schema_version();
@@ -412,7 +406,7 @@ static int relay_main(int argc, char **argv) {
     ferry_error e = {0};
     rc = ferry_relay_create(&ro, &relay, &e);
     ferry_routes_free(routes); /* the relay keeps its own copy */
-    if (rc) return report(&relay_spec, NULL, &e);
+    if (rc) return report(&relay_spec, d.url, &e);
 
     cli_signals_block(); /* before any thread exists: all inherit the mask */
     cli_signals sigs;
@@ -427,6 +421,7 @@ static int relay_main(int argc, char **argv) {
             conn.prefix, o.routes);
     rc = ferry_relay_run(relay, &e);
     if (rc) {
+        ferry__pg_url_mask(d.url, e.message);
         fprintf(stderr, "ferry relay: could not start: %s\n", e.message);
         rc = CLI_EXIT_STARTUP;
     }
@@ -533,7 +528,7 @@ static int status_main(int argc, char **argv) {
     PQfinish(conn);
     if (rc) {
         ferry_routes_free(routes);
-        return report(&status_spec, NULL, &e);
+        return report(&status_spec, d.url, &e);
     }
     const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
     if (o.json) {
@@ -606,7 +601,7 @@ static int cleanup_main(int argc, char **argv) {
     rc = ferry_outbox_cleanup(conn, d.schema, o.older_than_days * 86400, (int)o.batch, 0, &deleted,
                               &e);
     PQfinish(conn);
-    if (rc) return report(&cleanup_spec, NULL, &e);
+    if (rc) return report(&cleanup_spec, d.url, &e);
     printf("deleted %lld published row(s)\n", deleted);
     return CLI_EXIT_OK;
 }
