@@ -28,18 +28,24 @@
 
 typedef struct db_opts {
     const char *url;
+    const char *url_file; /* --database-url-file */
     const char *schema;
     long long timeout_ms;
     const char *url_source; /* for messages */
+    char *url_read;         /* the URL read from url_file (db_opts_free clears and frees it) */
 } db_opts;
 
 #define DB_URL_HELP                                                                                \
     "PostgreSQL URL or conninfo (postgresql://user:pass@host:port/db). Default: $DATABASE_URL, "   \
     "else libpq's defaults (PGHOST, PGDATABASE, ...)."
+#define DB_URL_FILE_HELP                                                                           \
+    "Read the database URL from FILE (the URL alone on one line), so the password is neither "     \
+    "in the command line nor in the environment. Not with --database; wins over $DATABASE_URL."
 #define DB_SCHEMA_HELP "Schema of ferry's tables (default public)."
 
 static const opt_def db_defs[] = {
     {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
+    {"database-url-file", OPT_STRING, "FILE", offsetof(db_opts, url_file), 0, 0, DB_URL_FILE_HELP},
     {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
     {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 3600000,
      "Database connect and statement timeout in milliseconds (default 30000)."},
@@ -48,6 +54,7 @@ static const opt_def db_defs[] = {
 /* The relay's: the same options with its own timeout defaults. */
 static const opt_def relay_db_defs[] = {
     {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
+    {"database-url-file", OPT_STRING, "FILE", offsetof(db_opts, url_file), 0, 0, DB_URL_FILE_HELP},
     {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
     {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 3600000,
      "Database connect and statement timeout in milliseconds (default: connect 5000, "
@@ -58,7 +65,14 @@ static const opt_def relay_db_defs[] = {
  * usage error: returns 0 or the exit status. */
 static int db_resolve(const cmd_spec *spec, db_opts *d) {
     d->url_source = "--database";
-    if (!d->url) {
+    if (d->url_file) {
+        if (d->url)
+            return opts_usage_error(spec, "--database and --database-url-file are exclusive");
+        int rc = cli_read_secret_file(spec, "database-url-file", d->url_file, &d->url_read);
+        if (rc) return rc;
+        d->url = d->url_read;
+        d->url_source = "--database-url-file";
+    } else if (!d->url) {
         const char *env = getenv("DATABASE_URL");
         if (env && !*env) return opts_usage_error(spec, "DATABASE_URL is set but empty");
         d->url = env ? env : "";
@@ -73,6 +87,18 @@ static int db_resolve(const cmd_spec *spec, db_opts *d) {
         return opts_usage_error(spec, "%s", msg);
     }
     return 0;
+}
+
+/* Whether a URL was given at all (--database, --database-url-file, DATABASE_URL). */
+static int db_given(const db_opts *d) {
+    const char *env = getenv("DATABASE_URL");
+    return d->url || d->url_file || (env && *env);
+}
+
+static void db_opts_free(db_opts *d) {
+    if (d->url_read) explicit_bzero(d->url_read, strlen(d->url_read));
+    free(d->url_read);
+    d->url_read = NULL;
 }
 
 static long long db_timeout(const db_opts *d) {
@@ -161,7 +187,7 @@ typedef struct migrate_opts {
 static const opt_def migrate_defs[] = {
     {"dry-run", OPT_FLAG, NULL, offsetof(migrate_opts, dry_run), 0, 0,
      "Print the SQL of the pending migrations and change nothing. Without a database (no "
-     "--database and no $DATABASE_URL) print every migration."},
+     "--database, --database-url-file or $DATABASE_URL) print every migration."},
 };
 
 static const cmd_spec migrate_spec = {
@@ -185,38 +211,38 @@ static void print_migration(int version, const char *name, const char *sql, void
     fflush(stdout);
 }
 
-static int migrate_main(int argc, char **argv) {
-    db_opts d = {0};
+static int migrate_run(int argc, char **argv, db_opts *d) {
     migrate_opts o = {0};
-    opt_group groups[] = {{"Options", migrate_defs, 1, &o}, {"Database options", db_defs, 3, &d}};
+    opt_group groups[] = {{"Options", migrate_defs, 1, &o},
+                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
     opt_result res;
     int rc = opts_parse(&migrate_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
-    int no_db = !d.url && !(getenv("DATABASE_URL") && *getenv("DATABASE_URL"));
-    if ((rc = db_resolve(&migrate_spec, &d))) return rc;
+    int no_db = !db_given(d);
+    if ((rc = db_resolve(&migrate_spec, d))) return rc;
     ferry_error e = {0};
     if (o.dry_run && no_db) {
-        if (ferry_outbox_migrations_sql(d.schema, print_migration, &o.dry_run, &e))
-            return report(&migrate_spec, d.url, &e);
+        if (ferry_outbox_migrations_sql(d->schema, print_migration, &o.dry_run, &e))
+            return report(&migrate_spec, d->url, &e);
         return CLI_EXIT_OK;
     }
-    PGconn *conn = db_connect(&migrate_spec, &d);
+    PGconn *conn = db_connect(&migrate_spec, d);
     if (!conn) return CLI_EXIT_RUNTIME;
-    ferry_migrate_options mo = {.schema = d.schema,
+    ferry_migrate_options mo = {.schema = d->schema,
                                 .dry_run = o.dry_run,
-                                .timeout_ms = (int)db_timeout(&d),
+                                .timeout_ms = (int)db_timeout(d),
                                 .fn = print_migration,
                                 .userdata = &o.dry_run};
     int applied = 0, version = 0;
-    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    const char *schema = d->schema ? d->schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
     char qs[FERRY__QSCHEMA_MAX];
     rc = ferry_outbox_migrate(conn, &mo, &applied, &e);
     /* the database's own version: a newer ferry may have migrated it further */
     if (!rc) rc = ferry__pg_quote_schema(schema, qs, &e);
     if (!rc) rc = ferry__schema_version_get(conn, qs, &version, &e);
     PQfinish(conn);
-    if (rc) return report(&migrate_spec, d.url, &e);
+    if (rc) return report(&migrate_spec, d->url, &e);
     char names[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
     ferry__printable(schema, names, sizeof names);
     int ours = ferry_outbox_schema_version();
@@ -231,6 +257,13 @@ static int migrate_main(int argc, char **argv) {
     else
         printf("schema %s: up to date (version %d)\n", names, version);
     return CLI_EXIT_OK;
+}
+
+static int migrate_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = migrate_run(argc, argv, &d);
+    db_opts_free(&d);
+    return rc;
 }
 
 /* ---- relay -------------------------------------------------------------------------------- */
@@ -355,20 +388,20 @@ static long long fault_count(void) {
     return *end || v < 1 ? -1 : v;
 }
 
-static int relay_main(int argc, char **argv) {
+static int relay_run(int argc, char **argv, db_opts *d) {
     cli_conn conn = {0};
-    db_opts d = {0};
     relay_opts o = {.retention_days = -1};
-    opt_group groups[] = {{"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
-                          {"Database options", relay_db_defs, 3, &d},
-                          cli_conn_group(&conn, 0)};
+    opt_group groups[] = {
+        {"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
+        {"Database options", relay_db_defs, sizeof db_defs / sizeof db_defs[0], d},
+        cli_conn_group(&conn, 0)};
     opt_result res;
     int rc = opts_parse(&relay_spec, groups, 3, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
     if (!o.routes) return opts_usage_error(&relay_spec, "--routes FILE is required");
     if ((rc = cli_conn_resolve(&relay_spec, &conn))) return rc;
-    if ((rc = db_resolve(&relay_spec, &d))) return rc;
+    if ((rc = db_resolve(&relay_spec, d))) return rc;
     fault_state fault = {fault_count()};
     if (fault.remaining < 0)
         return opts_usage_error(&relay_spec, "FERRY_FAULT: expected relay_after_publish[:N]");
@@ -378,8 +411,8 @@ static int relay_main(int argc, char **argv) {
 
     ferry_relay_options ro;
     ferry_relay_options_init(&ro);
-    ro.database_url = d.url;
-    ro.schema = d.schema;
+    ro.database_url = d->url;
+    ro.schema = d->schema;
     ro.routes = routes;
     ro.redis = &conn.redis;
     ro.prefix = conn.prefix;
@@ -388,8 +421,8 @@ static int relay_main(int argc, char **argv) {
     ro.batch_bytes = (size_t)o.batch_bytes; /* 0: the default */
     ro.poll_interval_ms = (int)o.poll_ms;
     ro.max_backoff_ms = (int)o.max_backoff_ms;
-    ro.statement_timeout_ms = (int)d.timeout_ms; /* 0: the relay's defaults (10 s, connect 5 s) */
-    ro.connect_timeout_ms = (int)d.timeout_ms;
+    ro.statement_timeout_ms = (int)d->timeout_ms; /* 0: the relay's defaults (10 s, connect 5 s) */
+    ro.connect_timeout_ms = (int)d->timeout_ms;
     ro.retention_s = o.retention_days < 0    ? 0
                      : o.retention_days == 0 ? -1
                                              : o.retention_days * 86400;
@@ -406,7 +439,7 @@ static int relay_main(int argc, char **argv) {
     ferry_error e = {0};
     rc = ferry_relay_create(&ro, &relay, &e);
     ferry_routes_free(routes); /* the relay keeps its own copy */
-    if (rc) return report(&relay_spec, d.url, &e);
+    if (rc) return report(&relay_spec, d->url, &e);
 
     cli_signals_block(); /* before any thread exists: all inherit the mask */
     cli_signals sigs;
@@ -416,12 +449,12 @@ static int relay_main(int argc, char **argv) {
         return CLI_EXIT_RUNTIME;
     }
     char where[300];
-    db_display(&d, where, sizeof where);
+    db_display(d, where, sizeof where);
     fprintf(stderr, "ferry relay: database %s, redis %s, prefix %s, routes %s\n", where, conn.host,
             conn.prefix, o.routes);
     rc = ferry_relay_run(relay, &e);
     if (rc) {
-        ferry__pg_url_mask(d.url, e.message);
+        ferry__pg_url_mask(d->url, e.message);
         fprintf(stderr, "ferry relay: could not start: %s\n", e.message);
         rc = CLI_EXIT_STARTUP;
     }
@@ -434,6 +467,13 @@ static int relay_main(int argc, char **argv) {
                 "added, %llu failed batch(es)\n",
                 stats.published, stats.batches, stats.jobs_added, stats.failed_batches);
     ferry_relay_free(relay);
+    return rc;
+}
+
+static int relay_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = relay_run(argc, argv, &d);
+    db_opts_free(&d);
     return rc;
 }
 
@@ -506,31 +546,31 @@ static int status_json(const char *schema, const ferry_outbox_status *s, int hav
     return CLI_EXIT_OK;
 }
 
-static int status_main(int argc, char **argv) {
-    db_opts d = {0};
+static int status_run(int argc, char **argv, db_opts *d) {
     status_opts o = {0};
-    opt_group groups[] = {{"Options", status_defs, 2, &o}, {"Database options", db_defs, 3, &d}};
+    opt_group groups[] = {{"Options", status_defs, 2, &o},
+                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
     opt_result res;
     int rc = opts_parse(&status_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
-    if ((rc = db_resolve(&status_spec, &d))) return rc;
+    if ((rc = db_resolve(&status_spec, d))) return rc;
     ferry_error e = {0};
     ferry_routes *routes = NULL;
     if (o.routes && (rc = load_routes(&status_spec, o.routes, &routes))) return rc;
-    PGconn *conn = db_connect(&status_spec, &d);
+    PGconn *conn = db_connect(&status_spec, d);
     if (!conn) {
         ferry_routes_free(routes);
         return CLI_EXIT_RUNTIME;
     }
     ferry_outbox_status *s = NULL;
-    rc = ferry_outbox_status_get(conn, d.schema, routes, &s, &e);
+    rc = ferry_outbox_status_get(conn, d->schema, routes, &s, &e);
     PQfinish(conn);
     if (rc) {
         ferry_routes_free(routes);
-        return report(&status_spec, d.url, &e);
+        return report(&status_spec, d->url, &e);
     }
-    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    const char *schema = d->schema ? d->schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
     if (o.json) {
         rc = status_json(schema, s, routes != NULL);
     } else {
@@ -561,6 +601,13 @@ static int status_main(int argc, char **argv) {
     return rc;
 }
 
+static int status_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = status_run(argc, argv, &d);
+    db_opts_free(&d);
+    return rc;
+}
+
 /* ---- outbox cleanup ----------------------------------------------------------------------- */
 
 typedef struct cleanup_opts {
@@ -583,27 +630,34 @@ static const cmd_spec cleanup_spec = {
     0,
     0};
 
-static int cleanup_main(int argc, char **argv) {
-    db_opts d = {0};
+static int cleanup_run(int argc, char **argv, db_opts *d) {
     cleanup_opts o = {.older_than_days = -1};
-    opt_group groups[] = {{"Options", cleanup_defs, 2, &o}, {"Database options", db_defs, 3, &d}};
+    opt_group groups[] = {{"Options", cleanup_defs, 2, &o},
+                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
     opt_result res;
     int rc = opts_parse(&cleanup_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
     if (o.older_than_days < 0)
         return opts_usage_error(&cleanup_spec, "--older-than-days N is required");
-    if ((rc = db_resolve(&cleanup_spec, &d))) return rc;
-    PGconn *conn = db_connect(&cleanup_spec, &d);
+    if ((rc = db_resolve(&cleanup_spec, d))) return rc;
+    PGconn *conn = db_connect(&cleanup_spec, d);
     if (!conn) return CLI_EXIT_RUNTIME;
     long long deleted = 0;
     ferry_error e = {0};
-    rc = ferry_outbox_cleanup(conn, d.schema, o.older_than_days * 86400, (int)o.batch, 0, &deleted,
+    rc = ferry_outbox_cleanup(conn, d->schema, o.older_than_days * 86400, (int)o.batch, 0, &deleted,
                               &e);
     PQfinish(conn);
-    if (rc) return report(&cleanup_spec, d.url, &e);
+    if (rc) return report(&cleanup_spec, d->url, &e);
     printf("deleted %lld published row(s)\n", deleted);
     return CLI_EXIT_OK;
+}
+
+static int cleanup_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = cleanup_run(argc, argv, &d);
+    db_opts_free(&d);
+    return rc;
 }
 
 const cli_command cmd_outbox_table[] = {

@@ -251,13 +251,86 @@ static void check_sources(int nsources) {
 static void test_passwords_never_shown(void **state) {
     (void)state;
     schema = ob_schema(db);
-    check_sources(BY_FILE);
+    check_sources(SOURCES);
     if (failures) fail_msg("%d failure(s), above", failures);
+}
+
+/* One command line (argv without the program) with --database-url-file FILE added. */
+static int run_with_file(int cmd, const char *file, const char *const *extra, const char *env,
+                         char **text) {
+    const char *routes = ob_file("f.routes", "order.placed q:j\n");
+    cmd_line c;
+    build(&c, cmd, BY_FILE, "unused", routes);
+    int n = 0;
+    while (c.argv[n])
+        n++;
+    c.argv[n - 1] = file; /* build wrote its own file: use this one */
+    for (int i = 0; extra && extra[i]; i++)
+        c.argv[n++] = extra[i];
+    c.argv[n] = NULL;
+    c.env[0] = env;
+    return run(&c, cmd == 3, text);
+}
+
+static void test_database_url_file(void **state) {
+    (void)state;
+    if (!schema) schema = ob_schema(db);
+    unsetenv("DATABASE_URL");
+    char good[300], url[600];
+    snprintf(good, sizeof good, "%s/good-url", cli_tmpdir());
+    snprintf(url, sizeof url, "%s\n", testenv_require("DATABASE_URL"));
+    cli_write_file(good, url, 0600);
+    for (int cmd = 0; cmd < 4; cmd++) {
+        char *text = NULL;
+        /* works, and wins over a DATABASE_URL that would be refused */
+        int code = run_with_file(cmd, good, NULL, "DATABASE_URL=junk", &text);
+        if (code != 0) fail_msg("%s --database-url-file: exit %d:\n%s", cmd_names[cmd], code, text);
+        if (strstr(text, "warning"))
+            fail_msg("%s: a 0600 file gets a warning:\n%s", cmd_names[cmd], text);
+        free(text);
+        /* not with --database */
+        code = run_with_file(
+            cmd, good, (const char *const[]){"--database", testenv_require("DATABASE_URL"), NULL},
+            NULL, &text);
+        if (code != 2 || !strstr(text, "--database and --database-url-file are exclusive"))
+            fail_msg("%s with both: exit %d:\n%s", cmd_names[cmd], code, text);
+        free(text);
+    }
+    /* bad files: exit 2, one line naming the option, never the content */
+    const char *secret = "Sq1Wd2Ef3Rg";
+    char missing[300], dir[300], empty[300], lines[300], big[300];
+    snprintf(missing, sizeof missing, "%s/no-such-file", cli_tmpdir());
+    snprintf(dir, sizeof dir, "%s", cli_tmpdir());
+    snprintf(empty, sizeof empty, "%s/empty-url", cli_tmpdir());
+    cli_write_file(empty, "\n", 0600);
+    snprintf(lines, sizeof lines, "%s/two-lines", cli_tmpdir());
+    cli_write_file(lines, "postgresql://ferry:Sq1Wd2Ef3Rg@127.0.0.1/ferry\nSq1Wd2Ef3Rg\n", 0600);
+    snprintf(big, sizeof big, "%s/big-url", cli_tmpdir());
+    FILE *f = fopen(big, "wb");
+    assert_non_null(f);
+    fputs("postgresql://ferry:Sq1Wd2Ef3Rg@127.0.0.1/ferry?application_name=", f);
+    for (int i = 0; i < 70000; i++)
+        fputc('x', f);
+    fclose(f);
+    chmod(big, 0600);
+    const char *bad[] = {missing, dir, empty, lines, big};
+    for (int cmd = 0; cmd < 4; cmd++)
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            char *text = NULL;
+            int code = run_with_file(cmd, bad[i], NULL, NULL, &text);
+            if (code != 2 || cli_lines(text) != 1 || !strstr(text, "--database-url-file") ||
+                !strstr(text, bad[i]) || strstr(text, secret))
+                fail_msg("%s --database-url-file %s: exit %d, expected 2 and one line naming the "
+                         "option and file, not the content:\n%s",
+                         cmd_names[cmd], bad[i], code, text);
+            free(text);
+        }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passwords_never_shown),
+        cmocka_unit_test(test_database_url_file),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }
