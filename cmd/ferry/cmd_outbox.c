@@ -2,20 +2,26 @@
  * cleanup`: the command-line side of the transactional outbox (the library does the work,
  * see ferry/outbox.h). The relay handles SIGTERM/SIGINT on a sigwait thread that calls the
  * thread-safe ferry_relay_stop; the batch in progress finishes and the exit status is 0.
- * FERRY_FAULT is a test-only fault-injection switch (see relay --help). */
+ * Every line the relay writes carries a timestamp (logline.h).
+ *
+ * Test only, on purpose absent from --help and the docs: FERRY_FAULT=relay_after_publish[:N]
+ * makes `ferry relay` kill itself with SIGKILL after the Nth batch's jobs were added to
+ * Redis and before its COMMIT (N defaults to 1), through ferry_relay_options.fault
+ * (tests/integration/test_outbox.c uses it). */
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "ferry/outbox.h"
+#include "logline.h"
 #include "outbox/migrations.h"
 #include "outbox/pg.h"
 #include "signals.h"
@@ -23,6 +29,23 @@
 
 #define CLI_EXIT_STARTUP 3 /* relay could not start: database/Redis unreachable, not migrated */
 #define DEFAULT_DB_TIMEOUT_MS 30000
+
+static const cmd_spec relay_spec;
+
+/* One line on stderr: "ferry <cmd>: text", with a timestamp for the relay (a daemon, whose
+ * every line is placed in time). */
+static void say(const cmd_spec *spec, const char *fmt, ...) FERRY_PRINTF(2, 3);
+static void say(const cmd_spec *spec, const char *fmt, ...) {
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (spec == &relay_spec)
+        logline("relay", "%s", text);
+    else
+        fprintf(stderr, "ferry %s: %s\n", spec->name, text);
+}
 
 /* ---- database options (shared) ---------------------------------------------------------- */
 
@@ -137,7 +160,7 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
         for (size_t n = strlen(line); n > 0 && line[n - 1] == ' ';)
             line[--n] = '\0';
         ferry__pg_url_mask(d->url, line); /* libpq quotes hosts, ports, database names */
-        fprintf(stderr, "ferry %s: database %s (%s): %s\n", spec->name, where, d->url_source, line);
+        say(spec, "database %s (%s): %s", where, d->url_source, line);
         PQfinish(conn);
         return NULL;
     }
@@ -152,7 +175,7 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
         snprintf(line, sizeof line, "%s", PQerrorMessage(conn));
         line[strcspn(line, "\n")] = '\0';
         ferry__pg_url_mask(d->url, line);
-        fprintf(stderr, "ferry %s: database %s: %s\n", spec->name, where, line);
+        say(spec, "database %s: %s", where, line);
         PQfinish(conn);
         return NULL;
     }
@@ -164,7 +187,7 @@ static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
     char msg[FERRY_ERROR_MESSAGE_MAX];
     snprintf(msg, sizeof msg, "%s", e->message);
     ferry__pg_url_mask(url, msg);
-    fprintf(stderr, "ferry %s: %s\n", spec->name, msg);
+    say(spec, "%s", msg);
     return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
 }
 
@@ -174,7 +197,7 @@ static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
 static int load_routes(const cmd_spec *spec, const char *path, ferry_routes **out) {
     ferry_error e = {0};
     if (ferry_routes_load(path, out, &e) == 0) return 0;
-    fprintf(stderr, "ferry %s: --routes: %s\n", spec->name, e.message);
+    say(spec, "--routes: %s", e.message);
     return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
 }
 
@@ -322,12 +345,12 @@ static const cmd_spec relay_spec = {
     "drop duplicates by jobId. Rows of topics without a route stay unpublished and are\n"
     "reported. When Redis fails the batch is rolled back, attempts/last_error are recorded\n"
     "and the relay retries with capped backoff.\n"
+    "At start the relay warns when Redis' maxmemory-policy is not noeviction (Redis could\n"
+    "evict job keys). Log lines go to stderr, each with a UTC timestamp.\n"
     "SIGTERM/SIGINT/SIGHUP: finish the current batch and exit 0 (a second signal exits at\n"
     "once).\n"
     "Exit status: 0 stopped by a signal, 2 bad arguments or routes file, 3 could not start\n"
-    "(database or Redis unreachable, schema not migrated), 1 other failures.\n"
-    "Test only: FERRY_FAULT=relay_after_publish[:N] kills the relay with SIGKILL after the\n"
-    "Nth batch's jobs were added and before its commit.\n",
+    "(database or Redis unreachable, schema not migrated), 1 other failures.\n",
     0,
     0,
     0};
@@ -340,36 +363,32 @@ static void relay_fault(const char *point, void *ud) {
     fault_state *f = ud;
     if (strcmp(point, "relay_after_publish") || f->remaining <= 0) return;
     if (--f->remaining == 0) {
-        fprintf(stderr, "ferry relay: FERRY_FAULT=%s: killing this process (SIGKILL)\n", point);
-        fflush(stderr);
+        logline("relay", "FERRY_FAULT=%s: killing this process (SIGKILL)", point);
         raise(SIGKILL);
     }
 }
 
+/* The library's log lines (userdata: the database URL, whose password is masked in case a
+ * text from libpq or the server quotes it). */
 static void relay_log(int level, const char *message, void *ud) {
-    (void)ud;
     static const char *const names[] = {"debug", "info", "warning", "error"};
     const char *lvl = level >= 0 && level <= 3 ? names[level] : "info";
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
     if (!strncmp(message, "relay: ", 7)) message += 7;
-    fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ferry relay: %s: %s\n", tm.tm_year + 1900,
-            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, lvl,
-            message);
+    char line[2048];
+    snprintf(line, sizeof line, "%s", message);
+    ferry__pg_url_mask(ud, line);
+    logline("relay", "%s: %s", lvl, line);
 }
 
 /* First signal: finish the current batch; second: leave at once. */
 static void on_signal(int sig, int count, void *userdata) {
     ferry_relay *relay = userdata;
     if (count == 1) {
-        fprintf(stderr, "ferry relay: %s received: finishing the current batch\n",
-                cli_signame(sig));
+        logline("relay", "%s received: finishing the current batch", cli_signame(sig));
         ferry_relay_stop(relay);
     } else {
-        fprintf(stderr, "ferry relay: second signal: exiting now (unfinished rows are "
-                        "published again by the next relay)\n");
+        logline("relay", "second signal: exiting now (unfinished rows are published again by "
+                         "the next relay)");
         _exit(CLI_EXIT_RUNTIME);
     }
 }
@@ -431,6 +450,7 @@ static int relay_run(int argc, char **argv, db_opts *d) {
     ro.unknown_report_ms = (int)o.unknown_ms;
     ro.max_envelope_bytes = (size_t)o.max_envelope;
     ro.log = relay_log;
+    ro.log_userdata = (void *)d->url;
     if (fault.remaining) {
         ro.fault = relay_fault;
         ro.fault_userdata = &fault;
@@ -444,27 +464,30 @@ static int relay_run(int argc, char **argv, db_opts *d) {
     cli_signals_block(); /* before any thread exists: all inherit the mask */
     cli_signals sigs;
     if (cli_signals_start(&sigs, on_signal, relay) != 0) {
-        fprintf(stderr, "ferry relay: cannot start the signal thread\n");
+        logline("relay", "cannot start the signal thread");
         ferry_relay_free(relay);
         return CLI_EXIT_RUNTIME;
     }
     char where[300];
     db_display(d, where, sizeof where);
-    fprintf(stderr, "ferry relay: database %s, redis %s, prefix %s, routes %s\n", where, conn.host,
-            conn.prefix, o.routes);
+    char host[4 * sizeof conn.host], prefix[512], routes_shown[1024];
+    logline("relay", "database %s, redis %s, prefix %s, routes %s", where,
+            ferry__printable(conn.host, host, sizeof host),
+            ferry__printable(conn.prefix, prefix, sizeof prefix),
+            ferry__printable(o.routes, routes_shown, sizeof routes_shown));
     rc = ferry_relay_run(relay, &e);
     if (rc) {
         ferry__pg_url_mask(d->url, e.message);
-        fprintf(stderr, "ferry relay: could not start: %s\n", e.message);
+        logline("relay", "could not start: %s", e.message);
         rc = CLI_EXIT_STARTUP;
     }
     cli_signals_stop(&sigs);
     ferry_relay_stats stats;
     ferry_relay_get_stats(relay, &stats);
     if (!rc)
-        fprintf(stderr,
-                "ferry relay: exiting: %llu row(s) published in %llu batch(es), %llu job(s) "
-                "added, %llu failed batch(es)\n",
+        logline("relay",
+                "exiting: %llu row(s) published in %llu batch(es), %llu job(s) added, %llu "
+                "failed batch(es)",
                 stats.published, stats.batches, stats.jobs_added, stats.failed_batches);
     ferry_relay_free(relay);
     return rc;
@@ -574,7 +597,9 @@ static int status_run(int argc, char **argv, db_opts *d) {
     if (o.json) {
         rc = status_json(schema, s, routes != NULL);
     } else {
-        printf("schema:        %s (version %d)\n", schema, s->schema_version);
+        char shown[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
+        printf("schema:        %s (version %d)\n", ferry__printable(schema, shown, sizeof shown),
+               s->schema_version);
         char age[32];
         printf("unpublished:   %lld", s->unpublished);
         if (s->unpublished) printf(" (oldest %s)", age_text(s->oldest_age_s, age, sizeof age));
