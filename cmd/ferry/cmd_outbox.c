@@ -197,7 +197,8 @@ static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
 static int load_routes(const cmd_spec *spec, const char *path, ferry_routes **out) {
     ferry_error e = {0};
     if (ferry_routes_load(path, out, &e) == 0) return 0;
-    say(spec, "--routes: %s", e.message);
+    char shown[4 * FERRY_ERROR_MESSAGE_MAX]; /* names the file and what it holds */
+    say(spec, "--routes: %s", ferry__printable(e.message, shown, sizeof shown));
     return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
 }
 

@@ -15,7 +15,6 @@
 #include "outbox/routes.h"
 #include "queue/json_text.h"
 #include "util/error.h"
-#include "util/printable.h"
 
 #define QUEUE_NAME_MAX 255
 #define JOB_NAME_MAX 1024
@@ -84,9 +83,7 @@ static int fail_at(parser *p, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    char shown[FERRY_ERROR_MESSAGE_MAX]; /* names from the file may hold C1 controls */
-    return ferry__err(p->err, code, "%s:%d: %s", p->file, p->line,
-                      ferry__printable(what, shown, sizeof shown));
+    return ferry__err(p->err, code, "%s:%d: %s", p->file, p->line, what);
 }
 
 static int check_name(parser *p, const char *kind, const char *s, size_t n, size_t max) {
@@ -245,8 +242,7 @@ int ferry_routes_parse(const char *text, size_t len, const char *filename, ferry
     if (out) *out = NULL;
     if (!out || (!text && len))
         return ferry__err(err, FERRY_EINVAL, "ferry_routes_parse: NULL argument");
-    char shown[512];
-    parser p = {ferry__printable(filename ? filename : "(routes)", shown, sizeof shown), 0, err};
+    parser p = {filename ? filename : "(routes)", 0, err};
     if (len > FERRY_ROUTES_FILE_MAX)
         return ferry__err(err, FERRY_ETOOBIG, "%s: %zu bytes, limit %u", p.file, len,
                           FERRY_ROUTES_FILE_MAX);
@@ -283,23 +279,21 @@ int ferry_routes_parse(const char *text, size_t len, const char *filename, ferry
 int ferry_routes_load(const char *path, ferry_routes **out, ferry_error *err) {
     if (out) *out = NULL;
     if (!path || !out) return ferry__err(err, FERRY_EINVAL, "ferry_routes_load: NULL argument");
-    char shown[512];
-    const char *file = ferry__printable(path, shown, sizeof shown); /* for messages */
     /* Opened without blocking: a FIFO no one writes to would otherwise hang the caller (it
      * now reads as empty, and is refused as such), while a pipe with a writer (a shell's
      * <(...)) is read as it comes, once blocking again. A directory is refused by name. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return ferry__err(err, FERRY_EIO, "%s: cannot open: %s", file, strerror(errno));
+    if (fd < 0) return ferry__err(err, FERRY_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     int flags = fcntl(fd, F_GETFL);
     if (fstat(fd, &st) != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
         int e = errno;
         close(fd);
-        return ferry__err(err, FERRY_EIO, "%s: cannot read: %s", file, strerror(e));
+        return ferry__err(err, FERRY_EIO, "%s: cannot read: %s", path, strerror(e));
     }
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        return ferry__err(err, FERRY_EIO, "%s: is a directory", file);
+        return ferry__err(err, FERRY_EIO, "%s: is a directory", path);
     }
     FILE *f = fdopen(fd, "rb");
     if (!f) {
@@ -316,10 +310,10 @@ int ferry_routes_load(const char *path, ferry_routes **out, ferry_error *err) {
     fclose(f);
     int rc;
     if (bad)
-        rc = ferry__err(err, FERRY_EIO, "%s: read error", file);
+        rc = ferry__err(err, FERRY_EIO, "%s: read error", path);
     else if (n > FERRY_ROUTES_FILE_MAX)
         rc =
-            ferry__err(err, FERRY_ETOOBIG, "%s: larger than %u bytes", file, FERRY_ROUTES_FILE_MAX);
+            ferry__err(err, FERRY_ETOOBIG, "%s: larger than %u bytes", path, FERRY_ROUTES_FILE_MAX);
     else
         rc = ferry_routes_parse(buf, n, path, out, err);
     free(buf);
