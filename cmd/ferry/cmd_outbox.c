@@ -2,20 +2,26 @@
  * cleanup`: the command-line side of the transactional outbox (the library does the work,
  * see ferry/outbox.h). The relay handles SIGTERM/SIGINT on a sigwait thread that calls the
  * thread-safe ferry_relay_stop; the batch in progress finishes and the exit status is 0.
- * FERRY_FAULT is a test-only fault-injection switch (see relay --help). */
+ * Every line the relay writes carries a timestamp (logline.h).
+ *
+ * Test only, on purpose absent from --help and the docs: FERRY_FAULT=relay_after_publish[:N]
+ * makes `ferry relay` kill itself with SIGKILL after the Nth batch's jobs were added to
+ * Redis and before its COMMIT (N defaults to 1), through ferry_relay_options.fault
+ * (tests/integration/test_outbox.c uses it). */
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "ferry/outbox.h"
+#include "logline.h"
 #include "outbox/migrations.h"
 #include "outbox/pg.h"
 #include "signals.h"
@@ -24,22 +30,45 @@
 #define CLI_EXIT_STARTUP 3 /* relay could not start: database/Redis unreachable, not migrated */
 #define DEFAULT_DB_TIMEOUT_MS 30000
 
+static const cmd_spec relay_spec;
+
+/* One line on stderr: "ferry <cmd>: text", with a timestamp for the relay (a daemon, whose
+ * every line is placed in time). */
+static void say(const cmd_spec *spec, const char *fmt, ...) FERRY_PRINTF(2, 3);
+static void say(const cmd_spec *spec, const char *fmt, ...) {
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (spec == &relay_spec)
+        logline("relay", "%s", text);
+    else
+        fprintf(stderr, "ferry %s: %s\n", spec->name, text);
+}
+
 /* ---- database options (shared) ---------------------------------------------------------- */
 
 typedef struct db_opts {
     const char *url;
+    const char *url_file; /* --database-url-file */
     const char *schema;
     long long timeout_ms;
     const char *url_source; /* for messages */
+    char *url_read;         /* the URL read from url_file (db_opts_free clears and frees it) */
 } db_opts;
 
 #define DB_URL_HELP                                                                                \
     "PostgreSQL URL or conninfo (postgresql://user:pass@host:port/db). Default: $DATABASE_URL, "   \
     "else libpq's defaults (PGHOST, PGDATABASE, ...)."
+#define DB_URL_FILE_HELP                                                                           \
+    "Read the database URL from FILE (the URL alone on one line), so the password is neither "     \
+    "in the command line nor in the environment. Not with --database; wins over $DATABASE_URL."
 #define DB_SCHEMA_HELP "Schema of ferry's tables (default public)."
 
 static const opt_def db_defs[] = {
     {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
+    {"database-url-file", OPT_STRING, "FILE", offsetof(db_opts, url_file), 0, 0, DB_URL_FILE_HELP},
     {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
     {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 3600000,
      "Database connect and statement timeout in milliseconds (default 30000)."},
@@ -48,6 +77,7 @@ static const opt_def db_defs[] = {
 /* The relay's: the same options with its own timeout defaults. */
 static const opt_def relay_db_defs[] = {
     {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
+    {"database-url-file", OPT_STRING, "FILE", offsetof(db_opts, url_file), 0, 0, DB_URL_FILE_HELP},
     {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
     {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 3600000,
      "Database connect and statement timeout in milliseconds (default: connect 5000, "
@@ -58,7 +88,14 @@ static const opt_def relay_db_defs[] = {
  * usage error: returns 0 or the exit status. */
 static int db_resolve(const cmd_spec *spec, db_opts *d) {
     d->url_source = "--database";
-    if (!d->url) {
+    if (d->url_file) {
+        if (d->url)
+            return opts_usage_error(spec, "--database and --database-url-file are exclusive");
+        int rc = cli_read_secret_file(spec, "database-url-file", d->url_file, &d->url_read);
+        if (rc) return rc;
+        d->url = d->url_read;
+        d->url_source = "--database-url-file";
+    } else if (!d->url) {
         const char *env = getenv("DATABASE_URL");
         if (env && !*env) return opts_usage_error(spec, "DATABASE_URL is set but empty");
         d->url = env ? env : "";
@@ -75,26 +112,25 @@ static int db_resolve(const cmd_spec *spec, db_opts *d) {
     return 0;
 }
 
+/* Whether a URL was given at all (--database, --database-url-file, DATABASE_URL). */
+static int db_given(const db_opts *d) {
+    const char *env = getenv("DATABASE_URL");
+    return d->url || d->url_file || (env && *env);
+}
+
+static void db_opts_free(db_opts *d) {
+    if (d->url_read) explicit_bzero(d->url_read, strlen(d->url_read));
+    free(d->url_read);
+    d->url_read = NULL;
+}
+
 static long long db_timeout(const db_opts *d) {
     return d->timeout_ms ? d->timeout_ms : DEFAULT_DB_TIMEOUT_MS;
 }
 
-/* The database part of a URL that is safe to show ("host:port/db"), never the password. */
+/* The database part of a URL that is safe to show ("user@host:port/db"), never the password. */
 static void db_display(const db_opts *d, char *out, size_t cap) {
-    const char *u = d->url;
-    const char *p = strstr(u, "://");
-    if (!p) {
-        snprintf(out, cap, "%s", *u ? "(conninfo)" : "(libpq defaults)");
-        return;
-    }
-    p += 3;
-    size_t alen = strcspn(p, "/?#");
-    const char *host = p;
-    for (const char *q = p; q < p + alen; q++)
-        if (*q == '@') host = q + 1;
-    const char *db = p + alen;
-    size_t dlen = *db == '/' ? strcspn(db, "?#") : 0;
-    snprintf(out, cap, "%.*s%.*s", (int)(p + alen - host), host, (int)dlen, db);
+    ferry__pg_url_display(d->url, out, cap);
 }
 
 static void ignore_notice(void *arg, const char *message) {
@@ -123,7 +159,8 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
             if (*c == '\n' || *c == '\t') *c = ' ';
         for (size_t n = strlen(line); n > 0 && line[n - 1] == ' ';)
             line[--n] = '\0';
-        fprintf(stderr, "ferry %s: database %s (%s): %s\n", spec->name, where, d->url_source, line);
+        ferry__pg_url_mask(d->url, line); /* libpq quotes hosts, ports, database names */
+        say(spec, "database %s (%s): %s", where, d->url_source, line);
         PQfinish(conn);
         return NULL;
     }
@@ -134,17 +171,23 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok) {
-        fprintf(stderr, "ferry %s: database %s: %s", spec->name, where,
-                PQerrorMessage(conn)); /* ends in \n */
+        char line[512];
+        snprintf(line, sizeof line, "%s", PQerrorMessage(conn));
+        line[strcspn(line, "\n")] = '\0';
+        ferry__pg_url_mask(d->url, line);
+        say(spec, "database %s: %s", where, line);
         PQfinish(conn);
         return NULL;
     }
     return conn;
 }
 
-static int report(const cmd_spec *spec, const char *what, const ferry_error *e) {
-    fprintf(stderr, "ferry %s: %s%s%s\n", spec->name, what ? what : "", what ? ": " : "",
-            e->message);
+/* A library failure on one line; the database URL's password masked (url may be NULL). */
+static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
+    char msg[FERRY_ERROR_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "%s", e->message);
+    ferry__pg_url_mask(url, msg);
+    say(spec, "%s", msg);
     return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
 }
 
@@ -154,7 +197,8 @@ static int report(const cmd_spec *spec, const char *what, const ferry_error *e) 
 static int load_routes(const cmd_spec *spec, const char *path, ferry_routes **out) {
     ferry_error e = {0};
     if (ferry_routes_load(path, out, &e) == 0) return 0;
-    fprintf(stderr, "ferry %s: --routes: %s\n", spec->name, e.message);
+    char shown[4 * FERRY_ERROR_MESSAGE_MAX]; /* names the file and what it holds */
+    say(spec, "--routes: %s", ferry__printable(e.message, shown, sizeof shown));
     return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
 }
 
@@ -167,7 +211,7 @@ typedef struct migrate_opts {
 static const opt_def migrate_defs[] = {
     {"dry-run", OPT_FLAG, NULL, offsetof(migrate_opts, dry_run), 0, 0,
      "Print the SQL of the pending migrations and change nothing. Without a database (no "
-     "--database and no $DATABASE_URL) print every migration."},
+     "--database, --database-url-file or $DATABASE_URL) print every migration."},
 };
 
 static const cmd_spec migrate_spec = {
@@ -191,38 +235,38 @@ static void print_migration(int version, const char *name, const char *sql, void
     fflush(stdout);
 }
 
-static int migrate_main(int argc, char **argv) {
-    db_opts d = {0};
+static int migrate_run(int argc, char **argv, db_opts *d) {
     migrate_opts o = {0};
-    opt_group groups[] = {{"Options", migrate_defs, 1, &o}, {"Database options", db_defs, 3, &d}};
+    opt_group groups[] = {{"Options", migrate_defs, 1, &o},
+                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
     opt_result res;
     int rc = opts_parse(&migrate_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
-    int no_db = !d.url && !(getenv("DATABASE_URL") && *getenv("DATABASE_URL"));
-    if ((rc = db_resolve(&migrate_spec, &d))) return rc;
+    int no_db = !db_given(d);
+    if ((rc = db_resolve(&migrate_spec, d))) return rc;
     ferry_error e = {0};
     if (o.dry_run && no_db) {
-        if (ferry_outbox_migrations_sql(d.schema, print_migration, &o.dry_run, &e))
-            return report(&migrate_spec, NULL, &e);
+        if (ferry_outbox_migrations_sql(d->schema, print_migration, &o.dry_run, &e))
+            return report(&migrate_spec, d->url, &e);
         return CLI_EXIT_OK;
     }
-    PGconn *conn = db_connect(&migrate_spec, &d);
+    PGconn *conn = db_connect(&migrate_spec, d);
     if (!conn) return CLI_EXIT_RUNTIME;
-    ferry_migrate_options mo = {.schema = d.schema,
+    ferry_migrate_options mo = {.schema = d->schema,
                                 .dry_run = o.dry_run,
-                                .timeout_ms = (int)db_timeout(&d),
+                                .timeout_ms = (int)db_timeout(d),
                                 .fn = print_migration,
                                 .userdata = &o.dry_run};
     int applied = 0, version = 0;
-    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    const char *schema = d->schema ? d->schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
     char qs[FERRY__QSCHEMA_MAX];
     rc = ferry_outbox_migrate(conn, &mo, &applied, &e);
     /* the database's own version: a newer ferry may have migrated it further */
     if (!rc) rc = ferry__pg_quote_schema(schema, qs, &e);
     if (!rc) rc = ferry__schema_version_get(conn, qs, &version, &e);
     PQfinish(conn);
-    if (rc) return report(&migrate_spec, NULL, &e);
+    if (rc) return report(&migrate_spec, d->url, &e);
     char names[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
     ferry__printable(schema, names, sizeof names);
     int ours = ferry_outbox_schema_version();
@@ -237,6 +281,13 @@ static int migrate_main(int argc, char **argv) {
     else
         printf("schema %s: up to date (version %d)\n", names, version);
     return CLI_EXIT_OK;
+}
+
+static int migrate_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = migrate_run(argc, argv, &d);
+    db_opts_free(&d);
+    return rc;
 }
 
 /* ---- relay -------------------------------------------------------------------------------- */
@@ -295,12 +346,12 @@ static const cmd_spec relay_spec = {
     "drop duplicates by jobId. Rows of topics without a route stay unpublished and are\n"
     "reported. When Redis fails the batch is rolled back, attempts/last_error are recorded\n"
     "and the relay retries with capped backoff.\n"
+    "At start the relay warns when Redis' maxmemory-policy is not noeviction (Redis could\n"
+    "evict job keys). Log lines go to stderr, each with a UTC timestamp.\n"
     "SIGTERM/SIGINT/SIGHUP: finish the current batch and exit 0 (a second signal exits at\n"
     "once).\n"
     "Exit status: 0 stopped by a signal, 2 bad arguments or routes file, 3 could not start\n"
-    "(database or Redis unreachable, schema not migrated), 1 other failures.\n"
-    "Test only: FERRY_FAULT=relay_after_publish[:N] kills the relay with SIGKILL after the\n"
-    "Nth batch's jobs were added and before its commit.\n",
+    "(database or Redis unreachable, schema not migrated), 1 other failures.\n",
     0,
     0,
     0};
@@ -313,36 +364,32 @@ static void relay_fault(const char *point, void *ud) {
     fault_state *f = ud;
     if (strcmp(point, "relay_after_publish") || f->remaining <= 0) return;
     if (--f->remaining == 0) {
-        fprintf(stderr, "ferry relay: FERRY_FAULT=%s: killing this process (SIGKILL)\n", point);
-        fflush(stderr);
+        logline("relay", "FERRY_FAULT=%s: killing this process (SIGKILL)", point);
         raise(SIGKILL);
     }
 }
 
+/* The library's log lines (userdata: the database URL, whose password is masked in case a
+ * text from libpq or the server quotes it). */
 static void relay_log(int level, const char *message, void *ud) {
-    (void)ud;
     static const char *const names[] = {"debug", "info", "warning", "error"};
     const char *lvl = level >= 0 && level <= 3 ? names[level] : "info";
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
     if (!strncmp(message, "relay: ", 7)) message += 7;
-    fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ferry relay: %s: %s\n", tm.tm_year + 1900,
-            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, lvl,
-            message);
+    char line[2048];
+    snprintf(line, sizeof line, "%s", message);
+    ferry__pg_url_mask(ud, line);
+    logline("relay", "%s: %s", lvl, line);
 }
 
 /* First signal: finish the current batch; second: leave at once. */
 static void on_signal(int sig, int count, void *userdata) {
     ferry_relay *relay = userdata;
     if (count == 1) {
-        fprintf(stderr, "ferry relay: %s received: finishing the current batch\n",
-                cli_signame(sig));
+        logline("relay", "%s received: finishing the current batch", cli_signame(sig));
         ferry_relay_stop(relay);
     } else {
-        fprintf(stderr, "ferry relay: second signal: exiting now (unfinished rows are "
-                        "published again by the next relay)\n");
+        logline("relay", "second signal: exiting now (unfinished rows are published again by "
+                         "the next relay)");
         _exit(CLI_EXIT_RUNTIME);
     }
 }
@@ -361,20 +408,20 @@ static long long fault_count(void) {
     return *end || v < 1 ? -1 : v;
 }
 
-static int relay_main(int argc, char **argv) {
+static int relay_run(int argc, char **argv, db_opts *d) {
     cli_conn conn = {0};
-    db_opts d = {0};
     relay_opts o = {.retention_days = -1};
-    opt_group groups[] = {{"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
-                          {"Database options", relay_db_defs, 3, &d},
-                          cli_conn_group(&conn, 0)};
+    opt_group groups[] = {
+        {"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
+        {"Database options", relay_db_defs, sizeof db_defs / sizeof db_defs[0], d},
+        cli_conn_group(&conn, 0)};
     opt_result res;
     int rc = opts_parse(&relay_spec, groups, 3, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
     if (!o.routes) return opts_usage_error(&relay_spec, "--routes FILE is required");
     if ((rc = cli_conn_resolve(&relay_spec, &conn))) return rc;
-    if ((rc = db_resolve(&relay_spec, &d))) return rc;
+    if ((rc = db_resolve(&relay_spec, d))) return rc;
     fault_state fault = {fault_count()};
     if (fault.remaining < 0)
         return opts_usage_error(&relay_spec, "FERRY_FAULT: expected relay_after_publish[:N]");
@@ -384,8 +431,8 @@ static int relay_main(int argc, char **argv) {
 
     ferry_relay_options ro;
     ferry_relay_options_init(&ro);
-    ro.database_url = d.url;
-    ro.schema = d.schema;
+    ro.database_url = d->url;
+    ro.schema = d->schema;
     ro.routes = routes;
     ro.redis = &conn.redis;
     ro.prefix = conn.prefix;
@@ -394,8 +441,8 @@ static int relay_main(int argc, char **argv) {
     ro.batch_bytes = (size_t)o.batch_bytes; /* 0: the default */
     ro.poll_interval_ms = (int)o.poll_ms;
     ro.max_backoff_ms = (int)o.max_backoff_ms;
-    ro.statement_timeout_ms = (int)d.timeout_ms; /* 0: the relay's defaults (10 s, connect 5 s) */
-    ro.connect_timeout_ms = (int)d.timeout_ms;
+    ro.statement_timeout_ms = (int)d->timeout_ms; /* 0: the relay's defaults (10 s, connect 5 s) */
+    ro.connect_timeout_ms = (int)d->timeout_ms;
     ro.retention_s = o.retention_days < 0    ? 0
                      : o.retention_days == 0 ? -1
                                              : o.retention_days * 86400;
@@ -404,6 +451,7 @@ static int relay_main(int argc, char **argv) {
     ro.unknown_report_ms = (int)o.unknown_ms;
     ro.max_envelope_bytes = (size_t)o.max_envelope;
     ro.log = relay_log;
+    ro.log_userdata = (void *)d->url;
     if (fault.remaining) {
         ro.fault = relay_fault;
         ro.fault_userdata = &fault;
@@ -412,33 +460,44 @@ static int relay_main(int argc, char **argv) {
     ferry_error e = {0};
     rc = ferry_relay_create(&ro, &relay, &e);
     ferry_routes_free(routes); /* the relay keeps its own copy */
-    if (rc) return report(&relay_spec, NULL, &e);
+    if (rc) return report(&relay_spec, d->url, &e);
 
     cli_signals_block(); /* before any thread exists: all inherit the mask */
     cli_signals sigs;
     if (cli_signals_start(&sigs, on_signal, relay) != 0) {
-        fprintf(stderr, "ferry relay: cannot start the signal thread\n");
+        logline("relay", "cannot start the signal thread");
         ferry_relay_free(relay);
         return CLI_EXIT_RUNTIME;
     }
     char where[300];
-    db_display(&d, where, sizeof where);
-    fprintf(stderr, "ferry relay: database %s, redis %s, prefix %s, routes %s\n", where, conn.host,
-            conn.prefix, o.routes);
+    db_display(d, where, sizeof where);
+    char host[4 * sizeof conn.host], prefix[512], routes_shown[1024];
+    logline("relay", "database %s, redis %s, prefix %s, routes %s", where,
+            ferry__printable(conn.host, host, sizeof host),
+            ferry__printable(conn.prefix, prefix, sizeof prefix),
+            ferry__printable(o.routes, routes_shown, sizeof routes_shown));
     rc = ferry_relay_run(relay, &e);
     if (rc) {
-        fprintf(stderr, "ferry relay: could not start: %s\n", e.message);
+        ferry__pg_url_mask(d->url, e.message);
+        logline("relay", "could not start: %s", e.message);
         rc = CLI_EXIT_STARTUP;
     }
     cli_signals_stop(&sigs);
     ferry_relay_stats stats;
     ferry_relay_get_stats(relay, &stats);
     if (!rc)
-        fprintf(stderr,
-                "ferry relay: exiting: %llu row(s) published in %llu batch(es), %llu job(s) "
-                "added, %llu failed batch(es)\n",
+        logline("relay",
+                "exiting: %llu row(s) published in %llu batch(es), %llu job(s) added, %llu "
+                "failed batch(es)",
                 stats.published, stats.batches, stats.jobs_added, stats.failed_batches);
     ferry_relay_free(relay);
+    return rc;
+}
+
+static int relay_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = relay_run(argc, argv, &d);
+    db_opts_free(&d);
     return rc;
 }
 
@@ -511,35 +570,37 @@ static int status_json(const char *schema, const ferry_outbox_status *s, int hav
     return CLI_EXIT_OK;
 }
 
-static int status_main(int argc, char **argv) {
-    db_opts d = {0};
+static int status_run(int argc, char **argv, db_opts *d) {
     status_opts o = {0};
-    opt_group groups[] = {{"Options", status_defs, 2, &o}, {"Database options", db_defs, 3, &d}};
+    opt_group groups[] = {{"Options", status_defs, 2, &o},
+                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
     opt_result res;
     int rc = opts_parse(&status_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
-    if ((rc = db_resolve(&status_spec, &d))) return rc;
+    if ((rc = db_resolve(&status_spec, d))) return rc;
     ferry_error e = {0};
     ferry_routes *routes = NULL;
     if (o.routes && (rc = load_routes(&status_spec, o.routes, &routes))) return rc;
-    PGconn *conn = db_connect(&status_spec, &d);
+    PGconn *conn = db_connect(&status_spec, d);
     if (!conn) {
         ferry_routes_free(routes);
         return CLI_EXIT_RUNTIME;
     }
     ferry_outbox_status *s = NULL;
-    rc = ferry_outbox_status_get(conn, d.schema, routes, &s, &e);
+    rc = ferry_outbox_status_get(conn, d->schema, routes, &s, &e);
     PQfinish(conn);
     if (rc) {
         ferry_routes_free(routes);
-        return report(&status_spec, NULL, &e);
+        return report(&status_spec, d->url, &e);
     }
-    const char *schema = d.schema ? d.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
+    const char *schema = d->schema ? d->schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
     if (o.json) {
         rc = status_json(schema, s, routes != NULL);
     } else {
-        printf("schema:        %s (version %d)\n", schema, s->schema_version);
+        char shown[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
+        printf("schema:        %s (version %d)\n", ferry__printable(schema, shown, sizeof shown),
+               s->schema_version);
         char age[32];
         printf("unpublished:   %lld", s->unpublished);
         if (s->unpublished) printf(" (oldest %s)", age_text(s->oldest_age_s, age, sizeof age));
@@ -566,6 +627,13 @@ static int status_main(int argc, char **argv) {
     return rc;
 }
 
+static int status_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = status_run(argc, argv, &d);
+    db_opts_free(&d);
+    return rc;
+}
+
 /* ---- outbox cleanup ----------------------------------------------------------------------- */
 
 typedef struct cleanup_opts {
@@ -588,27 +656,34 @@ static const cmd_spec cleanup_spec = {
     0,
     0};
 
-static int cleanup_main(int argc, char **argv) {
-    db_opts d = {0};
+static int cleanup_run(int argc, char **argv, db_opts *d) {
     cleanup_opts o = {.older_than_days = -1};
-    opt_group groups[] = {{"Options", cleanup_defs, 2, &o}, {"Database options", db_defs, 3, &d}};
+    opt_group groups[] = {{"Options", cleanup_defs, 2, &o},
+                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
     opt_result res;
     int rc = opts_parse(&cleanup_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
     if (o.older_than_days < 0)
         return opts_usage_error(&cleanup_spec, "--older-than-days N is required");
-    if ((rc = db_resolve(&cleanup_spec, &d))) return rc;
-    PGconn *conn = db_connect(&cleanup_spec, &d);
+    if ((rc = db_resolve(&cleanup_spec, d))) return rc;
+    PGconn *conn = db_connect(&cleanup_spec, d);
     if (!conn) return CLI_EXIT_RUNTIME;
     long long deleted = 0;
     ferry_error e = {0};
-    rc = ferry_outbox_cleanup(conn, d.schema, o.older_than_days * 86400, (int)o.batch, 0, &deleted,
+    rc = ferry_outbox_cleanup(conn, d->schema, o.older_than_days * 86400, (int)o.batch, 0, &deleted,
                               &e);
     PQfinish(conn);
-    if (rc) return report(&cleanup_spec, NULL, &e);
+    if (rc) return report(&cleanup_spec, d->url, &e);
     printf("deleted %lld published row(s)\n", deleted);
     return CLI_EXIT_OK;
+}
+
+static int cleanup_main(int argc, char **argv) {
+    db_opts d = {0};
+    int rc = cleanup_run(argc, argv, &d);
+    db_opts_free(&d);
+    return rc;
 }
 
 const cli_command cmd_outbox_table[] = {

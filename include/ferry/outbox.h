@@ -144,8 +144,10 @@ typedef struct ferry_routes ferry_routes;
 /* Check a database URL before connecting: NULL or "" (libpq defaults), a postgresql:// or
  * postgres:// URI, or key=value conninfo, as libpq parses them. Anything else is
  * FERRY_EINVAL: libpq would take it as a database name on the default server, so a typo
- * like "postgress://db/x" would quietly try the local one. Error texts never quote the
- * value (it may hold a password). Pure, thread-safe. */
+ * like "postgress://db/x" would quietly try the local one. So is a URL libpq would misread
+ * (an '@' after a '/' or a second '@': '/', '@' and '%' in the user name or password must
+ * be percent-encoded) and a port that is not a number. Error texts never quote the value
+ * (it may hold a password). Pure, thread-safe. */
 FERRY_API int ferry_outbox_database_url_check(const char *url, ferry_error *err);
 
 #define FERRY_ROUTES_FILE_MAX (1u << 20)

@@ -165,26 +165,7 @@ static void ignore_notice(void *arg, const char *message) {
     (void)message;
 }
 
-int ferry_outbox_database_url_check(const char *url, ferry_error *err) {
-    if (!url || !*url) return 0;
-    int uri = !strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11);
-    if (!uri && !strchr(url, '='))
-        return ferry__err(err, FERRY_EINVAL,
-                          "database: not a postgresql:// URL or key=value conninfo (libpq "
-                          "would take it as a database name on the default server)");
-    char *msg = NULL;
-    PQconninfoOption *o = PQconninfoParse(url, &msg);
-    if (!o) {
-        char line[256];
-        one_line(line, sizeof line, msg ? msg : "out of memory");
-        PQfreemem(msg);
-        return ferry__err(err, msg ? FERRY_EINVAL : FERRY_ENOMEM, "database: %s", line);
-    }
-    PQconninfoFree(o);
-    return 0;
-}
-
-int ferry__pgc_connect(ferry__pgc *c, const ferry__pg_session *s, ferry_error *err) {
+static int connect_session(ferry__pgc *c, const ferry__pg_session *s, ferry_error *err) {
     ferry__pgc_close(c);
     char user_timeout[24], keepidle[8] = "10", keepintvl[8] = "5", keepcnt[8] = "3";
     /* A peer that stops acknowledging data ends the connection after this long. */
@@ -244,6 +225,14 @@ int ferry__pgc_connect(ferry__pgc *c, const ferry__pg_session *s, ferry_error *e
     c->broken = 0;
     int rc = session_setup(c, s, deadline + s->statement_timeout_ms, err);
     if (rc) ferry__pgc_close(c);
+    return rc;
+}
+
+int ferry__pgc_connect(ferry__pgc *c, const ferry__pg_session *s, ferry_error *err) {
+    int rc = connect_session(c, s, err);
+    /* libpq's and the server's texts quote parts of the conninfo (a host, a port, a
+     * database name) that a misread password can end up in */
+    if (rc && err) ferry__pg_url_mask(s->url, err->message);
     return rc;
 }
 

@@ -36,6 +36,19 @@ char *ferry__pg_text_array(const char *const *items, size_t n);
 int ferry__pg_run(PGconn *conn, const char *what, const char *sql, int nparams,
                   const char *const *params, PGresult **out, ferry_error *err);
 
+/* The part of a database URL or conninfo (url, NULL or "" = libpq defaults) that is safe to
+ * show, built from what libpq parses: "[user@]host[:port][/dbname]", each part made
+ * printable, "(default host)" without a host, "(libpq defaults)" for "", "(not parsable)"
+ * when libpq cannot parse it. Never the password, whatever its characters. Writes out[cap]
+ * (cap >= 16) and returns out. Pure, thread-safe. */
+const char *ferry__pg_url_display(const char *url, char *out, size_t cap);
+
+/* Replace in msg (NUL-terminated, changed in place, never longer) every occurrence of url's
+ * password, as libpq parses it and, for a URL, as written (percent-encoded), by "***".
+ * Passwords of fewer than 3 bytes are left alone (masking them would garble any text).
+ * For texts from libpq or the server about a connection to url. Pure, thread-safe. */
+void ferry__pg_url_mask(const char *url, char *msg);
+
 /* A connection ferry owns. `broken` is set once a call failed in a way that leaves the
  * connection unusable (lost, or a deadline passed with a query in flight): the owner
  * closes it and reconnects. */
@@ -52,7 +65,8 @@ typedef struct ferry__pgc {
  * and idle_in_transaction_session_timeout for the session (so the server also ends a
  * transaction left open by a stuck or dead relay), and on PostgreSQL 14+ turn
  * idle_session_timeout off (the session may wait idle for NOTIFY as long as it likes,
- * whatever the server, database or role sets). */
+ * whatever the server, database or role sets). Error texts are masked for the URL's
+ * password (ferry__pg_url_mask). */
 typedef struct ferry__pg_session {
     const char *url;
     const char *application_name;

@@ -16,6 +16,7 @@
 #include "outbox/relay_internal.h"
 #include "outbox/routes.h"
 #include "queue/queue_internal.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
+#include "redis/eviction.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/printable.h"
@@ -463,10 +464,36 @@ static int open_queues(ferry_relay *r, ferry_error *err) {
         qo.max_payload_bytes = r->max_envelope;
         ferry_error e = {0};
         int rc = ferry_queue_open(r->queue_names[i], &qo, &r->queues[i], &e);
-        if (rc) return ferry__err(err, rc, "queue %s: %s", r->queue_names[i], e.message);
+        char shown[4 * 256 + 8];
+        if (rc)
+            return ferry__err(err, rc, "queue %s: %s",
+                              ferry__printable(r->queue_names[i], shown, sizeof shown), e.message);
     }
     r->data_limit = r->nqueues ? ferry__queue_data_limit(r->queues[0]) : r->max_envelope;
     return 0;
+}
+
+/* Under a maxmemory-policy other than noeviction Redis may delete job keys when it is full:
+ * say so at start, through the log callback (programs using the library see it too). Read
+ * on the first queue's connection, which opening the queues made. */
+static void warn_eviction(ferry_relay *r) {
+    if (!r->nqueues) return;
+    ferry_queue *q = r->queues[0];
+    char policy[64], msg[512];
+    ferry_error e = {0};
+    pthread_mutex_lock(&q->mu);
+    int rc = ferry__queue_connect(q, ferry__mono_ms() + q->connect_ms + q->command_ms, &e);
+    if (!rc) rc = ferry__redis_eviction_policy(q->conn, policy, sizeof policy, &e);
+    pthread_mutex_unlock(&q->mu);
+    if (rc == 1)
+        ferry__relay_log(r, FERRY_LOG_INFO,
+                         "relay: Redis does not report its maxmemory-policy (INFO refused); it "
+                         "must be noeviction, or Redis may evict job keys when full");
+    else if (rc)
+        ferry__relay_log(r, FERRY_LOG_WARN, "relay: could not read Redis' maxmemory-policy: %s",
+                         e.message);
+    else if (ferry__redis_eviction_warning(policy, msg, sizeof msg))
+        ferry__relay_log(r, FERRY_LOG_WARN, "relay: %s", msg);
 }
 
 static void close_queues(ferry_relay *r) {
@@ -573,6 +600,7 @@ int ferry_relay_run(ferry_relay *r, ferry_error *err) {
             have_ret = rc == 0;
         }
         if (rc == 0) {
+            warn_eviction(r);
             ferry__relay_pool_start(r);
             ferry__relay_log(
                 r, FERRY_LOG_INFO,

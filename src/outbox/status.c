@@ -12,6 +12,7 @@
 #include "outbox/relay_internal.h"
 #include "util/error.h"
 #include "util/numtext.h"
+#include "util/printable.h"
 
 #define CLEANUP_BATCH_MAX 100000
 
@@ -109,7 +110,7 @@ int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes
     if (out) *out = NULL;
     if (!conn || !out)
         return ferry__err(err, FERRY_EINVAL, "ferry_outbox_status_get: NULL argument");
-    char qs[FERRY__QSCHEMA_MAX];
+    char qs[FERRY__QSCHEMA_MAX], shown[4 * FERRY__QSCHEMA_MAX + 8];
     int rc = ferry__pg_quote_schema(schema, qs, err);
     if (rc) return rc;
     if (PQtransactionStatus(conn) != PQTRANS_IDLE)
@@ -122,7 +123,7 @@ int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes
     if (rc == 0) rc = ferry__schema_version_get(conn, qs, &s->schema_version, err);
     if (rc == 0 && s->schema_version < 1)
         rc = ferry__err(err, FERRY_ESTATE, "schema %s has no ferry tables (run `ferry migrate`)",
-                        qs);
+                        ferry__printable(qs, shown, sizeof shown));
     if (rc == 0) rc = read_status(conn, qs, routes, s, err);
     if (rc == 0) rc = ferry__pg_run(conn, "outbox status", "COMMIT", 0, NULL, NULL, err);
     if (rc) {

@@ -1,7 +1,7 @@
 /* test_outbox_pure.c - the outbox's pure parts: UUIDv7 layout and ordering, traceparent and
  * trace id checks, the job envelope encoder, the embedded migration list with schema
- * quoting, PostgreSQL text[] literals, the claim limit, and what jsonb refuses that JSON
- * allows. No servers. */
+ * quoting, PostgreSQL text[] literals, database URLs shown, checked and masked, the claim limit,
+ * and what jsonb refuses that JSON allows. No servers. */
 #include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -270,6 +270,82 @@ static void test_text_array(void **state) {
     free(a);
 }
 
+/* Database URLs: the shown form comes from libpq's parse (never the password, whatever its
+ * characters); the check refuses what libpq would misread, in words that quote nothing; the
+ * mask takes the password out of texts libpq or the server wrote. */
+static void test_database_url_display_check_mask(void **state) {
+    (void)state;
+    char out[256];
+    const struct {
+        const char *url, *shown;
+    } shown[] = {
+        {"postgresql://app:Hq8Lp?Vn3Wd@db.example:5433/orders", "app@db.example:5433/orders"},
+        {"postgresql://app:Mz5Rt#Yb2Kc@db/app?sslmode=require", "app@db/app"},
+        {"postgres://db", "db"},
+        {"postgresql:///app", "(default host)/app"},
+        {"host=10.0.0.1 port=5432 dbname=x user=u password='quoted secret'", "u@10.0.0.1:5432/x"},
+        {"hostaddr=10.0.0.2 password=S3CRET", "10.0.0.2"},
+        {"dbname='postgresql://u:Zq9Wx@h/d'", "(default host)/(conninfo)"},
+        {"host='a\nb'", "a\\nb"},
+        {"", "(libpq defaults)"},
+        {"password=S3CR ETXpart", "(not parsable)"},
+    };
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        ferry__pg_url_display(shown[i].url, out, sizeof out);
+        if (strcmp(out, shown[i].shown))
+            fail_msg("display %zu: '%s', want '%s'", i, out, shown[i].shown);
+    }
+    ferry__pg_url_display(NULL, out, sizeof out);
+    assert_string_equal(out, "(libpq defaults)");
+
+    const struct {
+        const char *url, *want; /* want NULL: accepted */
+    } check[] = {
+        {"postgresql://app:Pr0dPassw0rd%@db/app", "'%' not followed by two hex digits"},
+        {"postgresql://app:Ab+c/De9Fg=@127.0.0.1:5432/x", "an '@' after a '/'"},
+        {"postgresql://app:Gf4Ds@Jk8Lq@db/app", "a second '@'"},
+        {"postgresql://app:Vb7Nm4Qw/app", "the port is not a number"},
+        {"postgresql://db/app?Qz8Xc=1", "an unknown query parameter"},
+        {"postgresql://db/app?Qz8Xc", "not key=value"},
+        {"postgresql://[::1/app", "IPv6"},
+        {"host=db password=S3CR ETXpart", "a word without '='"},
+        {"host=db password='S3CRETpart", "without its closing quote"},
+        {"host=db port=Kx7Qw9", "the port is not a number"},
+        {"postgresql://app:Ab%2Fc%40d%25@db:5432,db2:5433/app", NULL},
+        {"postgresql://app:Hq8Lp?Vn3Wd@db/app", NULL},
+        {"host=db password='quoted secret'", NULL},
+    };
+    for (size_t i = 0; i < sizeof check / sizeof check[0]; i++) {
+        ferry_error e = {0};
+        int rc = ferry_outbox_database_url_check(check[i].url, &e);
+        if (!check[i].want) {
+            if (rc) fail_msg("check %zu: refused: %s", i, e.message);
+            continue;
+        }
+        if (rc != FERRY_EINVAL || !strstr(e.message, check[i].want))
+            fail_msg("check %zu: rc %d '%s', want '%s'", i, rc, e.message, check[i].want);
+        /* no piece of the input is quoted */
+        const char *pieces[] = {"Pr0dPassw0rd", "De9Fg",   "Jk8Lq",      "Vb7Nm4Qw",
+                                "Qz8Xc",        "ETXpart", "S3CRETpart", "Kx7Qw9"};
+        for (size_t j = 0; j < sizeof pieces / sizeof pieces[0]; j++)
+            if (strstr(e.message, pieces[j])) fail_msg("check %zu quotes: %s", i, e.message);
+    }
+
+    char msg[256];
+    snprintf(msg, sizeof msg, "x Ab/c@Qr7Ts9 y Ab%%2Fc%%40Qr7Ts9 z");
+    ferry__pg_url_mask("postgresql://u:Ab%2Fc%40Qr7Ts9@h/d", msg);
+    assert_string_equal(msg, "x *** y *** z");
+    snprintf(msg, sizeof msg, "'quoted secret''quoted secret'");
+    ferry__pg_url_mask("host=h password='quoted secret'", msg);
+    assert_string_equal(msg, "'***''***'");
+    snprintf(msg, sizeof msg, "ab is short");
+    ferry__pg_url_mask("host=h password=ab", msg);
+    assert_string_equal(msg, "ab is short");
+    ferry__pg_url_mask(NULL, msg);
+    ferry__pg_url_mask("", msg);
+    assert_string_equal(msg, "ab is short");
+}
+
 /* The relay's claim limit: big payloads that the byte budget cuts shrink it to what fitted
  * plus a quarter (fewer rows locked and converted in vain); full batches grow it back,
  * doubling, up to --batch; a batch that ran the queue dry leaves it alone. */
@@ -417,6 +493,7 @@ int main(void) {
         cmocka_unit_test(test_migration_list),
         cmocka_unit_test(test_quote_schema),
         cmocka_unit_test(test_text_array),
+        cmocka_unit_test(test_database_url_display_check_mask),
         cmocka_unit_test(test_claim_limit_adapts),
         cmocka_unit_test(test_jsonb_check),
     };

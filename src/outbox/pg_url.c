@@ -1,0 +1,166 @@
+/* pg_url.c - database URLs and conninfo strings as ferry checks and shows them. They hold
+ * passwords, so nothing here ever quotes the input: libpq's parse errors quote the token
+ * they stop at (often the password), and a URL cut at its first '/', '?' or '#' shows the
+ * password when it holds one of them. The shown form is built from what libpq parsed (user,
+ * host, port, database); errors say what is wrong in ferry's own words; and texts that come
+ * from libpq or the server are masked for the password as a last line of defence. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "outbox/pg.h"
+#include "util/error.h"
+#include "util/printable.h"
+
+/* libpq's PQconninfoParse messages (fe-connect.c), each quoting part of the input, and what
+ * ferry says instead. First match wins. */
+static const struct {
+    const char *libpq, *ours;
+} parse_errors[] = {
+    {"invalid percent-encoded token", "a '%' not followed by two hex digits (write '%' as %25)"},
+    {"forbidden value %00", "%00 (a NUL byte) is not allowed"},
+    {"missing \"=\" after", "a word without '=' (quote values that hold spaces: key='a b')"},
+    {"unterminated quoted string", "a quoted value without its closing quote"},
+    {"invalid connection option", "invalid connection option (a key libpq does not know)"},
+    {"IPv6", "a bad [IPv6] host address"},
+    {"unexpected character", "an unexpected character after the host name"},
+    {"key/value separator", "a query parameter that is not key=value"},
+    {"invalid URI query parameter", "an unknown query parameter"},
+};
+
+static int is_uri(const char *url) {
+    return !strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11);
+}
+
+/* The part after "://" of a URI. */
+static const char *uri_rest(const char *url) {
+    return strstr(url, "://") + 3;
+}
+
+/* A URI's '@' where libpq does not take the text before it as user and password: after a
+ * '/' (libpq ends the authority there, so the password's tail becomes the database name)
+ * or a second one (libpq ends the password at the first, the rest becomes the host). */
+static int misplaced_at(const char *url) {
+    const char *rest = uri_rest(url), *at = strchr(rest, '@');
+    if (!at) return 0;
+    return memchr(rest, '/', (size_t)(at - rest)) != NULL || strchr(at + 1, '@') != NULL;
+}
+
+/* Each comma-separated port is empty or digits. */
+static int ports_ok(const char *port) {
+    for (const char *p = port; p && *p; p++)
+        if (*p != ',' && !isdigit((unsigned char)*p)) return 0;
+    return 1;
+}
+
+static const char *option(const PQconninfoOption *o, const char *key) {
+    for (; o && o->keyword; o++)
+        if (!strcmp(o->keyword, key)) return o->val && *o->val ? o->val : NULL;
+    return NULL;
+}
+
+int ferry_outbox_database_url_check(const char *url, ferry_error *err) {
+    if (!url || !*url) return 0;
+    int uri = is_uri(url);
+    if (!uri && !strchr(url, '='))
+        return ferry__err(err, FERRY_EINVAL,
+                          "database: not a postgresql:// URL or key=value conninfo (libpq "
+                          "would take it as a database name on the default server)");
+    if (uri && misplaced_at(url))
+        return ferry__err(err, FERRY_EINVAL,
+                          "database: the URL has an '@' after a '/' or a second '@', which libpq "
+                          "would misread: write '/', '@' and '%%' in the user name and password "
+                          "percent-encoded (%%2F, %%40, %%25)");
+    char *msg = NULL;
+    PQconninfoOption *o = PQconninfoParse(url, &msg);
+    if (!o) {
+        if (!msg) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+        const char *why = "libpq cannot parse it";
+        for (size_t i = 0; i < sizeof parse_errors / sizeof parse_errors[0]; i++)
+            if (strstr(msg, parse_errors[i].libpq)) {
+                why = parse_errors[i].ours;
+                break;
+            }
+        PQfreemem(msg);
+        return ferry__err(err, FERRY_EINVAL, "database: bad %s: %s", uri ? "URL" : "conninfo", why);
+    }
+    int ports = ports_ok(option(o, "port"));
+    PQconninfoFree(o);
+    if (!ports)
+        return ferry__err(err, FERRY_EINVAL, "database: the port is not a number%s",
+                          uri ? " (a '/' in a password must be written %2F)" : "");
+    return 0;
+}
+
+/* Append printable(s) to out[*k..cap). */
+static void put(char *out, size_t cap, size_t *k, const char *s) {
+    char shown[256];
+    ferry__printable(s, shown, sizeof shown);
+    int n = snprintf(out + *k, cap - *k, "%s", shown);
+    if (n > 0) *k = *k + (size_t)n < cap ? *k + (size_t)n : cap - 1;
+}
+
+const char *ferry__pg_url_display(const char *url, char *out, size_t cap) {
+    if (!url || !*url) {
+        snprintf(out, cap, "(libpq defaults)");
+        return out;
+    }
+    PQconninfoOption *o = PQconninfoParse(url, NULL);
+    if (!o) {
+        snprintf(out, cap, "(not parsable)");
+        return out;
+    }
+    const char *user = option(o, "user"), *host = option(o, "host"), *port = option(o, "port");
+    const char *dbname = option(o, "dbname");
+    if (!host) host = option(o, "hostaddr");
+    /* a dbname that is itself a URL or conninfo may hold a password of its own */
+    if (dbname && (strchr(dbname, '=') || strstr(dbname, "://"))) dbname = "(conninfo)";
+    size_t k = 0;
+    out[0] = '\0';
+    if (user) {
+        put(out, cap, &k, user);
+        put(out, cap, &k, "@");
+    }
+    put(out, cap, &k, host ? host : "(default host)");
+    if (port) {
+        put(out, cap, &k, ":");
+        put(out, cap, &k, port);
+    }
+    if (dbname) {
+        put(out, cap, &k, "/");
+        put(out, cap, &k, dbname);
+    }
+    PQconninfoFree(o);
+    return out;
+}
+
+/* Replace every occurrence of secret[0..n) in msg with "***" (never longer: n >= 3). */
+static void mask(char *msg, const char *secret, size_t n) {
+    if (n < 3) return; /* masking one or two bytes would garble every message */
+    char *p;
+    while ((p = strstr(msg, secret)) != NULL) {
+        memcpy(p, "***", 3);
+        memmove(p + 3, p + n, strlen(p + n) + 1);
+    }
+}
+
+static void mask_len(char *msg, const char *secret, size_t n) {
+    char piece[1024];
+    if (n >= sizeof piece) n = sizeof piece - 1;
+    memcpy(piece, secret, n);
+    piece[n] = '\0';
+    mask(msg, piece, n);
+}
+
+void ferry__pg_url_mask(const char *url, char *msg) {
+    if (!url || !*url || !msg) return;
+    PQconninfoOption *o = PQconninfoParse(url, NULL);
+    const char *pw = o ? option(o, "password") : NULL;
+    if (pw) mask(msg, pw, strlen(pw));
+    PQconninfoFree(o);
+    if (is_uri(url)) { /* the password as written, percent-encoded */
+        const char *rest = uri_rest(url), *at = strchr(rest, '@');
+        const char *colon = at ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
+        if (colon) mask_len(msg, colon + 1, (size_t)(at - colon - 1));
+    }
+}
