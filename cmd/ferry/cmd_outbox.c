@@ -221,7 +221,7 @@ static const cmd_spec migrate_spec = {
     "Migrations are versioned and recorded in <schema>.ferry_schema_migrations. All pending\n"
     "ones run in one transaction under an advisory lock, so replicas may all run\n"
     "`ferry migrate` at start-up: one applies, the others wait and find nothing to do.\n"
-    "Tables an application created from the seeds are adopted (columns are only added).\n",
+    "Tables an application created itself are adopted (columns are only added).\n",
     0,
     0,
     0};

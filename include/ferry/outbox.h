@@ -8,8 +8,8 @@
  * published and commits. A crash between adding jobs and committing republishes the rows:
  * duplicates (absorbed by jobId while the job exists, by inboxes after), never losses.
  *
- * Tables (created and upgraded by ferry_outbox_migrate / `ferry migrate`, column names as
- * in the seeds): outbox_events, processed_messages, dead_letters (+ dead_letter_redrives),
+ * Tables (created and upgraded by ferry_outbox_migrate / `ferry migrate`, column names that
+ * applications commonly use): outbox_events, processed_messages, dead_letters (+ dead_letter_redrives),
  * ferry_tasks and the version table ferry_schema_migrations, all in one schema (default
  * "public"). Needs PostgreSQL 13 or later.
  *
@@ -72,7 +72,7 @@ typedef struct ferry_migrate_options {
  * takes a transaction-level advisory lock (per schema), so any
  * number of replicas may call this at once: one applies, the others wait and then find
  * nothing to do. Each applied version is recorded in <schema>.ferry_schema_migrations.
- * Idempotent; the SQL adopts tables an application created from the seeds (CREATE ... IF
+ * Idempotent; the SQL adopts tables an application created itself with these columns (CREATE ... IF
  * NOT EXISTS, ADD COLUMN IF NOT EXISTS).
  * `conn` must be connected and idle (no open transaction); it is left idle. *applied (may
  * be NULL) receives the number of migrations applied (or pending, for a dry run).
@@ -94,7 +94,7 @@ typedef struct ferry_outbox_event {
     const char *topic;        /* required: 1..255 bytes of UTF-8 without whitespace, control
                                  characters or '#' (what a routes file can name) */
     const char *aggregate_id; /* required: UUID text (the column is uuid NOT NULL) */
-    /* required: one JSON value (an object, as in the seeds) that PostgreSQL's jsonb
+    /* required: one JSON value (an object, usually) that PostgreSQL's jsonb
      * accepts, which is stricter than JSON: no \u0000 escape, no lone UTF-16 surrogate
      * escape (\uD800-\uDBFF must be followed by \uDC00-\uDFFF), numbers within
      * numeric's range (below 10^131072, at most 16383 digits after the decimal point

@@ -1,6 +1,6 @@
 /* envelope.c - encoding the outbox job envelope. Strings are escaped the way JSON.stringify
  * does (\" \\ \b \f \n \r \t, other control characters as \u00xx) and the payload is copied
- * without insignificant blanks, so a Node consumer sees what the seeds' relay (which parses
+ * without insignificant blanks, so a Node consumer sees what a Node relay (which parses
  * the jsonb and stringifies it again) would have written. */
 #include "outbox/envelope.h"
 

@@ -1,4 +1,4 @@
-/* envelope.h - the job data the relay writes for an outbox event, as the seeds define it:
+/* envelope.h - the job data the relay writes for an outbox event, the shape Node consumers expect:
  *     {"eventId":"<id>","traceId":"<trace>","payload":<payload>}
  * (traceId left out when the row has none, as JSON.stringify drops undefined). Pure,
  * thread-safe. */

@@ -1,5 +1,5 @@
 /* test_outbox.c - the outbox against real PostgreSQL and Redis: migrations (concurrent,
- * idempotent, adopting a seeds-made table), the append API inside the caller's transaction,
+ * idempotent, adopting a table the application made), the append API inside the caller's transaction,
  * and the real `ferry relay` binary: commit -> job, rollback -> nothing, fan-out, the
  * envelope, NOTIFY wake-up (poll interval set far beyond the test's waits), unknown topics
  * left and reported, oversized rows quarantined, `ferry outbox status`, bad routes files,
@@ -74,7 +74,7 @@ static void test_migrate_concurrent_and_idempotent(void **state) {
     PQclear(ob_sql(db, "DROP SCHEMA %s CASCADE", schema));
 }
 
-/* An application made the seeds' table (and index) itself; migrate adopts it. */
+/* An application made the table (and index) itself; migrate adopts it. */
 static void test_migrate_adopts_seed_table(void **state) {
     (void)state;
     char schema[32];
@@ -283,7 +283,7 @@ static void test_relay_end_to_end(void **state) {
     const char *schema = ob_schema(db);
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
-    const char *routes = ob_file("seed.routes", OB_SEED_ROUTES);
+    const char *routes = ob_file("seed.routes", OB_SHOP_ROUTES);
     ob_relay rl;
     /* Poll interval 1 hour: every delivery below within the test's waits is a NOTIFY wake-up. */
     ob_relay_start(&rl, schema, prefix, routes,
@@ -418,7 +418,7 @@ static void test_relay_refuses_to_start(void **state) {
     snprintf(want, sizeof want, "%s:3: topic 'order.cancelled' has no targets", bad);
     if (!ob_relay_log_contains(&rl, want)) OB_FAIL_LOG(&rl, "message lacks '%s'", want);
 
-    const char *good = ob_file("good.routes", OB_SEED_ROUTES);
+    const char *good = ob_file("good.routes", OB_SHOP_ROUTES);
     ob_relay_start(&rl, "no_such_schema_q", testenv_prefix(), good, NULL, NULL);
     assert_int_equal(ob_relay_wait(&rl, 20000), 3);
     if (!ob_relay_log_contains(&rl, "run `ferry migrate`")) OB_FAIL_LOG(&rl, "no hint to migrate");
@@ -431,7 +431,7 @@ static void test_crash_before_commit_dedups(void **state) {
     const char *schema = ob_schema(db);
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
-    const char *routes = ob_file("crash.routes", OB_SEED_ROUTES);
+    const char *routes = ob_file("crash.routes", OB_SHOP_ROUTES);
     ob_insert_many(db, schema, "order.placed", 50);
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes, NULL,

@@ -396,8 +396,8 @@ static inline int ob_wait_count(PGconn *c, const char *sql, long long want, int 
     return ok;
 }
 
-/* Routes: the seeds' relay table. */
-#define OB_SEED_ROUTES                                                                             \
+/* Routes: a shop's relay table. */
+#define OB_SHOP_ROUTES                                                                             \
     "# topic          targets (queue:job-name)\n"                                                  \
     "order.placed     payments:capture-payment notifications:order-confirmation\n"                 \
     "payment.captured shipping:create-shipment loyalty:award-points\n"                             \

@@ -219,7 +219,7 @@ static void test_migration_list(void **state) {
     memset(big, 's', 64);
     big[64] = 0;
     assert_int_equal(ferry_outbox_migrations_sql(big, on_migration, &s, &e), FERRY_EINVAL);
-    /* the seeds' table, column for column */
+    /* an application-made table, column for column */
     const char *sql1 = NULL;
     for (size_t i = 0; i < ferry__migrations_count; i++)
         if (ferry__migrations[i].version == 1) sql1 = ferry__migrations[i].sql;

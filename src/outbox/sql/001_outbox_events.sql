@@ -1,5 +1,5 @@
 -- The outbox: one row per event, written in the application's own transaction.
--- Columns as in the seeds, so a table an application already made from them is adopted.
+-- Columns as applications commonly make them, so a table an application already made is adopted.
 CREATE TABLE IF NOT EXISTS @SCHEMA@.outbox_events (
   id            uuid        PRIMARY KEY,
   topic         text        NOT NULL,
@@ -15,6 +15,6 @@ ALTER TABLE @SCHEMA@.outbox_events ADD COLUMN IF NOT EXISTS attempts int NOT NUL
 ALTER TABLE @SCHEMA@.outbox_events ADD COLUMN IF NOT EXISTS last_error text;
 ALTER TABLE @SCHEMA@.outbox_events ADD COLUMN IF NOT EXISTS quarantined_at timestamptz;
 -- The relay reads unpublished rows oldest first: the partial index stays small however
--- large the table grows (same name as in the seeds, so an existing one is kept).
+-- large the table grows (an application's own index of this name is kept).
 CREATE INDEX IF NOT EXISTS outbox_unpublished ON @SCHEMA@.outbox_events (created_at)
   WHERE published_at IS NULL;

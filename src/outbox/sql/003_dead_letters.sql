@@ -1,4 +1,4 @@
--- Final job failures, as in the seeds (one row per queue and job id).
+-- Final job failures (one row per queue and job id).
 CREATE TABLE IF NOT EXISTS @SCHEMA@.dead_letters (
   id            uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
   queue         text        NOT NULL,

@@ -4,7 +4,7 @@
 -- relay). A second index on (created_at, id) beside it does not help: once the table has
 -- history, the planner expects small groups and still takes the narrower index and an
 -- incremental sort. So outbox_unpublished itself becomes (created_at, id), under the same
--- name, which the seeds' own CREATE INDEX IF NOT EXISTS then leaves alone; it still serves
+-- name, which an application's own CREATE INDEX IF NOT EXISTS then leaves alone; it still serves
 -- `ferry outbox status` (every unpublished row, quarantined ones included).
 -- Dropping an index takes an ACCESS EXCLUSIVE lock on the table and building it reads the
 -- table once (inserts wait meanwhile): instant on a new or small table, seconds on tens of
