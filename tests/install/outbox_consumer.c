@@ -3,8 +3,8 @@
  * together must be valid C99 (ferry/outbox.h once repeated libpq's PGconn typedef, a C11
  * feature), and ferry.pc / ferry::ferry must carry libpq's include directory and library.
  * Needs no server: the connection is refused at once (a socket directory that does not exist). */
-#include <libpq-fe.h>
 #include <ferry/ferry.h>
+#include <libpq-fe.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +28,8 @@ int main(void) {
     int rc = ferry_outbox_append(conn, NULL, &ev, id, &err);
     PQfinish(conn);
     if (rc != FERRY_ESTATE) {
-        fprintf(stderr, "outbox consumer: append returned %d (%s), want FERRY_ESTATE\n", rc, err.message);
+        fprintf(stderr, "outbox consumer: append returned %d (%s), want FERRY_ESTATE\n", rc,
+                err.message);
         return 1;
     }
     if (ferry_outbox_schema_version() < 1) {

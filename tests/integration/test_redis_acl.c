@@ -50,7 +50,7 @@ static void read_doc(void) {
     for (char *l = strtok(text + (sec - text), "\n"); l; l = strtok(NULL, "\n")) {
         if (strncmp(l, "ACL SETUSER ferry-", 18)) continue;
         char *save = NULL, *tok;
-        strtok_r(l, " ", &save); /* ACL */
+        strtok_r(l, " ", &save);    /* ACL */
         strtok_r(NULL, " ", &save); /* SETUSER */
         const char *user = strtok_r(NULL, " ", &save);
         int r = -1;
@@ -65,7 +65,8 @@ static void read_doc(void) {
     }
     free(text);
     for (int i = 0; i < ROLES; i++)
-        if (!lines[i].n) fail_msg("docs/redis-connection.md: no ACL line for ferry-%s", role_names[i]);
+        if (!lines[i].n)
+            fail_msg("docs/redis-connection.md: no ACL line for ferry-%s", role_names[i]);
 }
 
 /* ACL SETUSER <tag user> reset, then the role's documented rules with this test's password
@@ -94,14 +95,16 @@ static void set_user(const char *tag, int role, const char *without, int with_ex
             else if (!strcmp(t, "~bull:*"))
                 t = key_rule;
             else if (t[0] == '~')
-                fail_msg("docs: ferry-%s has a key pattern other than ~bull:*: %s", role_names[role], t);
+                fail_msg("docs: ferry-%s has a key pattern other than ~bull:*: %s",
+                         role_names[role], t);
             argv[argc++] = t;
         }
     }
     if (without && !dropped) fail_msg("docs: ferry-%s has no rule %s", role_names[role], without);
     redisReply *r = NULL;
     ferry_error e = {0};
-    if (ferry__conn_command_argv(rds, argc, argv, NULL, &r, &e)) fail_msg("ACL SETUSER: %s", e.message);
+    if (ferry__conn_command_argv(rds, argc, argv, NULL, &r, &e))
+        fail_msg("ACL SETUSER: %s", e.message);
     if (r->type != REDIS_REPLY_STATUS) fail_msg("ACL SETUSER %s: %s", user, r->str ? r->str : "?");
     freeReplyObject(r);
     int known = 0;
@@ -172,12 +175,14 @@ static int wait_or_dump(pid_t pid, int timeout_ms, const char *err_path) {
     long long deadline = cli_mono_ms() + timeout_ms;
     for (;;) {
         int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (cli_mono_ms() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             char *e = cli_slurp(err_path);
-            fail_msg("ferry (pid %d) still running after %d ms; stderr:\n%s", (int)pid, timeout_ms, e);
+            fail_msg("ferry (pid %d) still running after %d ms; stderr:\n%s", (int)pid, timeout_ms,
+                     e);
         }
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -200,11 +205,12 @@ static void test_producer(void **state) {
     CLI(r, "queue", "add", "aclq", "send", "{\"n\":1}", "--redis", u, "--prefix", prefix);
     ok_run(&r);
     CLI(r, "queue", "add", "aclq", "send", "{\"n\":2}", "--opts",
-        "{\"jobId\":\"acl-2\",\"priority\":3,\"attempts\":2,\"backoff\":{\"type\":\"fixed\",\"delay\":10}}",
+        "{\"jobId\":\"acl-2\",\"priority\":3,\"attempts\":2,\"backoff\":{\"type\":\"fixed\","
+        "\"delay\":10}}",
         "--redis", u, "--prefix", prefix);
     ok_run(&r);
-    CLI(r, "queue", "add", "aclq", "later", "{}", "--opts", "{\"delay\":600000}", "--redis", u, "--prefix",
-        prefix);
+    CLI(r, "queue", "add", "aclq", "later", "{}", "--opts", "{\"delay\":600000}", "--redis", u,
+        "--prefix", prefix);
     ok_run(&r);
     CLI(r, "queue", "counts", "aclq", "--json", "--redis", u, "--prefix", prefix);
     CLI_EXPECT(r, 0);
@@ -238,22 +244,25 @@ static void test_scheduler_and_worker(void **state) {
     set_user("producer", PRODUCER, NULL, 0);
     set_user("worker", WORKER, NULL, 0);
     cli_run r;
-    CLI(r, "scheduler", "upsert", "aclw", "tick", "--every", "300", "--data", "{\"tick\":1}", "--redis",
-        user_url("scheduler"), "--prefix", prefix);
+    CLI(r, "scheduler", "upsert", "aclw", "tick", "--every", "300", "--data", "{\"tick\":1}",
+        "--redis", user_url("scheduler"), "--prefix", prefix);
     ok_run(&r);
-    CLI(r, "scheduler", "list", "aclw", "--json", "--redis", user_url("scheduler"), "--prefix", prefix);
+    CLI(r, "scheduler", "list", "aclw", "--json", "--redis", user_url("scheduler"), "--prefix",
+        prefix);
     ok_run(&r);
-    CLI(r, "queue", "add", "aclw", "slow", "{\"n\":1}", "--redis", user_url("producer"), "--prefix", prefix);
+    CLI(r, "queue", "add", "aclw", "slow", "{\"n\":1}", "--redis", user_url("producer"), "--prefix",
+        prefix);
     ok_run(&r);
     /* the job outlives its 1 s lock (renewals) while stalled checks run every second; the
      * scheduler's iterations are processed too, each creating the next */
     char out[256], err[256];
     snprintf(out, sizeof out, "%s/worker.out", cli_tmpdir());
     snprintf(err, sizeof err, "%s/worker.err", cli_tmpdir());
-    pid_t pid = cli_start(CLI_ARGV("worker", "aclw", "--redis", user_url("worker"), "--prefix", prefix,
-                                   "--lock-duration", "1000", "--stalled-interval", "1000", "--max-jobs", "4",
-                                   "--", "/bin/sh", "-c", "cat >/dev/null; sleep 1.5; echo 1"),
-                          NULL, NULL, out, err);
+    pid_t pid =
+        cli_start(CLI_ARGV("worker", "aclw", "--redis", user_url("worker"), "--prefix", prefix,
+                           "--lock-duration", "1000", "--stalled-interval", "1000", "--max-jobs",
+                           "4", "--", "/bin/sh", "-c", "cat >/dev/null; sleep 1.5; echo 1"),
+                  NULL, NULL, out, err);
     int code = wait_or_dump(pid, 30000, err);
     char *e = cli_slurp(err);
     if (code != 0) fail_msg("worker exit %d: %s", code, e);
@@ -267,12 +276,15 @@ static void test_scheduler_and_worker(void **state) {
     /* with the optional additions nothing at all is refused */
     reset_log();
     set_user("worker", WORKER, NULL, 1);
-    CLI(r, "queue", "add", "aclw", "one", "{}", "--redis", user_url("producer"), "--prefix", prefix);
+    CLI(r, "queue", "add", "aclw", "one", "{}", "--redis", user_url("producer"), "--prefix",
+        prefix);
     ok_run(&r);
-    CLI(r, "worker", "aclw", "--redis", user_url("worker"), "--prefix", prefix, "--max-jobs", "1", "--", "/bin/cat");
+    CLI(r, "worker", "aclw", "--redis", user_url("worker"), "--prefix", prefix, "--max-jobs", "1",
+        "--", "/bin/cat");
     ok_run(&r);
     assert_string_equal(refusals("worker"), "");
-    CLI(r, "scheduler", "remove", "aclw", "tick", "--redis", user_url("scheduler"), "--prefix", prefix);
+    CLI(r, "scheduler", "remove", "aclw", "tick", "--redis", user_url("scheduler"), "--prefix",
+        prefix);
     ok_run(&r);
 }
 
@@ -295,8 +307,8 @@ static void test_relay(void **state) {
     snprintf(out, sizeof out, "%s/relay.out", cli_tmpdir());
     snprintf(err, sizeof err, "%s/relay.err", cli_tmpdir());
     pid_t pid = cli_start(CLI_ARGV("relay", "--routes", routes, "--schema", schema, "--database",
-                                   testenv_require("DATABASE_URL"), "--redis", user_url("relay"), "--prefix",
-                                   prefix, "--poll-interval", "50"),
+                                   testenv_require("DATABASE_URL"), "--redis", user_url("relay"),
+                                   "--prefix", prefix, "--poll-interval", "50"),
                           NULL, NULL, out, err);
     int published = testenv_wait_until(job_exists, id, 15000);
     kill(pid, SIGTERM);
@@ -306,7 +318,9 @@ static void test_relay(void **state) {
     if (code != 0) fail_msg("relay exit %d: %s", code, e);
     assert_null(strstr(e, "NOPERM"));
     free(e);
-    assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NOT NULL", schema), 1);
+    assert_int_equal(
+        ob_ll(db, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NOT NULL", schema),
+        1);
     expect_only_optional_refusals("relay", RELAY);
 }
 
@@ -327,8 +341,8 @@ static void test_admin(void **state) {
     ok_run(&r);
     CLI(r, "queue", "concurrency", "acla", "2", "--redis", u, "--prefix", prefix);
     ok_run(&r);
-    CLI(r, "queue", "global-rate-limit", "acla", "--max", "5", "--duration", "1000", "--redis", u, "--prefix",
-        prefix);
+    CLI(r, "queue", "global-rate-limit", "acla", "--max", "5", "--duration", "1000", "--redis", u,
+        "--prefix", prefix);
     ok_run(&r);
     CLI(r, "queue", "rate-limit", "acla", "1000", "--redis", u, "--prefix", prefix);
     ok_run(&r);
@@ -368,7 +382,8 @@ static void test_missing_command_named(void **state) {
     set_user("noname", WORKER, "+client|setname", 0);
     CLI(r, "worker", "aclm", "--redis", user_url("noname"), "--prefix", prefix, "--", "/bin/cat");
     CLI_EXPECT(r, 1);
-    if (!strstr(r.err, "NOPERM") || !strstr(r.err, "client|setname")) fail_msg("unclear error: %s", r.err);
+    if (!strstr(r.err, "NOPERM") || !strstr(r.err, "client|setname"))
+        fail_msg("unclear error: %s", r.err);
     cli_run_free(&r);
 }
 
@@ -386,8 +401,8 @@ static void test_worker_reports_refusal(void **state) {
     char out[256], err[256];
     snprintf(out, sizeof out, "%s/noblock.out", cli_tmpdir());
     snprintf(err, sizeof err, "%s/noblock.err", cli_tmpdir());
-    pid_t pid = cli_start(CLI_ARGV("worker", "aclb", "--redis", user_url("noblock"), "--prefix", prefix, "--",
-                                   "/bin/cat"),
+    pid_t pid = cli_start(CLI_ARGV("worker", "aclb", "--redis", user_url("noblock"), "--prefix",
+                                   prefix, "--", "/bin/cat"),
                           NULL, NULL, out, err);
     int seen = testenv_wait_until(file_has_noperm, err, 15000);
     kill(pid, SIGTERM);
