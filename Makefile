@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test test-fast test-asan demo bench bench-relay install clean format
+.PHONY: all deps test test-fast test-asan demo bench bench-relay install uninstall clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -48,9 +48,15 @@ bench-relay: deps
 	@$(MAKE) --no-print-directory all
 	@bench/relay/run.sh $(BUILD)
 
-# PREFIX applies at install time too (the build directory may have been configured earlier)
+# PREFIX applies at install time too (the build directory may have been configured earlier);
+# DESTDIR is honoured. Quiet: one summary line instead of one per file (errors still show);
+# the list is $(BUILD)/install_manifest.txt, which `make uninstall` removes exactly.
 install: all
-	@cmake --install $(BUILD) --prefix $(PREFIX)
+	@cmake --install $(BUILD) --prefix "$(PREFIX)" >/dev/null
+	@echo "ferry install: $$(grep -c "" $(BUILD)/install_manifest.txt) files under $(DESTDIR)$(PREFIX) (listed in $(BUILD)/install_manifest.txt; make uninstall removes them)"
+
+uninstall:
+	@cmake -DMANIFEST=$(abspath $(BUILD))/install_manifest.txt -P cmake/uninstall.cmake
 
 clean:
 	@rm -rf $(BUILD) $(ASAN_BUILD)

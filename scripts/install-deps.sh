@@ -11,12 +11,14 @@ prog=install-deps.sh
 
 pkgs=(
     build-essential cmake pkg-config clang libclang-rt-14-dev llvm-14 tzdata
-    libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev libmicrohttpd-dev
-    libcurl4-openssl-dev
+    libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev
     redis-server redis-tools postgresql openssl ca-certificates locales
     iproute2 jq
 )
-# (iproute2: `ss`, with which scripts/lib.sh finds free ports; jq: bench/run.sh. Both are
+# Only what the build, the tests and the scripts use today; a library is added with the code
+# that links it. (tzdata: the scheduler's IANA zones; locales: the comma-decimal locale
+# test_numtext compiles; ca-certificates: npm's registry over TLS.
+# iproute2: `ss`, with which scripts/lib.sh finds free ports; jq: bench/run.sh. Both are
 # missing from minimal images such as containers and debootstrap --variant=minbase.
 # llvm-14: llvm-symbolizer, without which sanitizer reports have no function names and the
 # LeakSanitizer suppressions, which match names, do not apply.)

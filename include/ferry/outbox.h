@@ -26,13 +26,15 @@
 #include "common.h"
 #include "redis.h"
 
+/* libpq's PGconn, from libpq's own header: a second typedef of it here would be an error in
+ * C99 (-Wpedantic) when a program includes <libpq-fe.h> too. Programs including ferry.h
+ * therefore need libpq's include directory; `pkg-config --cflags ferry` (Requires: libpq)
+ * and the CMake package's ferry::ferry target carry it. */
+#include <libpq-fe.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* libpq's connection type (include <libpq-fe.h> to use it). Declared here, with libpq's own
- * tag, so this header needs no libpq include path; C11 allows the repeated typedef. */
-typedef struct pg_conn PGconn;
 
 #define FERRY_OUTBOX_DEFAULT_SCHEMA "public"
 #define FERRY_OUTBOX_SCHEMA_MAX 63                      /* bytes (PostgreSQL NAMEDATALEN - 1) */
