@@ -24,18 +24,20 @@
 #include "commands.h"
 #include "exec_job.h"
 #include "jsonw.h"
+#include "logline.h"
 #include "queue/job_opts.h"
 #include "queue/json_text.h"
 #include "signals.h"
 #include "util/printable.h"
 #include "worker/worker_internal.h"
+#include "worker_log.h"
 
 extern char **environ;
 
 typedef struct worker_opts {
     long long concurrency, lock_duration, job_timeout, kill_grace, max_stalled, stalled_interval,
         shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
-        max_started, retry_later_default, lanes;
+        max_started, retry_later_default, lanes, connect_timeout;
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
     const char *pass_env; /* the last --pass-env; all of them: pass_env_names() */
 } worker_opts;
@@ -98,7 +100,11 @@ static const opt_def worker_defs[] = {
      FERRY_RETRY_AFTER_MAX_MS,
      "Delay for exit 118 when the command gives no delay hint (default 5000)."},
     {"log-format", OPT_STRING, "F", offsetof(worker_opts, log_format), 0, 0,
-     "Per-job outcome lines on stderr: text (default), json (one object per line) or none."},
+     "Per-job outcome lines on stderr: text (default), json (one object per line, with a "
+     "\"time\" member) or none. Other lines are text with a timestamp in either case."},
+    {"connect-timeout", OPT_INT, "MS", offsetof(worker_opts, connect_timeout), 1, 30 * DAY_MS,
+     "At start, how long to keep trying to reach Redis (refused, timed out, still loading) "
+     "before exiting 1. Default: forever (tries 100 ms apart, doubling to 5 s)."},
     {"pass-env", OPT_STRING, "NAME", offsetof(worker_opts, pass_env), 0, 0,
      "Keep the credential variable NAME (REDIS_URL, DATABASE_URL, PGPASSWORD or FERRY_*_URL) "
      "in the commands' environment, which otherwise lacks them. Repeatable."},
@@ -138,6 +144,10 @@ static const cmd_spec worker_spec = {
     "line per job outcome goes to stderr (--log-format; never job data or return values).\n"
     "CMD must be an executable file (by path or in PATH) when the worker starts, else\n"
     "exit 2; a run that cannot start it later fails the job as 75 would.\n"
+    "Every line the worker writes itself starts with the time (UTC, ms). At start it waits\n"
+    "for Redis: each failed try is logged and retried (--connect-timeout bounds it); a\n"
+    "wrong password, a TLS failure or a refused command exits 1 at once. Once running, a\n"
+    "lost Redis is logged once, and once again when it is back.\n"
     "SIGTERM/SIGINT/SIGHUP: stop fetching, let running jobs finish, exit 0. A second signal\n"
     "sends SIGTERM to the running commands, a third SIGKILL; their jobs go back to the\n"
     "queue without spending an attempt (unless the command still exits 0). While still\n"
@@ -535,9 +545,10 @@ static ferry_outcome handle_job(ferry_job *job, void *userdata) {
 }
 
 /* Print one outcome line: the library's record, plus how the command ended when this
- * worker ran it. Text lines carry the "ferry worker: " prefix of the worker's other lines;
- * JSON lines are bare objects so a log shipper can parse them. One fprintf per line
- * (stderr is unbuffered: one write, not interleaved with other threads' lines). */
+ * worker ran it. Text lines carry the timestamp and "ferry worker: " prefix of the worker's
+ * other lines (logline); JSON lines are bare objects with a leading "time" member
+ * (logline_json) so a log shipper can parse them. One fprintf per line (stderr is
+ * unbuffered: one write, not interleaved with other threads' lines). */
 static void print_job_log(const exec_worker *xw, const ferry_job_log *rec, const char *status) {
     char buf[2048], *heap = NULL;
     const char *line = buf;
@@ -548,14 +559,18 @@ static void print_job_log(const exec_worker *xw, const ferry_job_log *rec, const
         line = heap;
     } /* else (no memory) print the truncated line: losing a log line is worse */
     size_t n = strlen(line);
-    if (!status)
-        fprintf(stderr, "%s%s\n", json ? "" : "ferry worker: ", line);
-    else if (!json)
-        fprintf(stderr, "ferry worker: %s status=%s\n", line, status);
-    else if (n && line[n - 1] == '}') /* status is plain ASCII (exit:N, timeout, ...) */
-        fprintf(stderr, "%.*s,\"status\":\"%s\"}\n", (int)(n - 1), line, status);
-    else
-        fprintf(stderr, "%s\n", line);
+    if (!json) {
+        logline("worker", "%s%s%s", line, status ? " status=" : "", status ? status : "");
+    } else if (status && n && line[n - 1] == '}') {
+        /* status is plain ASCII (exit:N, timeout, ...) */
+        size_t cap = n + strlen(status) + 16;
+        char *obj = malloc(cap);
+        if (obj) snprintf(obj, cap, "%.*s,\"status\":\"%s\"}", (int)(n - 1), line, status);
+        logline_json(obj ? obj : line);
+        free(obj);
+    } else {
+        logline_json(line);
+    }
     free(heap);
 }
 
@@ -574,14 +589,19 @@ static void on_job_log(const ferry_job_log *rec, void *userdata) {
 
 static void on_stalled(const char *job_id, void *userdata) {
     exec_worker *xw = userdata;
-    char id[128];
-    printable(id, sizeof id, job_id);
-    fprintf(stderr, "ferry worker: queue=%s id=%s stalled (moved back to wait)\n", xw->queue, id);
+    char id[256], q[256];
+    logline("worker", "queue=%s id=%s stalled (moved back to wait)",
+            ferry__printable(xw->queue, q, sizeof q), ferry__printable(job_id, id, sizeof id));
 }
 
 static void on_error(const ferry_error *err, void *userdata) {
     exec_worker *xw = userdata;
-    cli_report(&worker_spec, xw->conn, "error", err);
+    worker_log_report(&worker_spec, xw->conn, "error", err);
+}
+
+static void on_notice(const ferry_worker_notice *n, void *userdata) {
+    (void)userdata;
+    worker_log_notice(n);
 }
 
 /* ---- signals ------------------------------------------------------------------------------ */
@@ -595,15 +615,13 @@ static void on_signal(int sig, int count, void *userdata) {
     if (connecting && ferry__worker_abort_start(xw->w)) {
         /* ferry_worker_start is still connecting (it may wait out the command timeout) and
          * will now launch no thread: no job was taken, so leave at once */
-        fprintf(stderr, "ferry worker: %s received while connecting: exiting, no job was taken\n",
+        logline("worker", "%s received while connecting: exiting, no job was taken",
                 cli_signame(sig));
-        fflush(stderr);
         _exit(CLI_EXIT_OK);
     }
     if (count == 1) {
-        fprintf(stderr,
-                "ferry worker: %s received: finishing running jobs (up to %lld ms; send "
-                "again to stop them)\n",
+        logline("worker",
+                "%s received: finishing running jobs (up to %lld ms; send again to stop them)",
                 cli_signame(sig), xw->o->shutdown_timeout);
         request_stop(xw);
     } else {
@@ -611,8 +629,8 @@ static void on_signal(int sig, int count, void *userdata) {
         xw->shutdown_kill = 1;
         pthread_mutex_unlock(&xw->lock);
         int n = exec_kill_all(count == 2 ? SIGTERM : SIGKILL);
-        fprintf(stderr, "ferry worker: %s received again: sent %s to %d running command%s\n",
-                cli_signame(sig), count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
+        logline("worker", "%s received again: sent %s to %d running command%s", cli_signame(sig),
+                count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
     }
 }
 
@@ -711,14 +729,12 @@ static void wait_for_stop(exec_worker *xw) {
     while (!xw->stop_requested) {
         const worker_opts *o = xw->o;
         if (o->max_jobs && xw->runs_stored >= (unsigned long long)o->max_jobs) {
-            fprintf(stderr,
-                    "ferry worker: ran %llu job%s, outcomes stored (--max-jobs), stopping\n",
+            logline("worker", "ran %llu job%s, outcomes stored (--max-jobs), stopping",
                     xw->runs_stored, xw->runs_stored == 1 ? "" : "s");
             break;
         }
         if (o->idle_exit && xw->running == 0 && mono_ms() - xw->last_activity >= o->idle_exit) {
-            fprintf(stderr, "ferry worker: idle for %lld ms (--idle-exit), stopping\n",
-                    o->idle_exit);
+            logline("worker", "idle for %lld ms (--idle-exit), stopping", o->idle_exit);
             break;
         }
         struct timespec ts;
@@ -731,6 +747,46 @@ static void wait_for_stop(exec_worker *xw) {
         pthread_cond_timedwait(&xw->cond, &xw->lock, &ts);
     }
     pthread_mutex_unlock(&xw->lock);
+}
+
+/* ferry_worker_start, waiting for Redis to come up: a failure that passes by itself
+ * (ferry_worker_start_retryable: refused, timed out, still loading) is logged and tried
+ * again 100 ms later, doubling to 5 s (jittered), until `timeout_ms` (--connect-timeout;
+ * 0 = forever) has passed; any other failure (wrong password, TLS, a refused command, bad
+ * options) ends it at once. A stop signal meanwhile exits at once (on_signal: no lane
+ * thread was launched, no job taken). Returns 0 once started, else the exit code, the
+ * failure reported: CLI_EXIT_RUNTIME when Redis could not be reached in time, as for any
+ * connect failure. */
+static int start_waiting(ferry_worker *w, const cli_conn *conn, long long timeout_ms,
+                         ferry_error *err) {
+    long long t0 = mono_ms();
+    for (int attempt = 1;; attempt++) {
+        if (ferry_worker_start(w, err) == 0) {
+            if (attempt > 1)
+                logline("worker", "redis %s: connected at attempt %d, after %lld ms", conn->host,
+                        attempt, mono_ms() - t0);
+            return 0;
+        }
+        if (!ferry_worker_start_retryable(err))
+            return worker_log_report(&worker_spec, conn, NULL, err);
+        long long waited = mono_ms() - t0;
+        char what[128];
+        if (timeout_ms && waited >= timeout_ms) {
+            snprintf(what, sizeof what,
+                     "cannot connect within --connect-timeout %lld ms (%d attempt%s)", timeout_ms,
+                     attempt, attempt == 1 ? "" : "s");
+            worker_log_report(&worker_spec, conn, what, err);
+            return CLI_EXIT_RUNTIME;
+        }
+        long long delay = ferry__reconnect_delay_ms(attempt);
+        if (timeout_ms && delay > timeout_ms - waited) delay = timeout_ms - waited;
+        snprintf(what, sizeof what, "connect attempt %d failed, retrying in %lld ms", attempt,
+                 delay);
+        worker_log_report(&worker_spec, conn, what, err);
+        struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
 }
 
 static int worker_main(int argc, char **argv) {
@@ -761,6 +817,9 @@ static int worker_main(int argc, char **argv) {
     else if (o.log_format && strcmp(o.log_format, "text"))
         return opts_usage_error(&worker_spec, "--log-format: expected text, json or none, got '%s'",
                                 o.log_format);
+    /* each try, and later reconnects, give up connecting within --connect-timeout too */
+    if (o.connect_timeout && o.connect_timeout < conn.redis.connect_timeout_ms)
+        conn.redis.connect_timeout_ms = (int)o.connect_timeout;
     if (o.name && (!*o.name || strlen(o.name) > 256))
         return opts_usage_error(&worker_spec, "--name: expected 1 to 256 bytes, got %zu",
                                 strlen(o.name));
@@ -796,7 +855,7 @@ static int worker_main(int argc, char **argv) {
      * reading stdin). Children get an empty mask (exec_job.c). */
     cli_signals_block();
     if (build_base_env(&xw)) {
-        fprintf(stderr, "ferry worker: out of memory\n");
+        logline("worker", "out of memory");
         free(pass);
         return CLI_EXIT_RUNTIME;
     }
@@ -824,56 +883,58 @@ static int worker_main(int argc, char **argv) {
     wo.callbacks.job_log = on_job_log;
     wo.callbacks.stalled = on_stalled;
     wo.callbacks.error = on_error;
+    wo.callbacks.notice = on_notice;
     wo.userdata = &xw;
     ferry_worker *w = NULL;
     ferry_error err = {0};
     cli_signals sigs = {0};
     if (ferry_worker_create(queue, &wo, handle_job, &xw, &w, &err) != 0) {
         w = NULL;
-        rc = cli_report(&worker_spec, &conn, NULL, &err);
+        rc = worker_log_report(&worker_spec, &conn, NULL, &err);
         goto out;
     }
     xw.w = w;
     if (cli_signals_start(&sigs, on_signal, &xw) != 0) {
-        fprintf(stderr, "ferry worker: cannot start the signal thread\n");
+        logline("worker", "cannot start the signal thread");
         rc = CLI_EXIT_RUNTIME;
         goto out;
     }
-    int start_rc = ferry_worker_start(w, &err);
+    int start_rc = start_waiting(w, &conn, o.connect_timeout, &err);
     pthread_mutex_lock(&xw.lock);
     xw.start_returned = 1;
     pthread_mutex_unlock(&xw.lock);
     if (start_rc != 0) {
-        rc = cli_report(&worker_spec, &conn, NULL, &err);
+        rc = start_rc;
         goto out;
     }
-    char limiter[64] = "";
+    char limiter[64] = "", qshown[512], cshown[512], pshown[512];
     if (o.limiter_max)
         snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o.limiter_max,
                  o.limiter_duration);
-    fprintf(stderr,
-            "ferry worker: queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s "
-            "started\n",
-            queue, conn.host, conn.prefix, o.concurrency, ferry_worker_lanes(w), limiter, cmd[0]);
+    ferry__printable(queue, qshown, sizeof qshown);
+    logline("worker", "queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s started",
+            qshown, conn.host, ferry__printable(conn.prefix, pshown, sizeof pshown),
+            o.concurrency, ferry_worker_lanes(w), limiter,
+            ferry__printable(cmd[0], cshown, sizeof cshown));
     wait_for_stop(&xw);
     ferry_worker_stop(w);
     if (ferry_worker_close(w, (int)o.shutdown_timeout) == FERRY_ETIMEDOUT) {
         int n = exec_kill_all(SIGKILL);
-        fprintf(stderr,
-                "ferry worker: shutdown timeout (%lld ms) passed; killed %d running command%s "
-                "(their jobs will be recovered as stalled)\n",
+        logline("worker",
+                "shutdown timeout (%lld ms) passed; killed %d running command%s (their jobs "
+                "will be recovered as stalled)",
                 o.shutdown_timeout, n, n == 1 ? "" : "s");
         /* Handler threads may still be inside the worker: do not free it, just leave. */
         w = NULL;
         rc = CLI_EXIT_RUNTIME;
     } else if (xw.handed_back) {
         /* after close: no handler runs any more */
-        fprintf(stderr,
-                "ferry worker: queue=%s stopped; %llu fetched job%s handed back without "
-                "running (--max-jobs, or a second stop signal)\n",
-                queue, xw.handed_back, xw.handed_back == 1 ? "" : "s");
+        logline("worker",
+                "queue=%s stopped; %llu fetched job%s handed back without running (--max-jobs, "
+                "or a second stop signal)",
+                qshown, xw.handed_back, xw.handed_back == 1 ? "" : "s");
     } else {
-        fprintf(stderr, "ferry worker: queue=%s stopped\n", queue);
+        logline("worker", "queue=%s stopped", qshown);
     }
 out:
     ferry_worker_free(w);

@@ -167,6 +167,37 @@ typedef struct ferry_job_log {
  * returns the length it needed (as snprintf: >= cap means truncated). Thread-safe. */
 FERRY_API size_t ferry_job_log_format(const ferry_job_log *rec, int json, char *buf, size_t cap);
 
+/* What a worker-wide notice is about (ferry_worker_notice.kind). */
+typedef enum ferry_worker_notice_kind {
+    /* The worker lost Redis: one of its connections broke, or a connection it had to renew
+     * could not be opened, while no other was known lost. One per outage for the whole
+     * worker, however many lanes, connections and failed reconnect attempts it has; the
+     * detail of each connection and attempt still goes to callbacks.error. */
+    FERRY_NOTICE_REDIS_LOST = 1,
+    /* Every connection known lost is open again: the outage begun by the last REDIS_LOST
+     * is over (down_ms). Follows each REDIS_LOST once, unless the worker is closed before
+     * Redis comes back. */
+    FERRY_NOTICE_REDIS_RESTORED = 2,
+    /* At start (on the thread in ferry_worker_start, before it returns): the server's
+     * maxmemory-policy is not `noeviction`, so a full Redis may evict job keys and lose
+     * jobs (BullMQ warns the same way). Not sent when the server does not say (INFO
+     * refused by an ACL). */
+    FERRY_NOTICE_EVICTION_POLICY = 3,
+} ferry_worker_notice_kind;
+
+/* A worker-wide notice (callbacks.notice). Every string is borrowed for the call. */
+typedef struct ferry_worker_notice {
+    ferry_worker_notice_kind kind;
+    /* One line of English text for a log, without a trailing newline; the queue name and
+     * any text from the server in it are escaped as by ferry_job_log_format's rules for
+     * control characters (\n, \xNN...), so it cannot forge a second line. Never holds a
+     * password. */
+    const char *message;
+    int code;           /* REDIS_LOST: the ferry_err of the failure that began it; else 0 */
+    long long down_ms;  /* REDIS_RESTORED: ms since the REDIS_LOST; else 0 */
+    const char *policy; /* EVICTION_POLICY: the policy as the server names it; else NULL */
+} ferry_worker_notice;
+
 /* Callbacks (all optional), called one at a time on a worker thread (see the top of this
  * file). `job` is valid only during the call. */
 typedef struct ferry_worker_callbacks {
@@ -179,6 +210,11 @@ typedef struct ferry_worker_callbacks {
     /* One call per job outcome once it is written to Redis (or refused): see
      * ferry_job_log. The CLI prints ferry_job_log_format lines to stderr. */
     void (*job_log)(const ferry_job_log *rec, void *userdata);
+    /* Worker-wide notices: Redis lost / back (one pair per outage), and at start a
+     * maxmemory-policy that may evict jobs (see ferry_worker_notice). Under the same rules
+     * as the other callbacks; the EVICTION_POLICY one runs on the thread calling
+     * ferry_worker_start. `n` is valid only during the call. */
+    void (*notice)(const ferry_worker_notice *n, void *userdata);
 } ferry_worker_callbacks;
 
 /* Special values of ferry_worker_options.max_stalled_count. */
@@ -249,13 +285,29 @@ FERRY_API int ferry_worker_create(const char *queue, const ferry_worker_options 
                                   ferry_worker **out, ferry_error *err);
 
 /* Connect and start the dispatcher and handler threads; returns once running. Fails
- * (connect errors) within the connect timeout. After a successful start, connection loss
- * is handled by reconnecting with capped backoff (reported through callbacks.error).
+ * (connect errors) within the connect timeout. Blocking (each lane's two connections are
+ * opened in turn, then INFO server and INFO memory are read). Once connected, a server
+ * whose maxmemory-policy is not noeviction gets a FERRY_NOTICE_EVICTION_POLICY notice,
+ * on the calling thread, before the threads start. After a successful start, connection
+ * loss is handled by reconnecting with capped backoff (reported through callbacks.error,
+ * and once per outage through callbacks.notice: REDIS_LOST, then REDIS_RESTORED).
  * Every lane connects before any lane starts a thread, so a start that failed to connect
  * took no job and may be tried again; after any other failure (no thread could be made),
  * or once ferry_worker_close was called, start fails with FERRY_ESTATE and the worker may
  * only be freed. */
 FERRY_API int ferry_worker_start(ferry_worker *w, ferry_error *err);
+
+/* Whether a failed ferry_worker_start is worth trying again later, for a program that
+ * waits for its Redis to come up: 1 for what passes by itself (connection refused or reset,
+ * a timeout, an unknown host - FERRY_EIO, FERRY_ETIMEDOUT - and a server still loading its
+ * data or busy: FERRY_EREDIS with LOADING, BUSY, MASTERDOWN or TRYAGAIN); 0 for what needs
+ * a change of configuration (FERRY_EAUTH: wrong password or user, SELECT refused;
+ * FERRY_ETLS: certificate or handshake failure; FERRY_EINVAL; any other Redis error, such
+ * as an ACL refusing a command, also when the server closed the connection right after
+ * answering with it (an FERRY_EIO whose message quotes the answer); FERRY_ESTATE: the
+ * worker may not be started again) and for NULL. A server answering "ERR max number of
+ * clients reached" counts as passing. Pure, thread-safe. */
+FERRY_API int ferry_worker_start_retryable(const ferry_error *err);
 
 /* Ask the worker to stop fetching. Returns at once. Any thread. */
 FERRY_API void ferry_worker_stop(ferry_worker *w);

@@ -25,6 +25,7 @@
 #include "sched/scheduler_internal.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/printable.h"
 #include "worker/worker_internal.h"
 
 #define MAX_RATE_LIMIT_DELAY_MS 30000 /* BullMQ maximumRateLimitDelay */
@@ -49,10 +50,14 @@ static void report(ferry_worker *w, int code, const char *fmt, ...) {
     if (!w->cb.error) return;
     ferry_error e;
     e.code = code;
+    /* queue names, job ids and server replies may hold any bytes: escaped, so that a
+     * message is one line of text a log cannot be forged with */
+    char raw[FERRY_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    ferry__printable(raw, e.message, sizeof e.message);
     if (ferry__cb_enter(w) != 0) return;
     w->cb.error(&e, w->cb_ud);
     ferry__cb_leave(w);
@@ -133,11 +138,30 @@ static void conn_lost(ferry_worker *w, const ferry_error *e) {
     d->conn = NULL;
     d->reconnect_at = ferry__mono_ms(); /* first attempt at once */
     d->reconnect_failures = 0;
+    ferry__link_lost(w, &d->link_counted, e);
+}
+
+/* At the start of a turn: a connection that predates an outage (link.c) and that the
+ * server closed meanwhile is replaced before anything is sent on it, without counting
+ * as a loss; one still open is kept. */
+static void check_suspect(ferry_worker *w) {
+    ferry__disp *d = &w->d;
+    if (!d->conn || !ferry__link_suspect(w, d->conn_epoch)) return;
+    unsigned epoch = ferry__link_epoch(w);
+    if (!ferry__conn_check_idle_peer(d->conn)) {
+        d->conn_epoch = epoch;
+        return;
+    }
+    ferry__conn_close(d->conn);
+    d->conn = NULL;
+    d->reconnect_at = ferry__mono_ms();
+    d->reconnect_failures = 0;
 }
 
 static int reconnect(ferry_worker *w) {
     ferry__disp *d = &w->d;
     ferry_error e = {0};
+    unsigned epoch = ferry__link_epoch(w);
     int rc = ferry__conn_open(&w->redis, NULL, &d->conn, &e);
     if (rc != 0) {
         d->conn = NULL;
@@ -145,8 +169,11 @@ static int reconnect(ferry_worker *w) {
         d->reconnect_at = ferry__mono_ms() + ferry__reconnect_delay_ms(n);
         if ((n & (n - 1)) == 0 || n % 16 == 0)
             report(w, rc, "worker %s: reconnect attempt %d failed: %s", w->queue, n, e.message);
+        /* a connection replaced quietly (check_suspect) that cannot be renewed is lost */
+        ferry__link_lost(w, &d->link_counted, &e);
         return rc;
     }
+    ferry__link_back(w, &d->link_counted, &d->conn_epoch, epoch);
     d->reconnect_failures = 0;
     d->reported_broken = 0;
     d->drained = 0; /* jobs may have arrived while we were away */
@@ -661,6 +688,7 @@ ferry_job *ferry__lead(ferry_worker *w, int keep_one) {
         pthread_mutex_unlock(&w->mu);
 
         collect_done(w);
+        check_suspect(w);
         int64_t now = ferry__mono_ms();
         int ok = conn_ok(d), go = write_now(w, stopping);
         int send = ok && d->pending && now >= d->retry_at && go;
@@ -726,6 +754,7 @@ void *ferry__dispatcher_main(void *arg) {
             d->drained = 0;
             d->block_until = 0;
         }
+        check_suspect(w);
         int ok = conn_ok(d);
         if (stopping && d->nowned == 0 && (!w->waiter_busy || !ok || !w->bclient_id)) break;
 

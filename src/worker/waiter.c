@@ -18,6 +18,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/numtext.h"
+#include "util/printable.h"
 #include "worker/worker_internal.h"
 
 #define MAX_BLOCK_S 10.0
@@ -36,9 +37,12 @@ void ferry__worker_post_error(ferry_worker *w, const ferry_error *e) {
 static void post(ferry_worker *w, int code, const char *what, const char *msg) {
     ferry_error e;
     e.code = code;
-    /* precisions keep the parts inside the message buffer (a long queue name is cut) */
-    snprintf(e.message, sizeof e.message, "worker %.100s: blocking connection: %.64s%.300s",
-             w->queue, what, msg);
+    /* precisions keep the parts inside the message buffer (a long queue name is cut); the
+     * whole is escaped (queue names and server replies may hold any bytes) */
+    char raw[FERRY_ERROR_MESSAGE_MAX];
+    snprintf(raw, sizeof raw, "worker %.100s: blocking connection: %.64s%.300s", w->queue, what,
+             msg);
+    ferry__printable(raw, e.message, sizeof e.message);
     ferry__worker_post_error(w, &e);
 }
 
@@ -72,6 +76,7 @@ static int connect_blocking(ferry_worker *w) {
         if (leaving(w)) return -1;
         ferry_error e = {0};
         ferry_conn *c = NULL;
+        unsigned epoch = ferry__link_epoch(w);
         int rc = ferry__conn_open(&w->redis, w->bconn_name, &c, &e);
         if (rc == 0) {
             long long id = client_id(c);
@@ -79,8 +84,12 @@ static int connect_blocking(ferry_worker *w) {
             w->bconn = c;
             w->bclient_id = id;
             pthread_mutex_unlock(&w->mu);
+            ferry__link_back(w, &w->bconn_counted, &w->bconn_epoch, epoch);
             return 0;
         }
+        /* a connection replaced quietly (suspect, see wait_for_marker) that cannot be
+         * renewed is lost */
+        ferry__link_lost(w, &w->bconn_counted, &e);
         failures++;
         if ((failures & (failures - 1)) == 0 || failures % 16 == 0) {
             char what[64];
@@ -109,6 +118,16 @@ static void wait_for_marker(ferry_worker *w, long long block_until) {
             connect_blocking(w);
             return;
         }
+        if (ferry__link_suspect(w, w->bconn_epoch)) {
+            /* an outage began since it was opened (link.c): if the server closed it, open
+             * a new one quietly rather than count a second outage */
+            unsigned epoch = ferry__link_epoch(w);
+            if (ferry__conn_check_idle_peer(w->bconn)) {
+                drop_blocking(w);
+                continue;
+            }
+            w->bconn_epoch = epoch;
+        }
         long long now = (long long)ferry__now_ms();
         double timeout_s;
         if (block_until > 0) {
@@ -132,7 +151,10 @@ static void wait_for_marker(ferry_worker *w, long long block_until) {
         ferry_error e = {0};
         int rc = ferry__conn_command_argv(w->bconn, 3, argv, NULL, &r, &e);
         if (rc != 0) {
-            if (!leaving(w)) post(w, rc, "lost: ", e.message);
+            if (!leaving(w)) {
+                post(w, rc, "lost: ", e.message);
+                ferry__link_lost(w, &w->bconn_counted, &e);
+            }
             drop_blocking(w);
             continue;
         }

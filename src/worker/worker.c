@@ -68,7 +68,7 @@ void ferry__cb_leave(ferry_worker *w) {
 }
 
 static ferry__cbgate *cbgate_new(void) {
-    ferry__cbgate *g = malloc(sizeof *g);
+    ferry__cbgate *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     if (pthread_mutex_init(&g->mu, NULL) != 0) {
         free(g);
@@ -444,6 +444,7 @@ static int close_lanes(ferry_worker *w, int deadline_ms);
 
 /* Open a lane's two connections and probe the server. Nothing stays open on failure. */
 static int lane_connect(ferry_worker *w, ferry_error *err) {
+    w->d.conn_epoch = w->bconn_epoch = ferry__link_epoch(w);
     int rc = ferry__conn_open(&w->redis, NULL, &w->d.conn, err);
     if (rc == 0) rc = ferry__conn_open(&w->redis, w->bconn_name, &w->bconn, err);
     if (rc != 0) {
@@ -543,6 +544,8 @@ int ferry_worker_start(ferry_worker *w, ferry_error *err) {
             lane_disconnect(lanes[i]);
         return ferry__err(err, FERRY_ESTATE, "worker: stopped while connecting (no job taken)");
     }
+    /* once per start, not per lane: they all talk to the same server */
+    ferry__link_check_eviction(lanes[0], lanes[0]->d.conn);
     for (int i = 0; i < n; i++) {
         if (w->nlanes) set_started(lanes[i], 1);
         int rc = lane_launch(lanes[i], err);

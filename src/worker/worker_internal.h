@@ -39,11 +39,23 @@
 #define FERRY__EAGER_HANDLER_US 50
 
 /* The callback lock of one ferry_worker, shared by its lanes so that their callbacks run
- * one at a time too. Reference counted: each lane holds one and drops it when it is
- * destroyed (a lane may outlive the public handle while abandoned threads finish). */
+ * one at a time too, and the worker's view of its Redis link as a whole (link.c), which
+ * the lanes share for the same reason: one REDIS_LOST / REDIS_RESTORED pair per outage.
+ * Reference counted: each lane holds one and drops it when it is destroyed (a lane may
+ * outlive the public handle while abandoned threads finish). */
 typedef struct ferry__cbgate {
     pthread_mutex_t mu;
     atomic_int refs;
+    /* [mu] connections (of every lane) known lost and not open again yet; an outage is
+     * reported (REDIS_LOST sent, REDIS_RESTORED not yet) since down_since (mono ms) */
+    int link_nlost;
+    int link_down;
+    int64_t link_down_since;
+    /* Bumped when an outage begins. A connection opened (or checked) at an older epoch is
+     * suspect: the server may have closed it meanwhile without its owner noticing, so it
+     * is checked before its next use and, if closed, replaced without counting as a loss
+     * (else a connection that sat idle through the outage would start a second one). */
+    atomic_uint link_epoch;
 } ferry__cbgate;
 
 /* What the finish of a job does (decided by ferry__job_plan on the handler thread). */
@@ -133,6 +145,8 @@ typedef struct ferry__disp {
     int64_t last_io; /* mono ms of the last batch call (idle connections are checked) */
     int reconnect_failures;
     int reported_broken;
+    int link_counted;     /* this connection is counted in cbg->link_nlost (link.c) */
+    unsigned conn_epoch;  /* cbg->link_epoch when the connection was opened or checked */
 } ferry__disp;
 
 struct ferry_worker {
@@ -225,6 +239,8 @@ struct ferry_worker {
 
     ferry__disp d;     /* [disp] */
     ferry_conn *bconn; /* [wait] blocking connection */
+    int bconn_counted; /* [wait] counted in cbg->link_nlost, as d.link_counted */
+    unsigned bconn_epoch; /* [wait] as d.conn_epoch */
 };
 
 /* ---- job.c ---------------------------------------------------------------------- */
@@ -390,6 +406,27 @@ void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 /* Reconnect delay for the n-th consecutive failure: 100 ms doubling to 5 s, with jitter
  * (a uniformly random value in [d/2, d]). */
 int64_t ferry__reconnect_delay_ms(int failures);
+
+/* ---- link.c ---------------------------------------------------------------------- */
+
+/* A connection of lane w, not counted yet (*counted = 0), was found lost (e: why) or could
+ * not be renewed: count it (*counted = 1) and, if it is the first of an outage, bump the
+ * epoch and send REDIS_LOST. Any worker thread, holding no worker lock. */
+void ferry__link_lost(ferry_worker *w, int *counted, const ferry_error *e);
+/* A connection is open: record the epoch it belongs to in *epoch and, if it was counted,
+ * uncount it; the last one back ends the outage (REDIS_RESTORED). `epoch_at_open` is
+ * ferry__link_epoch() read before the connection was opened. */
+void ferry__link_back(ferry_worker *w, int *counted, unsigned *epoch, unsigned epoch_at_open);
+/* The current outage epoch. */
+unsigned ferry__link_epoch(const ferry_worker *w);
+/* Whether a connection opened at `epoch` must be checked before use (an outage began
+ * since). */
+int ferry__link_suspect(const ferry_worker *w, unsigned epoch);
+/* At start, on the calling thread: read the maxmemory policy over c (lane w's command
+ * connection) and send FERRY_NOTICE_EVICTION_POLICY if it may evict jobs. */
+void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c);
+/* ferry__printable copy of the queue name for messages (cut to fit out[cap]). */
+const char *ferry__worker_queue_shown(const ferry_worker *w, char *out, size_t cap);
 
 /* For a CLI stopping while ferry_worker_start may still be connecting (which can take the
  * whole command timeout): 1 when no lane thread was launched, and start will now launch none

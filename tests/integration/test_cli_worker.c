@@ -488,8 +488,9 @@ static void test_log_lines(void **state) {
 static void test_worker_unreachable_redis(void **state) {
     (void)state;
     cli_run r;
-    CLI(r, "worker", "q", "--redis", "redis://127.0.0.1:1", "--command-timeout", "2000", "--",
-        "/bin/true");
+    /* a worker waits for its Redis at start: --connect-timeout bounds that */
+    CLI(r, "worker", "q", "--redis", "redis://127.0.0.1:1", "--command-timeout", "2000",
+        "--connect-timeout", "500", "--", "/bin/true");
     CLI_EXPECT(r, 1);
     assert_non_null(strstr(r.err, "127.0.0.1:1"));
     cli_run_free(&r);

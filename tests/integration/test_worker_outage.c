@@ -325,6 +325,8 @@ static int teardown(void **state) {
             redisReply *r = NULL;
             if (ferry__conn_command(c, &r, &e, "CONFIG SET appendfsync everysec") == 0)
                 freeReplyObject(r);
+            if (ferry__conn_command(c, &r, &e, "CONFIG SET maxmemory-policy noeviction") == 0)
+                freeReplyObject(r);
             ferry__conn_close(c);
         }
         wt_fini(&T);
@@ -735,7 +737,190 @@ static void test_producer_first_add_after_restart(void **state) {
     }
 }
 
-/* ---- 4. the CLI exec worker ------------------------------------------------------------ */
+/* ---- 4. notices: one lost / back pair per outage, the eviction policy at start ---------- */
+
+typedef struct noticelog {
+    pthread_mutex_t mu;
+    int lost, restored, eviction;
+    int order_bad; /* a RESTORED without a LOST before it, or two LOSTs in a row */
+    int down;
+    long long down_ms;
+    char policy[64], last[FERRY_ERROR_MESSAGE_MAX];
+} noticelog;
+static noticelog N = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_notice(const ferry_worker_notice *n, void *ud) {
+    (void)ud;
+    pthread_mutex_lock(&N.mu);
+    snprintf(N.last, sizeof N.last, "%s", n->message);
+    if (strchr(n->message, '\n')) N.order_bad = 1;
+    if (n->kind == FERRY_NOTICE_REDIS_LOST) {
+        N.lost++;
+        N.order_bad |= N.down;
+        N.down = 1;
+    } else if (n->kind == FERRY_NOTICE_REDIS_RESTORED) {
+        N.restored++;
+        N.order_bad |= !N.down;
+        N.down = 0;
+        N.down_ms = n->down_ms;
+    } else if (n->kind == FERRY_NOTICE_EVICTION_POLICY) {
+        N.eviction++;
+        snprintf(N.policy, sizeof N.policy, "%s", n->policy ? n->policy : "");
+    }
+    pthread_mutex_unlock(&N.mu);
+}
+
+static void notices_reset(void) {
+    pthread_mutex_lock(&N.mu);
+    N.lost = N.restored = N.eviction = N.order_bad = N.down = 0;
+    N.down_ms = 0;
+    N.policy[0] = N.last[0] = 0;
+    pthread_mutex_unlock(&N.mu);
+}
+
+static int notices_restored(void *arg) {
+    return locked_int(&N.mu, &N.restored) >= *(int *)arg;
+}
+
+static int notices_lost(void *arg) {
+    return locked_int(&N.mu, &N.lost) >= *(int *)arg;
+}
+
+static int workers_blocked(void *arg) {
+    /* every lane's waiter in BZPOPMIN (only the first lane's is named: count them all) */
+    redisReply *r = wt_cmd(&T, "CLIENT LIST");
+    int n = 0;
+    for (char *p = r->str; (p = strstr(p, "cmd=bzpopmin")) != NULL; p++)
+        n++;
+    freeReplyObject(r);
+    return n >= *(int *)arg;
+}
+
+static ferry_worker *start_notice_worker(int lanes) {
+    ferry_worker_options o;
+    ferry_redis_options ro;
+    wt_options(&T, &o, &ro);
+    o.concurrency = 2 * lanes;
+    o.lanes = lanes;
+    /* the waiters time out and fetch every 300 ms; the stalled check (30 s) does not use
+     * the command connections during the outage, so they sit idle through it and are
+     * found closed only after Redis is back */
+    o.drain_delay_ms = 300;
+    o.callbacks.error = on_error;
+    o.callbacks.completed = on_completed;
+    o.callbacks.notice = on_notice;
+    return wt_start(&o, gate_handler, &H);
+}
+
+/* An idle two-lane worker across a Redis stop and start: one REDIS_LOST, then one
+ * REDIS_RESTORED, whatever its four connections and their retries do, and no second pair
+ * afterwards (the connections that sat idle through the outage are replaced quietly). */
+static void test_notice_one_pair_per_outage(void **state) {
+    (void)state;
+    notices_reset();
+    W = start_notice_worker(2);
+    int two = 2, one = 1;
+    wait_or_fail(workers_blocked, &two, 15000, "both lanes to block on the marker");
+    redis_ctl("stop");
+    wait_or_fail(notices_lost, &one, 15000, "the REDIS_LOST notice");
+    sleep_ms(1500); /* several failed reconnect attempts of every connection */
+    redis_ctl("start");
+    reopen_conn();
+    wait_or_fail(notices_restored, &one, 15000, "the REDIS_RESTORED notice");
+    char *id = wt_add(&T, "after", NULL, NULL);
+    WT_WAIT_ZCARD(&T, "completed", 1);
+    /* let every lane make calls on each of its connections again (drain delay 300 ms): a
+     * connection closed by the restart found only now must not start a second pair */
+    wait_or_fail(workers_blocked, &two, 15000, "both lanes to block on the marker again");
+    sleep_ms(2500);
+    pthread_mutex_lock(&N.mu);
+    int lost = N.lost, restored = N.restored, bad = N.order_bad;
+    long long down_ms = N.down_ms;
+    char last[FERRY_ERROR_MESSAGE_MAX];
+    snprintf(last, sizeof last, "%s", N.last);
+    pthread_mutex_unlock(&N.mu);
+    fprintf(stderr, "# notices: %d lost, %d restored (down %lld ms); last: %s\n", lost, restored,
+            down_ms, last);
+    assert_int_equal(lost, 1);
+    assert_int_equal(restored, 1);
+    assert_int_equal(bad, 0);
+    assert_true(down_ms >= 1500);
+    assert_non_null(strstr(last, "restored"));
+    free(id);
+}
+
+static void config_set_policy(const char *policy) {
+    redisReply *r = wt_cmd(&T, "CONFIG SET maxmemory-policy %s", policy);
+    if (r->type == REDIS_REPLY_ERROR) fail_msg("CONFIG SET maxmemory-policy: %s", r->str);
+    freeReplyObject(r);
+}
+
+/* A server that may evict keys gets one notice at start, before ferry_worker_start
+ * returns, naming the policy; noeviction none. */
+static void test_notice_eviction_policy(void **state) {
+    (void)state;
+    notices_reset();
+    config_set_policy("allkeys-lru");
+    ferry_worker *w = start_notice_worker(2);
+    pthread_mutex_lock(&N.mu);
+    int ev = N.eviction;
+    char policy[64], last[FERRY_ERROR_MESSAGE_MAX];
+    snprintf(policy, sizeof policy, "%s", N.policy);
+    snprintf(last, sizeof last, "%s", N.last);
+    pthread_mutex_unlock(&N.mu);
+    wt_stop(w);
+    config_set_policy("noeviction");
+    assert_int_equal(ev, 1); /* once, not once per lane */
+    assert_string_equal(policy, "allkeys-lru");
+    assert_non_null(strstr(last, "maxmemory-policy is allkeys-lru"));
+
+    notices_reset();
+    w = start_notice_worker(1);
+    wt_stop(w);
+    assert_int_equal(locked_int(&N.mu, &N.eviction), 0);
+}
+
+/* Which start failures a program waiting for Redis should retry. */
+static void test_start_retryable(void **state) {
+    (void)state;
+    const struct {
+        int code;
+        const char *msg;
+        int want;
+    } cases[] = {
+        {FERRY_EIO, "redis 127.0.0.1:1: connect: Connection refused", 1},
+        {FERRY_ETIMEDOUT, "redis 10.0.0.1:6379: connect: timed out", 1},
+        {FERRY_EREDIS, "redis h:1: SCRIPT LOAD addJob: LOADING Redis is loading the dataset", 1},
+        {FERRY_EREDIS, "redis h:1: PING: BUSY Redis is busy running a script", 1},
+        {FERRY_EREDIS, "redis h:1: PING: BUSYGROUP Consumer Group name already exists", 0},
+        {FERRY_EREDIS, "redis h:1: CLIENT SETNAME: NOPERM this user has no permissions", 0},
+        {FERRY_EAUTH, "redis h:1: AUTH refused: WRONGPASS invalid username-password pair", 0},
+        {FERRY_EIO,
+         "redis h:1: read: Connection reset by peer (after the server answered: WRONGPASS "
+         "invalid username-password pair or user is disabled.)",
+         0},
+        {FERRY_EIO,
+         "redis h:1: read: Connection reset by peer (after the server answered: LOADING Redis "
+         "is loading the dataset in memory)",
+         1},
+        {FERRY_EIO,
+         "redis h:1: read: end of stream (after the server answered: ERR max number of clients "
+         "reached)",
+         1},
+        {FERRY_ETLS, "redis h:1: TLS handshake: certificate verify failed: x", 0},
+        {FERRY_EINVAL, "worker: bad url", 0},
+        {FERRY_ESTATE, "worker: closed", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ferry_error e = {cases[i].code, ""};
+        snprintf(e.message, sizeof e.message, "%s", cases[i].msg);
+        if (ferry_worker_start_retryable(&e) != cases[i].want)
+            fail_msg("%s: expected %d", cases[i].msg, cases[i].want);
+    }
+    assert_int_equal(ferry_worker_start_retryable(NULL), 0);
+}
+
+/* ---- 5. the CLI exec worker ------------------------------------------------------------ */
 
 typedef struct log_arg {
     const char *path, *needle;
@@ -797,6 +982,9 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_producer_first_add_after_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_worker_sigterm_while_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_notice_one_pair_per_outage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_notice_eviction_policy, setup, teardown),
+        cmocka_unit_test(test_start_retryable),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     cli_tmpdir_remove();
