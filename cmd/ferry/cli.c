@@ -313,10 +313,8 @@ int cli_read_secret_file(const cmd_spec *spec, const char *opt, const char *path
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (S_ISREG(st.st_mode) && (st.st_mode & 077))
-        fprintf(stderr,
-                "ferry %s: warning: --%s: %s can be read by other users (mode %03o); "
-                "chmod 600 it\n",
-                spec->name, opt, shown, (unsigned)(st.st_mode & 0777));
+        opts_message(spec, "warning: --%s: %s can be read by other users (mode %03o); chmod 600 it",
+                     opt, shown, (unsigned)(st.st_mode & 0777));
     char *buf = malloc(CLI_SECRET_FILE_MAX + 2);
     if (!buf) {
         close(fd);

@@ -37,6 +37,7 @@ static const cmd_spec http_spec = {
     "  exec ferry http-outcome \"$status\" \"$retry_after\"\n",
     1,
     2,
+    0,
     0};
 
 /* STATUS: 1 to 3 ASCII digits (an HTTP status is three digits; curl prints 000 when no

@@ -34,7 +34,7 @@ static const opt_def show_defs[] = {
 };
 
 static const cmd_spec show_spec = {
-    "job show", "QUEUE ID", "Show everything stored about job ID of QUEUE.", NULL, 2, 2, 0};
+    "job show", "QUEUE ID", "Show everything stored about job ID of QUEUE.", NULL, 2, 2, 0, 0};
 
 static void print_ms(const char *label, long long ms) {
     if (ms < 0) {
@@ -140,6 +140,7 @@ static const cmd_spec remove_spec = {
     NULL,
     2,
     2,
+    0,
     0};
 
 static int job_remove(int argc, char **argv) {

@@ -224,6 +224,7 @@ static const cmd_spec migrate_spec = {
     "Tables an application created itself are adopted (columns are only added).\n",
     0,
     0,
+    0,
     0};
 
 static void print_migration(int version, const char *name, const char *sql, void *ud) {
@@ -354,7 +355,8 @@ static const cmd_spec relay_spec = {
     "(database or Redis unreachable, schema not migrated), 1 other failures.\n",
     0,
     0,
-    0};
+    0,
+    1};
 
 typedef struct fault_state {
     long long remaining;
@@ -522,6 +524,7 @@ static const cmd_spec status_spec = {
     NULL,
     0,
     0,
+    0,
     0};
 
 static const char *age_text(double s, char *buf, size_t cap) {
@@ -652,6 +655,7 @@ static const cmd_spec cleanup_spec = {
     "--older-than-days N",
     "Delete old published outbox rows now (what the relay's retention task does).",
     NULL,
+    0,
     0,
     0,
     0};

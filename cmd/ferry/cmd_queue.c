@@ -57,6 +57,7 @@ static const cmd_spec add_spec = {
     "upsert`: opts.repeat is refused.\n",
     2,
     3,
+    0,
     0};
 
 /* Most trailing whitespace accepted after DATA on stdin beyond the payload limit: it is
@@ -282,6 +283,7 @@ static const cmd_spec bulk_spec = {
     "Nothing is written to Redis before the first good line.\n",
     1,
     1,
+    0,
     0};
 
 /* The input, read line by line with a bounded buffer. */
@@ -463,6 +465,7 @@ static const cmd_spec counts_spec = {
     "when that list holds jobs.\n",
     1,
     1,
+    0,
     0};
 
 static int queue_counts(int argc, char **argv) {
@@ -530,9 +533,10 @@ static const cmd_spec pause_spec = {
     NULL,
     1,
     1,
+    0,
     0};
 static const cmd_spec resume_spec = {
-    "queue resume", "QUEUE", "Resume a paused QUEUE.", NULL, 1, 1, 0};
+    "queue resume", "QUEUE", "Resume a paused QUEUE.", NULL, 1, 1, 0, 0};
 
 static int pause_or_resume(const cmd_spec *spec, int pause, int argc, char **argv) {
     cli_conn conn = {0};
@@ -585,6 +589,7 @@ static const cmd_spec obliterate_spec = {
     "active jobs is refused (exit 1) unless --force is given.\n",
     1,
     1,
+    0,
     0};
 
 static int queue_obliterate(int argc, char **argv) {
@@ -665,6 +670,7 @@ static const cmd_spec rate_limit_spec = {
     "the limiter key's remaining time (-2 = no key, -1 = no expiry).\n",
     1,
     2,
+    0,
     0};
 
 static int queue_rate_limit(int argc, char **argv) {
@@ -746,6 +752,7 @@ static const cmd_spec concurrency_spec = {
     "No output when setting or removing.\n",
     1,
     2,
+    0,
     0};
 
 static int queue_concurrency(int argc, char **argv) {
@@ -828,6 +835,7 @@ static const cmd_spec global_rate_spec = {
     "`ferry queue rate-limit`. No output when setting or removing.\n",
     1,
     1,
+    0,
     0};
 
 static int queue_global_rate_limit(int argc, char **argv) {

@@ -72,6 +72,7 @@ static const cmd_spec upsert_spec = {
     "adds the next one.\n",
     2,
     2,
+    0,
     0};
 
 static int scheduler_upsert(int argc, char **argv) {
@@ -175,6 +176,7 @@ static const cmd_spec list_spec = {
     NULL,
     1,
     1,
+    0,
     0};
 
 static void iso_ms(long long ms, char *buf, size_t cap) {
@@ -355,6 +357,7 @@ static const cmd_spec remove_spec = {
     NULL,
     2,
     2,
+    0,
     0};
 
 static int scheduler_remove(int argc, char **argv) {

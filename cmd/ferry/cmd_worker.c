@@ -154,6 +154,7 @@ static const cmd_spec worker_spec = {
     "connecting at start, the first signal exits 0 at once (no job taken).\n",
     1,
     1,
+    1,
     1};
 
 /* ---- shared state ------------------------------------------------------------------------- */
@@ -913,9 +914,8 @@ static int worker_main(int argc, char **argv) {
                  o.limiter_duration);
     ferry__printable(queue, qshown, sizeof qshown);
     logline("worker", "queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s started",
-            qshown, conn.host, ferry__printable(conn.prefix, pshown, sizeof pshown),
-            o.concurrency, ferry_worker_lanes(w), limiter,
-            ferry__printable(cmd[0], cshown, sizeof cshown));
+            qshown, conn.host, ferry__printable(conn.prefix, pshown, sizeof pshown), o.concurrency,
+            ferry_worker_lanes(w), limiter, ferry__printable(cmd[0], cshown, sizeof cshown));
     wait_for_stop(&xw);
     ferry_worker_stop(w);
     if (ferry_worker_close(w, (int)o.shutdown_timeout) == FERRY_ETIMEDOUT) {

@@ -9,18 +9,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "logline.h"
 #include "queue/json_text.h"
 #include "queue/queue_internal.h"
 
 #define HELP_WIDTH 79
 #define HELP_INDENT 26
 
+static void vmessage(const cmd_spec *spec, const char *fmt, va_list ap) {
+    char text[2048];
+    vsnprintf(text, sizeof text, fmt, ap);
+    if (spec->timestamped)
+        logline(spec->name, "%s", text);
+    else
+        fprintf(stderr, "ferry %s: %s\n", spec->name, text);
+}
+
+void opts_message(const cmd_spec *spec, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(spec, fmt, ap);
+    va_end(ap);
+}
+
 int opts_usage_error(const cmd_spec *spec, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ferry %s: ", spec->name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vmessage(spec, fmt, ap);
     va_end(ap);
     return CLI_EXIT_USAGE;
 }

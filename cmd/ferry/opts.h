@@ -50,6 +50,8 @@ typedef struct cmd_spec {
     const char *details;  /* paragraphs after the options, or NULL; printed verbatim */
     int min_pos, max_pos; /* positional count before `--`; max -1 = unlimited */
     int wants_command;    /* 1: `-- CMD [ARGS...]` required after the positionals */
+    int timestamped;      /* 1: a long-running command (worker, relay): its messages, usage
+                             errors included, start with a timestamp (logline.h) */
 } cmd_spec;
 
 /* Result of parsing: positionals before `--` and the command after it. */
@@ -86,7 +88,10 @@ int opts_check_json(const char *text, size_t len, int want_object, char *msg, si
  * within long long. Returns 0 with *out set, else -1. Pure. */
 int opts_parse_ll(const char *text, long long *out);
 
-/* Print "ferry <cmd>: <formatted>" + newline to stderr. Returns CLI_EXIT_USAGE. */
+/* Print "ferry <cmd>: <formatted>" + newline to stderr (as one write; with the timestamp of
+ * logline.h first when spec->timestamped). opts_usage_error returns CLI_EXIT_USAGE,
+ * opts_message nothing. */
+void opts_message(const cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int opts_usage_error(const cmd_spec *spec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -269,6 +269,27 @@ static void test_connect_timeout(void **state) {
     free(log);
 }
 
+/* Usage errors and warnings before the start are lines of the worker's log too: each has its
+ * timestamp (a bad option, a credential file others can read, a bad --pass-env name). */
+static void test_usage_errors_timestamped(void **state) {
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/url-readable", cli_tmpdir());
+    cli_write_file(path, "redis://127.0.0.1:1\n", 0644);
+    const char *const cases[][9] = {
+        {"worker", "q", "--concurrency", "0", "--", "/bin/true", NULL},
+        {"worker", "q", "--redis-url-file", path, "--connect-timeout", "1", "--", "/bin/true"},
+        {"worker", "q", "--pass-env", "HOME", "--", "/bin/true", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_run r;
+        cli_exec_env(&r, NULL, NULL, cases[i]);
+        if (r.code == 0 || !r.err[0]) fail_msg("case %zu: exit %d, stderr %s", i, r.code, r.err);
+        expect_all_timestamped(r.err, 0);
+        cli_run_free(&r);
+    }
+}
+
 /* A wrong password is not retried: exit 1 at once with the server's refusal. */
 static void test_auth_failure_exits_at_once(void **state) {
     (void)state;
@@ -344,6 +365,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_auth_failure_exits_at_once, teardown),
         cmocka_unit_test_teardown(test_eviction_policy_warning, teardown),
         cmocka_unit_test_teardown(test_queue_name_escaped, teardown),
+        cmocka_unit_test_teardown(test_usage_errors_timestamped, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     cli_tmpdir_remove();
