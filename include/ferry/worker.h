@@ -126,7 +126,7 @@ typedef struct ferry_backoff_strategy {
     void *userdata; /* passed to fn; not owned */
 } ferry_backoff_strategy;
 
-/* The seeds' `capped` strategy: exponential with a cap, jitter in the upper half:
+/* ferry's `capped` strategy: exponential with a cap, jitter in the upper half:
  *   ceiling = min(cap_ms, base_ms * 2^(attempts_made - 1));
  *   delay   = round(ceiling / 2 + random * ceiling / 2).
  * userdata: a `const ferry_backoff_capped_config *`, or NULL for base 2000 ms (or the
@@ -146,7 +146,7 @@ typedef struct ferry_job_log {
     long attempt;         /* 1-based: attemptsMade + 1 of the run that ended */
     const char *trace_id; /* the job data's "traceId" (outbox envelope) when it is a
                              string of 1..256 printable ASCII characters without spaces,
-                             quotes, '\\' or '=', else "job-<queue>-<id>" as the seeds do */
+                             quotes, '\\' or '=', else "job-<queue>-<id>" */
     /* What was written to Redis: "completed", "retry" (transient, backoff), "failed"
      * (transient, attempts exhausted or the strategy returned -1), "permanent" (also jobs
      * failed without running: defa, max_started_attempts), "retry-later", "throttled"

@@ -1,7 +1,7 @@
 /* backoff.c - retry strategies: the BullMQ 6.7.0 built-ins computed exactly as its Backoffs,
  *   fixed:       delay, or with jitter j: floor(rnd * delay * j + delay * (1 - j))
  *   exponential: m = round(2^(attempt-1) * delay), or with jitter floor(rnd * m * j + m * (1 - j))
- * the worker's registered custom strategies, and ferry's "capped" (the seeds' capped
+ * the worker's registered custom strategies, and ferry's "capped" (a capped
  * exponential). JavaScript's Math.round rounds halves up (towards +inf), which
  * floor(x + 0.5) reproduces. */
 #include "worker/backoff.h"

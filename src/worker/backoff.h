@@ -3,7 +3,7 @@
  * Strategies are looked up by the `type` stored in the job's backoff option, in this order:
  *   1. the BullMQ built-ins (fixed, exponential), which a worker cannot override;
  *   2. the worker's registered strategies (ferry_worker_options.backoff_strategies);
- *   3. ferry's own built-in "capped" (the seeds' capped exponential, see
+ *   3. ferry's own built-in "capped" (a capped exponential, see
  *      ferry_backoff_capped), so a worker may register its own "capped" instead.
  * The built-ins are pure functions of (backoff option, attempt, random number) so they
  * are unit-tested with a fixed random number. Thread-safe (no shared mutable state; a
@@ -26,7 +26,7 @@
 #define FERRY__BACKOFF_STRATEGIES_MAX 64
 #define FERRY__BACKOFF_NAME_MAX 63
 
-/* "capped" defaults (the seeds' BASE_MS and CAP_MS). */
+/* "capped" defaults: base 2 s, cap 15 min. */
 #define FERRY__CAPPED_BASE_MS 2000LL
 #define FERRY__CAPPED_CAP_MS (15LL * 60 * 1000)
 

@@ -1,5 +1,5 @@
 /* joblog.c - the per-job log record (callbacks.job_log): one record per job outcome once it
- * was written to Redis (or refused), with the fields the seeds' AppWorkerHost logs (name,
+ * was written to Redis (or refused), with the fields an operator needs to follow a job (name,
  * id, attempt, trace id, duration, age) plus the outcome, delay and reason; and
  * ferry_job_log_format, which renders a record as one text (logfmt-like) or JSON line.
  * Records never carry job data: the data is only parsed for its top-level "traceId". */
@@ -56,7 +56,7 @@ void ferry__job_log_emit(ferry_worker *w, const ferry_job *j, const char *outcom
     if (j->trace_id) {
         rec.trace_id = j->trace_id;
     } else {
-        /* the seeds' fallback: job-<queue>-<id> */
+        /* the fallback: job-<queue>-<id> */
         size_t need = 4 + strlen(w->queue) + 1 + strlen(j->id) + 1;
         char *b = need <= sizeof dflt ? dflt : (heap = malloc(need));
         if (b) {
