@@ -36,7 +36,8 @@ static void usage(FILE *to) {
             "  --work-ms MS          time each job takes (0..3600000, default 0)\n"
             "  --close-deadline MS   how long running jobs may take to finish at stop\n"
             "                        (1..3600000, default 30000)\n"
-            "  Connection: $REDIS_URL (default " FERRY_DEFAULT_REDIS_URL "), prefix $FERRY_PREFIX.\n");
+            "  Connection: $REDIS_URL (default " FERRY_DEFAULT_REDIS_URL
+            "), prefix $FERRY_PREFIX.\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out) {
@@ -107,7 +108,8 @@ static void on_job_log(const ferry_job_log *rec, void *ud) {
 
 static void on_error(const ferry_error *err, void *ud) {
     (void)ud;
-    fprintf(stderr, "worker-daemon: %s\n", err->message[0] ? err->message : ferry_strerror(err->code));
+    fprintf(stderr, "worker-daemon: %s\n",
+            err->message[0] ? err->message : ferry_strerror(err->code));
 }
 
 int main(int argc, char **argv) {
@@ -145,8 +147,8 @@ int main(int argc, char **argv) {
         ferry_worker_free(w);
         return 1;
     }
-    fprintf(stderr, "worker-daemon: processing %s with %ld threads (SIGTERM to stop)\n",
-            cfg.queue, cfg.concurrency);
+    fprintf(stderr, "worker-daemon: processing %s with %ld threads (SIGTERM to stop)\n", cfg.queue,
+            cfg.concurrency);
 
     int sig = 0;
     while (sigwait(&stop_signals, &sig) != 0) {

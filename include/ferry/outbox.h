@@ -8,10 +8,10 @@
  * published and commits. A crash between adding jobs and committing republishes the rows:
  * duplicates (absorbed by jobId while the job exists, by inboxes after), never losses.
  *
- * Tables (created and upgraded by ferry_outbox_migrate / `ferry migrate`, column names that
- * applications commonly use): outbox_events, processed_messages, dead_letters (+ dead_letter_redrives),
- * ferry_tasks and the version table ferry_schema_migrations, all in one schema (default
- * "public"). Needs PostgreSQL 13 or later.
+ * Tables (created and upgraded by ferry_outbox_migrate / `ferry migrate`, column names
+ * that applications commonly use): outbox_events, processed_messages, dead_letters
+ * (+ dead_letter_redrives), ferry_tasks and the version table ferry_schema_migrations, all
+ * in one schema (default "public"). Needs PostgreSQL 13 or later.
  *
  * Threads: the functions taking a PGconn follow libpq's rule (one thread at a time on a
  * connection, separate connections in parallel); the rest say so where they are declared.
@@ -74,8 +74,8 @@ typedef struct ferry_migrate_options {
  * takes a transaction-level advisory lock (per schema), so any
  * number of replicas may call this at once: one applies, the others wait and then find
  * nothing to do. Each applied version is recorded in <schema>.ferry_schema_migrations.
- * Idempotent; the SQL adopts tables an application created itself with these columns (CREATE ... IF
- * NOT EXISTS, ADD COLUMN IF NOT EXISTS).
+ * Idempotent; the SQL adopts tables an application created itself with these columns
+ * (CREATE ... IF NOT EXISTS, ADD COLUMN IF NOT EXISTS).
  * `conn` must be connected and idle (no open transaction); it is left idle. *applied (may
  * be NULL) receives the number of migrations applied (or pending, for a dry run).
  * Blocking (bounded by timeout_ms on the server). Not thread-safe on one conn. */

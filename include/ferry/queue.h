@@ -27,8 +27,9 @@ typedef struct ferry_queue_options {
                                          (a worker also needs printable ASCII without
                                          spaces: it names its Redis connection after it) */
     /* Default JobsOptions (BullMQ JSON). `default_job_opts`, when set, replaces
-     * `global_default_job_opts` as a whole (as a per-queue defaultJobOptions replaces
-     * a global one in Node applications); a job's own options are then merged over it key by key (shallow). */
+     * `global_default_job_opts` as a whole (as a per-queue defaultJobOptions replaces a
+     * global one in Node applications); a job's own options are then merged over it key by
+     * key (shallow). */
     const char *global_default_job_opts;
     const char *default_job_opts;
     size_t max_payload_bytes; /* limit on a job's data JSON; 0 = 512 KiB */

@@ -42,12 +42,14 @@ void ferry__link_lost(ferry_worker *w, int *counted, const ferry_error *e) {
         g->link_down_since = ferry__mono_ms();
         atomic_fetch_add(&g->link_epoch, 1);
         if (w->cb.notice) {
-            char q[QUEUE_SHOWN_MAX], why[FERRY_ERROR_MESSAGE_MAX], msg[FERRY_ERROR_MESSAGE_MAX + 256];
-            ferry__printable(e && e->message[0] ? e->message : ferry_strerror(e ? e->code : 0),
-                             why, sizeof why);
+            char q[QUEUE_SHOWN_MAX], why[FERRY_ERROR_MESSAGE_MAX],
+                msg[FERRY_ERROR_MESSAGE_MAX + 256];
+            ferry__printable(e && e->message[0] ? e->message : ferry_strerror(e ? e->code : 0), why,
+                             sizeof why);
             snprintf(msg, sizeof msg, "worker %s: Redis connection lost (%s); reconnecting",
                      ferry__worker_queue_shown(w, q, sizeof q), why);
-            ferry_worker_notice n = {FERRY_NOTICE_REDIS_LOST, msg, e ? e->code : FERRY_EIO, 0, NULL};
+            ferry_worker_notice n = {FERRY_NOTICE_REDIS_LOST, msg, e ? e->code : FERRY_EIO, 0,
+                                     NULL};
             w->cb.notice(&n, w->cb_ud);
         }
     }
@@ -122,8 +124,7 @@ int ferry_worker_start_retryable(const ferry_error *err) {
         if (!strncmp(ans, "ERR max number of clients reached", 33)) return 1;
         for (size_t i = 0; i < sizeof passing_replies / sizeof passing_replies[0]; i++) {
             size_t n = strlen(passing_replies[i]);
-            if (!strncmp(ans, passing_replies[i], n) && (ans[n] == ' ' || ans[n] == ')'))
-                return 1;
+            if (!strncmp(ans, passing_replies[i], n) && (ans[n] == ' ' || ans[n] == ')')) return 1;
         }
         return 0;
     }

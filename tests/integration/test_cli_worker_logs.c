@@ -52,8 +52,9 @@ static int ping_ok(void *arg) {
 static void srv_start(int port, const char *url, const char *const *extra) {
     char portv[16];
     snprintf(portv, sizeof portv, "%d", port);
-    const char *argv[32] = {"redis-server", "--port", portv, "--bind", "127.0.0.1", "--save",
-                            "", "--appendonly", "no", "--dir", cli_tmpdir()};
+    const char *argv[32] = {"redis-server", "--port", portv,       "--bind",
+                            "127.0.0.1",    "--save", "",          "--appendonly",
+                            "no",           "--dir",  cli_tmpdir()};
     int k = 11;
     for (int i = 0; extra && extra[i]; i++)
         argv[k++] = extra[i];
@@ -141,8 +142,12 @@ static int timestamp_ok(const char *s) {
     if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &y, &mo, &d, &h, &mi, &sec, &ms, &z) != 8 ||
         z != 'Z' || s[23] != 'Z')
         return 0;
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
-                    .tm_min = mi, .tm_sec = sec};
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = sec};
     long long t = (long long)timegm(&tm), now = (long long)time(NULL);
     return t > now - 600 && t <= now + 1;
 }
@@ -228,7 +233,8 @@ static void test_waits_for_redis_then_logs_outage(void **state) {
     nanosleep(&ts, NULL);
     log = wk_stop();
     expect_all_timestamped(log, 0);
-    if (count_of(log, "Redis connection lost") != 1 || count_of(log, "Redis connection restored") != 1)
+    if (count_of(log, "Redis connection lost") != 1 ||
+        count_of(log, "Redis connection restored") != 1)
         fail_msg("expected one lost and one restored line; log:\n%s", log);
     assert_non_null(strstr(log, "queue=wait stopped"));
     free(log);

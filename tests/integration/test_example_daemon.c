@@ -65,7 +65,8 @@ static pid_t start_daemon(const char *prefix, const char *const *args) {
 static int wait_exit(pid_t pid, int timeout_ms) {
     for (int waited = 0;; waited += 10) {
         int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (waited > timeout_ms) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);

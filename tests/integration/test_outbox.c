@@ -1,6 +1,6 @@
 /* test_outbox.c - the outbox against real PostgreSQL and Redis: migrations (concurrent,
- * idempotent, adopting a table the application made), the append API inside the caller's transaction,
- * and the real `ferry relay` binary: commit -> job, rollback -> nothing, fan-out, the
+ * idempotent, adopting a table the application made), the append API inside the caller's
+ * transaction, and the real `ferry relay` binary: commit -> job, rollback -> nothing, fan-out, the
  * envelope, NOTIFY wake-up (poll interval set far beyond the test's waits), unknown topics
  * left and reported, oversized rows quarantined, `ferry outbox status`, bad routes files,
  * start-up failures, SIGTERM, and the fault-injection crash between adding jobs and

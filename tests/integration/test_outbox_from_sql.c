@@ -40,8 +40,9 @@ static long long now_ms(void) {
  * -v variables (NULL-terminated "name=value"). Returns psql's exit code. */
 static int run_psql(const char *schema, const char *file, const char *const *vars) {
     char cmd[4096];
-    int n = snprintf(cmd, sizeof cmd, "psql '%s' -X -q -v ON_ERROR_STOP=1 -c 'SET search_path = %s'",
-                     testenv_require("DATABASE_URL"), schema);
+    int n =
+        snprintf(cmd, sizeof cmd, "psql '%s' -X -q -v ON_ERROR_STOP=1 -c 'SET search_path = %s'",
+                 testenv_require("DATABASE_URL"), schema);
     for (int i = 0; vars && vars[i]; i++)
         n += snprintf(cmd + n, sizeof cmd - (size_t)n, " -v '%s'", vars[i]);
     snprintf(cmd + n, sizeof cmd - (size_t)n, " -f '%s' >/dev/null", file);
@@ -60,7 +61,7 @@ static void test_uuid7_from_sql(void **state) {
         PGresult *r = ob_sql(db, "SELECT %s.uuid7()::text", schema);
         const char *id = PQgetvalue(r, 0, 0);
         assert_int_equal(strlen(id), 36);
-        assert_int_equal(id[14], '7'); /* version */
+        assert_int_equal(id[14], '7');           /* version */
         assert_non_null(strchr("89ab", id[19])); /* variant 10xx */
         char hex[13];
         memcpy(hex, id, 8);
@@ -76,16 +77,16 @@ static void test_uuid7_from_sql(void **state) {
         PQclear(r);
     }
     /* distinct within one statement too (randomness in the low bits) */
-    assert_int_equal(ob_ll(db, "SELECT count(DISTINCT %s.uuid7()) FROM generate_series(1, 5000)",
-                           schema),
-                     5000);
+    assert_int_equal(
+        ob_ll(db, "SELECT count(DISTINCT %s.uuid7()) FROM generate_series(1, 5000)", schema), 5000);
 }
 
 static void test_append_sql_relayed(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     assert_int_equal(run_psql(schema, sql_file("uuid7.sql"), NULL), 0);
-    PQclear(ob_sql(db, "CREATE TABLE %s.orders (id uuid PRIMARY KEY, customer_id uuid, total bigint)",
+    PQclear(ob_sql(db,
+                   "CREATE TABLE %s.orders (id uuid PRIMARY KEY, customer_id uuid, total bigint)",
                    schema));
     const char *order = "0b6f6e8c-7d1e-4a53-9c55-6a1a1f0e2b11";
     const char *tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -111,17 +112,18 @@ static void test_append_sql_relayed(void **state) {
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes, NULL, NULL);
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NOT NULL",
-             schema);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NOT NULL", schema);
     long long done = 0;
     if (!ob_wait_count(db, sql, 1, 1, 15000, &done)) OB_FAIL_LOG(&rl, "row not published");
     ob_relay_stop(&rl);
     redisReply *rep = testenv_cmd(rds, "HGET %s:payments:%s data", prefix, id);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     char want[512];
-    snprintf(want, sizeof want,
-             "{\"eventId\":\"%s\",\"traceId\":\"%s\",\"payload\":{\"total\":250000,\"orderId\":\"%s\"}}",
-             id, tp, order);
+    snprintf(
+        want, sizeof want,
+        "{\"eventId\":\"%s\",\"traceId\":\"%s\",\"payload\":{\"total\":250000,\"orderId\":\"%s\"}}",
+        id, tp, order);
     assert_string_equal(rep->str, want);
     freeReplyObject(rep);
     rep = testenv_cmd(rds, "HGET %s:payments:%s name", prefix, id);
