@@ -1,4 +1,4 @@
-// outcomes.test.js - the worker outcomes (retry later, throttled, custom backoff) across ferry and Node BullMQ 6.7.0:
+// outcomes.test.js - the worker outcomes across ferry and Node BullMQ 6.7.0:
 // retry-later (ferry exit 118 / Node DelayedError), throttled (ferry exit 119 with a limiter /
 // Node queue.rateLimit + RateLimitError), a limiter shared by two ferry workers and a Node
 // worker, and the `capped` backoff on a Node-produced job. Timing is only ever checked as a
