@@ -159,6 +159,17 @@ static inline void cli_exec_env(cli_run *r, const char *input, const char *const
     r->err = cli_slurp(err);
 }
 
+/* s past the "YYYY-MM-DDTHH:MM:SS.mmmZ " a long-running command's lines start with (the
+ * timestamp of cmd/ferry/logline.h), or s itself when it has none. */
+static inline const char *cli_skip_timestamp(const char *s) {
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ ";
+    for (size_t i = 0; shape[i]; i++) {
+        if (!s[i]) return s;
+        if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != shape[i]) return s;
+    }
+    return s + sizeof shape - 1;
+}
+
 static inline void cli_run_free(cli_run *r) {
     free(r->out);
     free(r->err);

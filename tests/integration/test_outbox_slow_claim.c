@@ -1,6 +1,6 @@
 /* test_outbox_slow_claim.c - rows inserted by SQL whose payloads are too large to convert to
  * text within the relay's statement timeout, against real PostgreSQL and Redis through the
- * real `ferry relay` binary (--db-timeout 1000). The claim converts every row it locks; a
+ * real `ferry relay` binary (--db-timeout 400). The claim converts every row it locks; a
  * claim of all of them runs into statement_timeout (57014) and, retried unchanged, would do
  * so for ever with every younger event waiting behind. The relay narrows its claim (halving
  * down to one row) and sets aside a row it cannot claim alone within the timeout twice; rows
@@ -86,7 +86,7 @@ static void test_claim_timeouts_do_not_wedge_the_relay(void **state) {
     const char *routes = ob_file("slow.routes", "order.placed slowq:handle\n");
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes,
-                   (const char *const[]){"--db-timeout", "1000", "--batch", "8", "--max-backoff",
+                   (const char *const[]){"--db-timeout", "400", "--batch", "8", "--max-backoff",
                                          "1000", "--poll-interval", "200", "--retention-days", "0",
                                          NULL},
                    NULL);
