@@ -51,7 +51,10 @@ bench-relay: deps
 # PREFIX applies at install time too (the build directory may have been configured earlier);
 # DESTDIR is honoured. Quiet: one summary line instead of one per file (errors still show);
 # the list is $(BUILD)/install_manifest.txt, which `make uninstall` removes exactly.
-install: all
+# Quiet: the build's own lines are shown only when it fails.
+install: $(BUILD)/Makefile
+	@log=$$(mktemp) && if cmake --build $(BUILD) -j$(JOBS) >"$$log" 2>&1; then rm -f "$$log"; \
+	  else cat "$$log" >&2; rm -f "$$log"; exit 1; fi
 	@cmake --install $(BUILD) --prefix "$(PREFIX)" >/dev/null
 	@echo "ferry install: $$(grep -c "" $(BUILD)/install_manifest.txt) files under $(DESTDIR)$(PREFIX) (listed in $(BUILD)/install_manifest.txt; make uninstall removes them)"
 
