@@ -1,10 +1,14 @@
 /* cmd_queue.c - `ferry queue add | counts | pause | resume | obliterate | rate-limit |
  * concurrency | global-rate-limit`: producer-side and queue-administration commands. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bulk_line.h"
@@ -75,6 +79,9 @@ static int is_blank_byte(char c) {
  * limit that is not a blank, without reading the rest. Returns 0, or prints the problem and
  * returns an exit code. */
 static int read_stdin(size_t limit, char **out) {
+    struct stat st;
+    if (fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode))
+        return opts_usage_error(&add_spec, "standard input is a directory (DATA '-' reads it)");
     size_t cap = 4096, len = 0, tail = 0; /* tail: blanks read past the limit */
     char *buf = malloc(cap);
     if (!buf) return opts_usage_error(&add_spec, "out of memory");
@@ -286,28 +293,67 @@ static const cmd_spec bulk_spec = {
     0,
     0};
 
-/* The input, read line by line with a bounded buffer. */
+/* The input, read line by line with a bounded line buffer over read(2), so that the command
+ * knows when nothing more is ready (it then adds what it holds: `tail -f log | ferry queue
+ * add-bulk` adds each line as it comes, not when a batch is full) and a stop signal
+ * interrupts a read. */
+#define LINE_READ_AHEAD 65536
+
 typedef struct line_reader {
-    FILE *f;
-    char *buf;
+    int fd;
+    char *buf;  /* the current line */
     size_t cap; /* longest accepted line + 1 */
     long long lineno;
+    char *chunk; /* read ahead, LINE_READ_AHEAD bytes */
+    size_t pos, end;
+    size_t n; /* bytes of the current line in buf so far */
+    int eof;
 } line_reader;
+
+static volatile sig_atomic_t bulk_stop_signal;
+
+static void bulk_on_signal(int sig) {
+    bulk_stop_signal = sig;
+}
+
+/* 1 when a read would block now: nothing ready on the descriptor. */
+static int fd_idle(int fd) {
+    struct pollfd pf = {fd, POLLIN, 0};
+    return poll(&pf, 1, 0) == 0;
+}
 
 /* Next line into r->buf (without '\n', NUL-terminated; NUL bytes inside stay, *len counts
  * them). Returns 1 for a line, 0 at the end, -1 for a line over the limit, -2 on a read
- * error. */
-static int read_line(line_reader *r, size_t *len) {
-    size_t n = 0;
-    int c;
-    while ((c = getc(r->f)) != EOF && c != '\n') {
-        if (n + 1 >= r->cap) return -1;
-        r->buf[n++] = (char)c;
+ * error (errno set), -3 when a stop signal came (bulk_stop_signal; a partial line is
+ * dropped: it was not complete), and, only when may_block is 0, -4 when the next read would
+ * wait (the partial line is kept for the next call). */
+static int read_line(line_reader *r, size_t *len, int may_block) {
+    for (;;) {
+        if (r->pos == r->end) {
+            if (r->eof) {
+                if (r->n == 0) return 0; /* nothing pending: the end */
+                break;                   /* a last line without its '\n' */
+            }
+            if (bulk_stop_signal) return -3;
+            if (!may_block && fd_idle(r->fd)) return -4;
+            ssize_t got = read(r->fd, r->chunk, LINE_READ_AHEAD);
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) return -2;
+            if (got == 0) {
+                r->eof = 1;
+                continue;
+            }
+            r->pos = 0;
+            r->end = (size_t)got;
+        }
+        char c = r->chunk[r->pos++];
+        if (c == '\n') break;
+        if (r->n + 1 >= r->cap) return -1;
+        r->buf[r->n++] = c;
     }
-    if (ferror(r->f)) return -2;
-    if (c == EOF && n == 0) return 0;
-    r->buf[n] = 0;
-    *len = n;
+    r->buf[r->n] = 0;
+    *len = r->n;
+    r->n = 0;
     r->lineno++;
     return 1;
 }
@@ -357,20 +403,36 @@ static int queue_add_bulk(int argc, char **argv) {
     ferry_queue *q = NULL;
     size_t limit = ao.max_payload ? (size_t)ao.max_payload : FERRY_DEFAULT_MAX_PAYLOAD;
     size_t batch = ao.batch ? (size_t)ao.batch : BULK_BATCH_DEFAULT;
-    line_reader lr = {stdin, NULL, limit + BULK_LINE_OVERHEAD + 1, 0};
+    line_reader lr = {.fd = STDIN_FILENO, .cap = limit + BULK_LINE_OVERHEAD + 1};
     bulk_batch b = {0};
     char shown[256];
     if ((rc = cli_conn_resolve(&bulk_spec, &conn))) goto out;
-    if (ao.file && !(lr.f = fopen(ao.file, "r"))) {
+    if (ao.file && (lr.fd = open(ao.file, O_RDONLY | O_CLOEXEC)) < 0) {
         rc = opts_usage_error(&bulk_spec, "--file: cannot open %s: %s", SHOWN(ao.file, shown),
                               strerror(errno));
         goto out;
     }
+    struct stat st;
+    if (fstat(lr.fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        rc = ao.file ? opts_usage_error(&bulk_spec, "--file: %s is a directory",
+                                        SHOWN(ao.file, shown))
+                     : opts_usage_error(&bulk_spec, "standard input is a directory");
+        goto out;
+    }
+    /* A stop signal ends the reading: the lines read so far are added (their ids printed),
+     * then the command exits 128 + the signal's number. */
+    struct sigaction sa = {0};
+    sa.sa_handler = bulk_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     lr.buf = malloc(lr.cap);
+    lr.chunk = malloc(LINE_READ_AHEAD);
     b.lines = calloc(batch, sizeof *b.lines);
     b.specs = calloc(batch, sizeof *b.specs);
     b.ids = calloc(batch, sizeof *b.ids);
-    if (!lr.buf || !b.lines || !b.specs || !b.ids) {
+    if (!lr.buf || !lr.chunk || !b.lines || !b.specs || !b.ids) {
         rc = opts_usage_error(&bulk_spec, "out of memory");
         goto out;
     }
@@ -388,8 +450,15 @@ static int queue_add_bulk(int argc, char **argv) {
     }
     for (;;) {
         size_t len = 0;
-        int got = read_line(&lr, &len);
+        /* With jobs held, the read does not wait: when nothing more is ready they are added
+         * first, so a slow producer's lines are not held back (a partial line is kept). */
+        int got = read_line(&lr, &len, b.n == 0);
+        if (got == -4) {
+            if ((rc = batch_flush(&b, &q, r.pos[0], &qo, &conn))) break;
+            continue;
+        }
         if (got == 0) break;
+        if (got == -3) break;
         if (got == -2) {
             fprintf(stderr, "ferry %s: line %lld: read error: %s\n", bulk_spec.name, lr.lineno + 1,
                     strerror(errno));
@@ -428,6 +497,12 @@ static int queue_add_bulk(int argc, char **argv) {
         break;
     }
     if (rc == 0) rc = batch_flush(&b, &q, r.pos[0], &qo, &conn);
+    if (rc == 0 && bulk_stop_signal) {
+        fprintf(stderr, "ferry %s: stopped by signal %d after line %lld (the jobs of the lines "
+                        "before it were added)\n",
+                bulk_spec.name, (int)bulk_stop_signal, lr.lineno);
+        rc = 128 + bulk_stop_signal;
+    }
 out:
     batch_clear(&b);
     for (size_t i = 0; b.ids && i < batch; i++)
@@ -436,7 +511,8 @@ out:
     free(b.specs);
     free(b.ids);
     free(lr.buf);
-    if (lr.f && lr.f != stdin) fclose(lr.f);
+    free(lr.chunk);
+    if (lr.fd > STDIN_FILENO) close(lr.fd);
     ferry_queue_close(q);
     free(r.pos);
     return rc;

@@ -16,7 +16,8 @@
 #define HELP_WIDTH 79
 #define HELP_INDENT 26
 
-static void vmessage(const cmd_spec *spec, const char *fmt, va_list ap) {
+__attribute__((format(printf, 2, 0))) static void vmessage(const cmd_spec *spec, const char *fmt,
+                                                           va_list ap) {
     char text[2048];
     vsnprintf(text, sizeof text, fmt, ap);
     if (spec->timestamped)

@@ -2,6 +2,7 @@
  * batches, ids printed one per line, the job hashes as BullMQ stores them, and the stop at
  * the first bad line (the lines before it added, none after it), run as a real child process
  * against the fixture's Redis. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,12 +214,116 @@ static void test_bulk_warns_backoff(void **state) {
     cli_run_free(&r);
 }
 
+/* add-bulk with its stdin on a FIFO the test writes to; returns the pid, *w the write end. */
+static pid_t start_on_fifo(const char *p, const char *q, int *w, char *out_path, char *err_path) {
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/bulk.fifo", cli_tmpdir());
+    unlink(fifo);
+    if (mkfifo(fifo, 0600) != 0) fail_msg("mkfifo: %s", strerror(errno));
+    snprintf(out_path, 256, "%s/bulk.out", cli_tmpdir());
+    snprintf(err_path, 256, "%s/bulk.err", cli_tmpdir());
+    /* posix_spawn returns once the child has exec'd, and the child's open of a FIFO waits
+     * for a writer: open both ends here first (a non-blocking reader lets the writer open),
+     * so neither side waits for the other. */
+    int r = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    *w = r < 0 ? -1 : open(fifo, O_WRONLY | O_CLOEXEC); /* not inherited by the child */
+    if (*w < 0) fail_msg("open fifo: %s", strerror(errno));
+    pid_t pid = cli_start(CLI_ARGV("queue", "add-bulk", q, "--redis", url(), "--prefix", p),
+                          NULL, fifo, out_path, err_path);
+    close(r);
+    return pid;
+}
+
+typedef struct wait_len {
+    const char *p, *q;
+    long long want;
+} wait_len;
+
+static int has_len(void *arg) {
+    wait_len *w = arg;
+    return llen(w->p, w->q, "wait") == w->want;
+}
+
+/* A producer that writes slowly: each line is added once nothing more is ready, not when a
+ * batch of 500 is full or at the end of the input (tail -f | ferry queue add-bulk). */
+static void test_bulk_slow_producer(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    char out[256], err[256];
+    int w;
+    pid_t pid = start_on_fifo(p, "slow", &w, out, err);
+    const char *two = "{\"name\":\"a\"}\n{\"name\":\"b\"}\n";
+    assert_int_equal(write(w, two, strlen(two)), (ssize_t)strlen(two));
+    wait_len wl = {p, "slow", 2};
+    if (!testenv_wait_until(has_len, &wl, 10000))
+        fail_msg("2 lines written, %lld jobs added while the input stays open",
+                 llen(p, "slow", "wait"));
+    const char *third = "{\"name\":\"c\"}\n";
+    assert_int_equal(write(w, third, strlen(third)), (ssize_t)strlen(third));
+    close(w);
+    assert_int_equal(cli_wait(pid, 20000), 0);
+    assert_int_equal(llen(p, "slow", "wait"), 3);
+    char *ids = cli_slurp(out);
+    assert_int_equal(cli_lines(ids), 3);
+    free(ids);
+}
+
+/* SIGTERM while reading: the complete lines read so far are added (ids printed), the
+ * partial line is not, exit 128 + 15, saying so. */
+static void test_bulk_stop_signal_adds_lines_read(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    char out[256], err[256];
+    int w;
+    pid_t pid = start_on_fifo(p, "stop", &w, out, err);
+    const char *text = "{\"name\":\"a\"}\n{\"name\":\"b\"}\n{\"name\":\"part";
+    assert_int_equal(write(w, text, strlen(text)), (ssize_t)strlen(text));
+    wait_len wl = {p, "stop", 2};
+    assert_true(testenv_wait_until(has_len, &wl, 10000));
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(cli_wait(pid, 20000), 128 + SIGTERM);
+    close(w);
+    assert_int_equal(llen(p, "stop", "wait"), 2);
+    char *ids = cli_slurp(out), *e = cli_slurp(err);
+    assert_int_equal(cli_lines(ids), 2);
+    if (!strstr(e, "stopped by signal 15 after line 2")) fail_msg("stderr: %s", e);
+    free(ids);
+    free(e);
+}
+
+/* A directory as input is bad input (exit 2), by --file and as standard input. */
+static void test_bulk_directory_input(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add-bulk", "dir", "--file", "/tmp", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 2);
+    assert_non_null(strstr(r.err, "--file: /tmp is a directory"));
+    cli_run_free(&r);
+    char out[256], err[256];
+    snprintf(out, sizeof out, "%s/dir.out", cli_tmpdir());
+    snprintf(err, sizeof err, "%s/dir.err", cli_tmpdir());
+    pid_t pid = cli_start(CLI_ARGV("queue", "add-bulk", "dir", "--redis", url(), "--prefix", p),
+                          NULL, "/tmp", out, err);
+    assert_int_equal(cli_wait(pid, 20000), 2);
+    pid = cli_start(CLI_ARGV("queue", "add", "dir", "n", "-", "--redis", url(), "--prefix", p),
+                    NULL, "/tmp", out, err);
+    assert_int_equal(cli_wait(pid, 20000), 2);
+    char *e = cli_slurp(err);
+    assert_non_null(strstr(e, "standard input is a directory"));
+    free(e);
+    assert_int_equal(count_keys(p, "dir"), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bulk_adds_and_stores_like_add),
         cmocka_unit_test(test_bulk_stops_at_bad_line),
         cmocka_unit_test(test_bulk_many_batches),
         cmocka_unit_test(test_bulk_warns_backoff),
+        cmocka_unit_test(test_bulk_slow_producer),
+        cmocka_unit_test(test_bulk_stop_signal_adds_lines_read),
+        cmocka_unit_test(test_bulk_directory_input),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     cli_tmpdir_remove();
