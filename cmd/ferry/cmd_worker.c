@@ -762,7 +762,11 @@ static int start_waiting(ferry_worker *w, const cli_conn *conn, long long timeou
                          ferry_error *err) {
     long long t0 = mono_ms();
     for (int attempt = 1;; attempt++) {
-        if (ferry_worker_start(w, err) == 0) {
+        /* the last try is cut to the time left, so that the whole wait ends in time */
+        long long left = timeout_ms ? timeout_ms - (mono_ms() - t0) : 0;
+        if (timeout_ms && left < 1) left = 1;
+        if (left > INT_MAX) left = INT_MAX;
+        if (ferry_worker_start_within(w, (int)left, err) == 0) {
             if (attempt > 1)
                 logline("worker", "redis %s: connected at attempt %d, after %lld ms", conn->host,
                         attempt, mono_ms() - t0);

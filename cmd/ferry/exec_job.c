@@ -42,6 +42,9 @@ extern char **environ;
 #define GUARD_REQ_KILL 'K' /* SIGKILL to it (the rest is killed when the command is gone) */
 /* How long the guard waits for a killed descendant before it looks for more to kill. */
 #define GUARD_RESCAN_MS 20
+/* How long after the SIGKILL request the guard has to end before the worker ends the job
+ * itself (a guard that the command stopped again, or that cannot reap its command). */
+#define GUARD_STUCK_MS 500
 
 /* ---- registry of running children (for exec_kill_all) ----------------------------------- */
 
@@ -49,6 +52,7 @@ typedef struct running {
     pid_t pid;     /* the job's guard */
     int lifeline;  /* [reg_lock] write end of the guard's lifeline; -1 once reaped */
     int signalled; /* [reg_lock] exec_kill_all signalled it */
+    int kill_sent; /* [reg_lock] exec_kill_all asked for SIGKILL: the run ends it for sure */
     struct running *next;
 } running;
 
@@ -57,9 +61,13 @@ static running *reg_head;
 
 /* Ask the guard to signal its command (GUARD_REQ_*). Non-blocking; a guard that already
  * exited makes this EPIPE, which the caller ignores (SIGPIPE is ignored: exec_job.h).
+ * The guard is continued first: the command may have stopped it (SIGSTOP cannot be
+ * blocked), and a stopped guard would never read the request. Its pid is safe to signal:
+ * it is not reaped while the lifeline is open.
  * Called with reg_lock held, or by the run's own thread (which alone closes the fd). */
 static int guard_request(const running *r, char req) {
     if (r->lifeline < 0) return -1;
+    kill(r->pid, SIGCONT);
     ssize_t w;
     do
         w = write(r->lifeline, &req, 1);
@@ -97,6 +105,7 @@ int exec_kill_all(int sig) {
     for (running *r = reg_head; r; r = r->next)
         if (guard_request(r, req) == 0) {
             r->signalled = 1;
+            if (req == GUARD_REQ_KILL) r->kill_sent = 1;
             n++;
         }
     pthread_mutex_unlock(&reg_lock);
@@ -214,7 +223,7 @@ typedef struct run_state {
     size_t out_cap;
     errlines el;
     running child;
-    int kill_stage; /* 0 none, 1 SIGTERM sent, 2 SIGKILL sent */
+    int kill_stage; /* 0 none, 1 SIGTERM sent, 2 SIGKILL sent, 3 the guard killed */
     long long kill_at;
 } run_state;
 
@@ -327,6 +336,47 @@ fail:
     return rc;
 }
 
+/* The state letter of a process in /proc/PID/stat, or 0. */
+static char proc_state(pid_t pid, pid_t *ppid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0) return 0;
+    buf[len] = 0;
+    char *rp = strrchr(buf, ')'); /* comm may hold anything, ')' included */
+    char state;
+    int pp;
+    if (!rp || sscanf(rp + 1, " %c %d", &state, &pp) != 2) return 0;
+    if (ppid) *ppid = (pid_t)pp;
+    return state;
+}
+
+/* The guard did not end after the SIGKILL request: the command keeps it stopped, or it
+ * cannot reap what it killed. While it is stopped it reaps nothing, so the pids of its
+ * children (and the groups they lead) cannot be reused: kill those from here. Then kill
+ * the guard itself, so that the job ends whatever its command does. */
+static void end_stuck_guard(run_state *st) {
+    pid_t guard = st->child.pid;
+    char gs = proc_state(guard, NULL);
+    if (gs == 'T' || gs == 't') {
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+            pid_t pid = (pid_t)atoi(e->d_name), ppid = 0;
+            if (proc_state(pid, &ppid) && ppid == guard) {
+                kill(-pid, SIGKILL); /* the command leads its group */
+                kill(pid, SIGKILL);
+            }
+        }
+        if (d) closedir(d);
+    }
+    kill(guard, SIGKILL);
+}
+
 static void begin_kill(run_state *st, long long now) {
     if (st->kill_stage) return;
     guard_request(&st->child, GUARD_REQ_TERM);
@@ -433,12 +483,29 @@ int exec_run(const exec_spec *spec, exec_result *res) {
                     wait = due - now;
                 }
             }
+            pthread_mutex_lock(&reg_lock);
+            int kill_sent = st.child.kill_sent;
+            pthread_mutex_unlock(&reg_lock);
+            if (kill_sent && st.kill_stage < 2) { /* exec_kill_all(SIGKILL) asked already */
+                st.kill_stage = 2;
+                st.kill_at = now + GUARD_STUCK_MS;
+            }
             if (st.kill_stage == 1) {
                 if (now >= st.kill_at) {
                     guard_request(&st.child, GUARD_REQ_KILL);
                     st.kill_stage = 2;
+                    st.kill_at = now + GUARD_STUCK_MS;
                 } else if (st.kill_at - now < wait) {
                     wait = st.kill_at - now;
+                }
+            }
+            if (st.kill_stage == 2) {
+                if (now >= st.kill_at) {
+                    end_stuck_guard(&st);
+                    st.kill_stage = 3;
+                } else {
+                    kill(st.child.pid, SIGCONT); /* in case it was stopped again */
+                    if (st.kill_at - now < wait) wait = st.kill_at - now;
                 }
             }
             /* Pipes closed but the child still runs: check its exit often. */

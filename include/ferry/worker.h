@@ -297,6 +297,14 @@ FERRY_API int ferry_worker_create(const char *queue, const ferry_worker_options 
  * only be freed. */
 FERRY_API int ferry_worker_start(ferry_worker *w, ferry_error *err);
 
+/* ferry_worker_start, giving up connecting `timeout_ms` after the call (0 = no bound but
+ * each connection's connect timeout): every connection of this start, and the reads made
+ * on it before the threads start, get at most the time left (a connect timeout or
+ * FERRY_ETIMEDOUT when it passes). For a caller that retries the start until a deadline
+ * of its own. Reconnects after the start are not affected. Same returns, errors, blocking
+ * and thread rules as ferry_worker_start; FERRY_EINVAL for timeout_ms < 0. */
+FERRY_API int ferry_worker_start_within(ferry_worker *w, int timeout_ms, ferry_error *err);
+
 /* Whether a failed ferry_worker_start is worth trying again later, for a program that
  * waits for its Redis to come up: 1 for what passes by itself (connection refused or reset,
  * a timeout, an unknown host - FERRY_EIO, FERRY_ETIMEDOUT - and a server still loading its

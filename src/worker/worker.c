@@ -442,23 +442,43 @@ static void probe_server(ferry_worker *w, ferry_conn *c) {
 
 static int close_lanes(ferry_worker *w, int deadline_ms);
 
-/* Open a lane's two connections and probe the server. Nothing stays open on failure. */
-static int lane_connect(ferry_worker *w, ferry_error *err) {
+/* Milliseconds left until `deadline` (mono ms; 0 = none: `full`), at most `full`, at
+ * least 1. */
+static int time_left(long long deadline, int full) {
+    if (!deadline) return full;
+    long long left = deadline - (long long)ferry__mono_ms();
+    return left < 1 ? 1 : left < full ? (int)left : full;
+}
+
+/* Open a lane's two connections and probe the server, all cut to `deadline` (mono ms; 0 =
+ * none). Nothing stays open on failure. No thread of the lane runs yet: its options may be
+ * changed for the while. */
+static int lane_connect(ferry_worker *w, long long deadline, ferry_error *err) {
     w->d.conn_epoch = w->bconn_epoch = ferry__link_epoch(w);
+    int full_connect = w->redis.connect_timeout_ms ? w->redis.connect_timeout_ms : 5000;
+    int full_command = w->redis.command_timeout_ms ? w->redis.command_timeout_ms : 5000;
+    int saved = w->redis.connect_timeout_ms;
+    w->redis.connect_timeout_ms = time_left(deadline, full_connect);
     int rc = ferry__conn_open(&w->redis, NULL, &w->d.conn, err);
+    w->redis.connect_timeout_ms = time_left(deadline, full_connect);
     if (rc == 0) rc = ferry__conn_open(&w->redis, w->bconn_name, &w->bconn, err);
+    w->redis.connect_timeout_ms = saved;
     if (rc != 0) {
         ferry__conn_close(w->d.conn);
         w->d.conn = NULL;
         return rc;
     }
+    ferry__conn_set_timeout(w->d.conn, time_left(deadline, full_command));
     probe_server(w, w->d.conn);
+    ferry__conn_set_timeout(w->d.conn, 0);
     redisReply *r = NULL;
     ferry_error e = {0};
+    ferry__conn_set_timeout(w->bconn, time_left(deadline, full_command));
     if (ferry__conn_command(w->bconn, &r, &e, "CLIENT ID") == 0) {
         if (r->type == REDIS_REPLY_INTEGER) w->bclient_id = r->integer;
         freeReplyObject(r);
     }
+    ferry__conn_set_timeout(w->bconn, 0);
     return 0;
 }
 
@@ -516,7 +536,13 @@ static void set_started(ferry_worker *w, int v) {
 }
 
 int ferry_worker_start(ferry_worker *w, ferry_error *err) {
+    return ferry_worker_start_within(w, 0, err);
+}
+
+int ferry_worker_start_within(ferry_worker *w, int timeout_ms, ferry_error *err) {
     if (!w) return ferry__err(err, FERRY_EINVAL, "worker: NULL");
+    if (timeout_ms < 0) return ferry__err(err, FERRY_EINVAL, "worker: timeout_ms < 0");
+    long long deadline = timeout_ms ? (long long)ferry__mono_ms() + timeout_ms : 0;
     pthread_mutex_lock(&w->mu);
     int started = w->started, closed = w->closed;
     if (!closed) w->started = 1;
@@ -528,7 +554,7 @@ int ferry_worker_start(ferry_worker *w, ferry_error *err) {
     /* Every lane connects before any thread starts: a lane that cannot connect leaves the
      * worker as it was (no job taken, start may be tried again). */
     for (int i = 0; i < n; i++) {
-        int rc = lane_connect(lanes[i], err);
+        int rc = lane_connect(lanes[i], deadline, err);
         if (rc == 0) continue;
         for (int k = 0; k < i; k++)
             lane_disconnect(lanes[k]);

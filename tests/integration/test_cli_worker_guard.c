@@ -2,7 +2,8 @@
  * `ferry worker`: after a SIGKILL of the worker, after the time limit, and when the command
  * exits leaving processes behind (a background child, one that called setsid, one that
  * double-forked). Also: the command has no descriptor but 0/1/2, and the guard's hidden
- * mode is not a command. Real binary, real processes, the fixture's Redis. */
+ * mode is not a command; a command that stops its guard defeats neither the time limit nor
+ * the stop escalation. Real binary, real processes, the fixture's Redis. */
 #include <errno.h>
 
 #include "cli_worker_support.h"
@@ -282,6 +283,159 @@ static void test_command_that_cannot_start(void **state) {
     expect_field(p, q, id, "failedReason", want);
 }
 
+/* A command that stops its guard (SIGSTOP cannot be blocked) and then runs on. The guard
+ * reads the worker's requests, so a stopped one used to defeat the time limit and the stop
+ * escalation: the job stayed active. The command records its pid; `trap '' TERM` makes
+ * only the SIGKILL stage end it. */
+static const char stopper_script[] =
+    "#!/bin/bash\n"
+    "cat > /dev/null\n"
+    "trap '' TERM\n"
+    "echo \"cmd $$\" > \"$CLITEST_DIR/stopper-$FERRY_JOB_ID\"\n"
+    "kill -STOP $PPID\n"
+    "sleep 300\n";
+
+static pid_t start_stopper_worker(const char *p, const char *q, const char *const *extra,
+                                  char *err_path, size_t cap) {
+    static int n;
+    char script[160], out_path[160];
+    snprintf(script, sizeof script, "%s/stopper.sh", cli_tmpdir());
+    cli_write_file(script, stopper_script, 0755);
+    snprintf(err_path, cap, "%s/sworker%d.err", cli_tmpdir(), n);
+    snprintf(out_path, sizeof out_path, "%s/sworker%d.out", cli_tmpdir(), n++);
+    const char *argv[32];
+    int k = 0;
+    argv[k++] = "worker";
+    argv[k++] = q;
+    argv[k++] = "--redis";
+    argv[k++] = url();
+    argv[k++] = "--prefix";
+    argv[k++] = p;
+    for (int i = 0; extra && extra[i]; i++)
+        argv[k++] = extra[i];
+    argv[k++] = "--";
+    argv[k++] = script;
+    argv[k] = NULL;
+    static char dirvar[160];
+    snprintf(dirvar, sizeof dirvar, "CLITEST_DIR=%s", cli_tmpdir());
+    return cli_start(argv, CLI_ARGV(dirvar), NULL, out_path, err_path);
+}
+
+typedef struct stopper {
+    char path[200];
+    pid_t cmd;
+} stopper;
+
+/* 1 once the command wrote its pid and its guard (its parent) is stopped. */
+static int stopper_ready(void *arg) {
+    stopper *s = arg;
+    FILE *f = fopen(s->path, "r");
+    if (!f) return 0;
+    int pid = 0;
+    int ok = fscanf(f, "cmd %d", &pid) == 1;
+    fclose(f);
+    if (!ok) return 0;
+    s->cmd = (pid_t)pid;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')'), state;
+    int ppid;
+    if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2) return 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", ppid);
+    f = fopen(path, "r");
+    if (!f) return 0;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    rp = strrchr(buf, ')');
+    return rp && sscanf(rp + 1, " %c", &state) == 1 && state == 'T';
+}
+
+static int stopper_cmd_gone(void *arg) {
+    const stopper *s = arg;
+    return s->cmd <= 0 || !proc_stat(s->cmd, NULL, NULL);
+}
+
+static void stopper_cleanup(const stopper *s) {
+    if (s->cmd > 0) kill(-s->cmd, SIGKILL);
+}
+
+/* The worker's exit code, or -1 when it still runs after timeout_ms (then it is killed, as
+ * is the command, so that nothing outlives the test before it fails). */
+static int stopper_wait(pid_t w, const stopper *s, int timeout_ms) {
+    long long deadline = cli_mono_ms() + timeout_ms;
+    int st;
+    while (waitpid(w, &st, WNOHANG) != w) {
+        if (cli_mono_ms() > deadline) {
+            kill(w, SIGKILL);
+            waitpid(w, &st, 0);
+            stopper_cleanup(s);
+            return -1;
+        }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The time limit ends the job although the command stopped its guard. */
+static void test_stopped_guard_timeout(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "guard-stopped-timeout";
+    char id[64], errp[160];
+    add_job(p, q, "x", "{}", "{}", id, sizeof id);
+    stopper s = {.cmd = 0};
+    snprintf(s.path, sizeof s.path, "%s/stopper-%s", cli_tmpdir(), id);
+    pid_t w = start_stopper_worker(
+        p, q, CLI_ARGV("--max-jobs", "1", "--job-timeout", "2000", "--kill-grace", "500"), errp,
+        sizeof errp);
+    int ready = testenv_wait_until(stopper_ready, &s, 30000);
+    finished_arg fa = {p, q, 1};
+    int finished = ready && testenv_wait_until(all_finished, &fa, 10000);
+    int code = stopper_wait(w, &s, finished ? 30000 : 0);
+    int cmd_alive = !testenv_wait_until(stopper_cmd_gone, &s, 5000);
+    stopper_cleanup(&s);
+    char *log = cli_slurp(errp);
+    if (!ready || !finished || code != 0 || cmd_alive)
+        fail_msg("guard stopped %d, job finished %d, exit %d, command alive %d; log:\n%s", ready,
+                 finished, code, cmd_alive, log);
+    free(log);
+    expect_state(p, q, id, "failed");
+    expect_field(p, q, id, "failedReason", "timeout after 2000 ms");
+}
+
+/* Three SIGTERMs (drain, SIGTERM to the command, SIGKILL to it) end the worker long before
+ * its shutdown timeout, although the command stopped its guard and ignores SIGTERM. */
+static void test_stopped_guard_stop_escalation(void **state) {
+    (void)state;
+    const char *p = testenv_prefix(), *q = "guard-stopped-stop";
+    char id[64], errp[160];
+    add_job(p, q, "x", "{}", "{}", id, sizeof id);
+    stopper s = {.cmd = 0};
+    snprintf(s.path, sizeof s.path, "%s/stopper-%s", cli_tmpdir(), id);
+    pid_t w = start_stopper_worker(p, q, CLI_ARGV("--shutdown-timeout", "120000"), errp,
+                                   sizeof errp);
+    int ready = testenv_wait_until(stopper_ready, &s, 30000);
+    for (int i = 0; ready && i < 3; i++) {
+        kill(w, SIGTERM);
+        struct timespec ts = {0, 300 * 1000 * 1000}; /* one signal at a time */
+        nanosleep(&ts, NULL);
+    }
+    int code = stopper_wait(w, &s, 20000);
+    int cmd_alive = !testenv_wait_until(stopper_cmd_gone, &s, 5000);
+    stopper_cleanup(&s);
+    char *log = cli_slurp(errp);
+    if (!ready || code == -1 || cmd_alive)
+        fail_msg("guard stopped %d, worker exit %d, command alive %d; log:\n%s", ready, code,
+                 cmd_alive, log);
+    free(log);
+}
+
 /* The guard's mode is no command: refused without its descriptors, not listed in help. */
 static void test_guard_mode_is_hidden(void **state) {
     (void)state;
@@ -304,6 +458,8 @@ int main(void) {
         cmocka_unit_test(test_command_has_only_std_fds),
         cmocka_unit_test(test_command_that_cannot_start),
         cmocka_unit_test(test_guard_mode_is_hidden),
+        cmocka_unit_test(test_stopped_guard_timeout),
+        cmocka_unit_test(test_stopped_guard_stop_escalation),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     cli_tmpdir_remove();

@@ -5,7 +5,8 @@
  *    (text outcome lines too), JSON outcome lines lead with a "time" member;
  *  - a worker started before its Redis logs each try, then runs once the server is up;
  *    after an outage it logs one "lost" and one "restored" line (two lanes);
- *  - --connect-timeout ends it with exit 1; a wrong password exits 1 at once;
+ *  - --connect-timeout ends it with exit 1, its last try cut to the time left; a wrong
+ *    password exits 1 at once;
  *  - a maxmemory-policy that may evict keys is warned about at start, noeviction is not;
  *  - a queue name with a newline is escaped in the start and stop lines. */
 #include <arpa/inet.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli_worker_support.h"
+#include "test_listen.h"
 
 /* ---- a private redis-server ----------------------------------------------------------- */
 
@@ -275,6 +277,29 @@ static void test_connect_timeout(void **state) {
     free(log);
 }
 
+/* A server that accepts and never answers: each try waits its whole command timeout, but
+ * the last one only for what is left of --connect-timeout. Without that cut the second
+ * try would start at about 2.1 s and end at about 4.1 s; the bound below has 1 s to spare
+ * for a slow machine. */
+static void test_connect_timeout_cuts_last_try(void **state) {
+    (void)state;
+    int port, lfd = listen_local(AF_INET, 16, &port); /* never accepted: the kernel does it */
+    assert_true(lfd >= 0);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    long long t0 = cli_mono_ms();
+    wk_start(url, "q", CLI_ARGV("--connect-timeout", "2500", "--command-timeout", "2000"));
+    int code = cli_wait(wk_pid, 20000);
+    long long took = cli_mono_ms() - t0;
+    wk_pid = 0;
+    close(lfd);
+    char *log = cli_slurp(wk_err);
+    if (code != 1 || !strstr(log, "cannot connect within --connect-timeout 2500 ms") ||
+        took < 2500 || took >= 3500)
+        fail_msg("exit %d after %lld ms; log:\n%s", code, took, log);
+    free(log);
+}
+
 /* Usage errors and warnings before the start are lines of the worker's log too: each has its
  * timestamp (a bad option, a credential file others can read, a bad --pass-env name). */
 static void test_usage_errors_timestamped(void **state) {
@@ -368,6 +393,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_waits_for_redis_then_logs_outage, teardown),
         cmocka_unit_test_teardown(test_json_outcome_has_time, teardown),
         cmocka_unit_test_teardown(test_connect_timeout, teardown),
+        cmocka_unit_test_teardown(test_connect_timeout_cuts_last_try, teardown),
         cmocka_unit_test_teardown(test_auth_failure_exits_at_once, teardown),
         cmocka_unit_test_teardown(test_eviction_policy_warning, teardown),
         cmocka_unit_test_teardown(test_queue_name_escaped, teardown),
