@@ -14,4 +14,9 @@
  * allocation. */
 const char *ferry__printable(const char *s, char *out, size_t cap);
 
+/* 1 when ferry__printable would change nothing in s but backslashes (no control character,
+ * C1 control or invalid UTF-8), so s can be printed as it is on one line; else 0. For text
+ * whose backslashes already mean something, such as JSON. Pure, thread-safe. */
+int ferry__printable_clean(const char *s);
+
 #endif

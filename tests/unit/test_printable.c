@@ -66,12 +66,24 @@ static void test_cut(void **state) {
     assert_string_equal(ferry__printable("abc", out, sizeof out), "abc");
 }
 
+static void test_clean(void **state) {
+    (void)state;
+    assert_int_equal(ferry__printable_clean(""), 1);
+    assert_int_equal(ferry__printable_clean("{\"a\":\"x\\ny \xc3\xa9\"}"), 1);
+    assert_int_equal(ferry__printable_clean("a\nb"), 0);
+    assert_int_equal(ferry__printable_clean("\x1b[31m"), 0);
+    assert_int_equal(ferry__printable_clean("\"\xc2\x9b" "2J\""), 0); /* C1 CSI */
+    assert_int_equal(ferry__printable_clean("\xe0\x80\x8a"), 0);
+    assert_int_equal(ferry__printable_clean("\xed\xa0\x80"), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ascii_and_controls),
         cmocka_unit_test(test_valid_utf8_kept),
         cmocka_unit_test(test_invalid_utf8_escaped),
         cmocka_unit_test(test_cut),
+        cmocka_unit_test(test_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
