@@ -48,20 +48,43 @@ static void print_ms(const char *label, long long ms) {
     printf("%-16s %lld (%s.%03lldZ)\n", label, ms, iso, ms % 1000);
 }
 
+/* Text from Redis, escaped by ferry__printable so a name, id or reason cannot forge lines
+ * or send terminal codes; uncut (the buffer holds the longest escaped form). */
 static void print_str(const char *label, const char *v) {
-    printf("%-16s %s\n", label, v ? v : "-");
+    if (!v) {
+        printf("%-16s -\n", label);
+        return;
+    }
+    size_t cap = 4 * strlen(v) + 8; /* at most 4 output bytes per input byte, + "...\0" */
+    char *buf = malloc(cap);
+    if (!buf) {
+        printf("%-16s (not shown: out of memory)\n", label);
+        return;
+    }
+    printf("%-16s %s\n", label, ferry__printable(v, buf, cap));
+    free(buf);
+}
+
+/* Stored JSON (data, opts, ...): as stored when that is safe on one line, its backslashes
+ * being JSON's own escapes; escaped as print_str does when it holds a raw control
+ * character (a line break between tokens too), C1 control or invalid UTF-8. */
+static void print_json_text(const char *label, const char *v) {
+    if (v && ferry__printable_clean(v))
+        printf("%-16s %s\n", label, v);
+    else
+        print_str(label, v);
 }
 
 static void show_human(const ferry_job_info *j) {
     print_str("id", j->id);
     print_str("name", j->name);
     print_str("state", j->state);
-    print_str("data", j->data);
-    print_str("opts", j->opts);
-    print_str("progress", j->progress);
-    print_str("returnvalue", j->returnvalue);
+    print_json_text("data", j->data);
+    print_json_text("opts", j->opts);
+    print_json_text("progress", j->progress);
+    print_json_text("returnvalue", j->returnvalue);
     print_str("failedReason", j->failed_reason);
-    print_str("stacktrace", j->stacktrace);
+    print_json_text("stacktrace", j->stacktrace);
     printf("%-16s %lld\n", "attemptsMade", j->attempts_made);
     printf("%-16s %lld\n", "attemptsStarted", j->attempts_started);
     printf("%-16s %lld\n", "stalledCounter", j->stalled_count);

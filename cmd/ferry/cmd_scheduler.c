@@ -147,7 +147,16 @@ static int scheduler_upsert(int argc, char **argv) {
         jsonw_int(&w, "delay", delay);
         jsonw_end(&w);
     } else {
-        printf("%s\n", job_id);
+        /* Escaped (the id is user text) and uncut: 4 output bytes per input byte at most. */
+        size_t cap = 4 * strlen(job_id) + 8;
+        char *sjob = malloc(cap);
+        if (!sjob) {
+            fprintf(stderr, "ferry %s: out of memory\n", upsert_spec.name);
+            rc = CLI_EXIT_RUNTIME;
+            goto out;
+        }
+        printf("%s\n", ferry__printable(job_id, sjob, cap));
+        free(sjob);
     }
 out:
     free(job_id);

@@ -43,10 +43,15 @@ int ferry__pg_run(PGconn *conn, const char *what, const char *sql, int nparams,
  * (cap >= 16) and returns out. Pure, thread-safe. */
 const char *ferry__pg_url_display(const char *url, char *out, size_t cap);
 
-/* Replace in msg (NUL-terminated, changed in place, never longer) every occurrence of url's
- * password, as libpq parses it and, for a URL, as written (percent-encoded), by "***".
- * Passwords of fewer than 3 bytes are left alone (masking them would garble any text).
- * For texts from libpq or the server about a connection to url. Pure, thread-safe. */
+/* Replace in msg (NUL-terminated, changed in place, never longer) by "***" every
+ * occurrence of a password url holds or libpq would use: password= and sslpassword= as
+ * libpq parses them, every such key of a conninfo or URL query (also the first of two), a
+ * URL's password as written (percent-encoded) and decoded, and the PGPASSWORD environment
+ * variable's value; each also with its line breaks and tabs flattened to spaces and as
+ * ferry__printable shows it. url may be NULL (PGPASSWORD still masked). Passwords of fewer
+ * than 3 bytes are left alone (masking them would garble any text). For texts from libpq
+ * or the server about a connection to url. No I/O (reads the environment); thread-safe
+ * while nothing changes the environment. */
 void ferry__pg_url_mask(const char *url, char *msg);
 
 /* A connection ferry owns. `broken` is set once a call failed in a way that leaves the

@@ -6,6 +6,7 @@
  * from libpq or the server are masked for the password as a last line of defence. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "outbox/pg.h"
@@ -144,23 +145,112 @@ static void mask(char *msg, const char *secret, size_t n) {
     }
 }
 
-static void mask_len(char *msg, const char *secret, size_t n) {
-    char piece[1024];
+/* Mask one secret in every form a message may carry it: as is, with its line breaks and
+ * tabs flattened to spaces (callers keep messages on one line) and as ferry__printable
+ * shows it. */
+static void mask_forms(char *msg, const char *secret, size_t n) {
+    char piece[1024], shown[4 * sizeof piece + 8];
     if (n >= sizeof piece) n = sizeof piece - 1;
     memcpy(piece, secret, n);
     piece[n] = '\0';
     mask(msg, piece, n);
+    for (char *c = piece; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+    mask(msg, piece, n);
+    memcpy(piece, secret, n);
+    ferry__printable(piece, shown, sizeof shown);
+    mask(msg, shown, strlen(shown));
+}
+
+static int is_secret_key(const char *k, size_t n) {
+    return (n == 8 && !memcmp(k, "password", 8)) || (n == 11 && !memcmp(k, "sslpassword", 11));
+}
+
+static int hexdig(int c) {
+    return isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
+}
+
+/* Mask v[0..n) as written and percent-decoded. */
+static void mask_pct(char *msg, const char *v, size_t n) {
+    char dec[1024];
+    size_t k = 0;
+    mask_forms(msg, v, n);
+    for (size_t i = 0; i < n && k < sizeof dec - 1; i++) {
+        int hi = i + 2 < n && v[i] == '%' ? hexdig((unsigned char)v[i + 1]) : -1;
+        int lo = hi >= 0 ? hexdig((unsigned char)v[i + 2]) : -1;
+        if (hi >= 0 && lo >= 0) {
+            dec[k++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            dec[k++] = v[i];
+        }
+    }
+    mask_forms(msg, dec, k);
+}
+
+/* Every password= and sslpassword= of a URI's query (all of them, not only the one libpq
+ * keeps). */
+static void mask_uri_query(char *msg, const char *url) {
+    const char *q = strchr(url, '?');
+    while (q && *q) {
+        q++;
+        size_t plen = strcspn(q, "&#");
+        const char *eq = memchr(q, '=', plen);
+        if (eq && is_secret_key(q, (size_t)(eq - q)))
+            mask_pct(msg, eq + 1, plen - (size_t)(eq + 1 - q));
+        q += plen;
+        if (*q != '&') break;
+    }
+}
+
+/* Every password= and sslpassword= of a key=value conninfo, unquoted as libpq does
+ * (conninfo_parse in fe-connect.c): libpq keeps the last of two, the first must not leak
+ * either. */
+static void mask_conninfo(char *msg, const char *ci) {
+    const char *p = ci;
+    char val[1024];
+    while (*p) {
+        while (isspace((unsigned char)*p))
+            p++;
+        const char *key = p;
+        while (*p && *p != '=' && !isspace((unsigned char)*p))
+            p++;
+        size_t klen = (size_t)(p - key);
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p != '=') return; /* not a conninfo libpq takes; libpq's own pass masks */
+        p++;
+        while (isspace((unsigned char)*p))
+            p++;
+        size_t k = 0;
+        int quoted = *p == '\'';
+        if (quoted) p++;
+        while (*p && (quoted ? *p != '\'' : !isspace((unsigned char)*p))) {
+            if (*p == '\\' && p[1]) p++;
+            if (k < sizeof val - 1) val[k++] = *p;
+            p++;
+        }
+        if (quoted && *p) p++;
+        if (is_secret_key(key, klen)) mask_forms(msg, val, k);
+    }
 }
 
 void ferry__pg_url_mask(const char *url, char *msg) {
-    if (!url || !*url || !msg) return;
+    if (!msg) return;
+    const char *env = getenv("PGPASSWORD"); /* libpq's password when the URL has none */
+    if (env) mask_forms(msg, env, strlen(env));
+    if (!url || !*url) return;
     PQconninfoOption *o = PQconninfoParse(url, NULL);
-    const char *pw = o ? option(o, "password") : NULL;
-    if (pw) mask(msg, pw, strlen(pw));
+    const char *pw = o ? option(o, "password") : NULL, *sslpw = o ? option(o, "sslpassword") : NULL;
+    if (pw) mask_forms(msg, pw, strlen(pw));
+    if (sslpw) mask_forms(msg, sslpw, strlen(sslpw));
     PQconninfoFree(o);
-    if (is_uri(url)) { /* the password as written, percent-encoded */
+    if (is_uri(url)) { /* the password as written, percent-encoded, and any in the query */
         const char *rest = uri_rest(url), *at = strchr(rest, '@');
         const char *colon = at ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
-        if (colon) mask_len(msg, colon + 1, (size_t)(at - colon - 1));
+        if (colon) mask_pct(msg, colon + 1, (size_t)(at - colon - 1));
+        mask_uri_query(msg, url);
+    } else {
+        mask_conninfo(msg, url);
     }
 }

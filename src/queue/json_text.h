@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "util/utf8.h" /* ferry__utf8_seq */
+
 typedef struct ferry__json_check_error {
     size_t offset;      /* byte offset of the problem */
     const char *reason; /* static text */
@@ -39,10 +41,6 @@ char *ferry__json_serialize(const json_t *v, int drop_nulls, size_t max_len);
 
 /* 1 when s[0..n) is valid UTF-8 (no overlongs, surrogates or code points > U+10FFFF). */
 int ferry__utf8_valid(const char *s, size_t n);
-
-/* Length of the valid UTF-8 sequence at s[0..n) (n >= 1; 1 for ASCII), or 0 if invalid (as
- * ferry__utf8_valid). */
-size_t ferry__utf8_seq(const unsigned char *s, size_t n);
 
 /* Index just past the JSON value that starts at s[i] (after any blanks), in text that
  * ferry__json_check accepted; n when the text ends first. Lets a caller take the elements

@@ -2,7 +2,8 @@
  *
  * Pure (no I/O), so it is unit-tested and fuzzed alone. Error messages name the offending
  * part of the URL but never contain the credentials: the userinfo is located first and
- * nothing from it (or from anywhere a mistyped password could have leaked to) is echoed. */
+ * nothing from it (or from anywhere a mistyped password could have leaked to, such as the
+ * query string or fragment) is echoed. */
 #include "redis/url.h"
 
 #include <arpa/inet.h>
@@ -223,14 +224,12 @@ static int parse_unix_query(const char *q, size_t len, ferry_redis_url *u, ferry
                 return ferry__err(err, FERRY_EINVAL, "redis URL: db= needs a number (db=N)");
             if (seen_db) return ferry__err(err, FERRY_EINVAL, "redis URL: db= given twice");
             seen_db = 1;
-            int rc = parse_db(q + 3, plen - 3, "", 1, &u->db, err);
+            int rc = parse_db(q + 3, plen - 3, "", 0, &u->db, err);
             if (rc) return rc;
         } else {
-            const char *eq = memchr(q, '=', plen);
-            size_t nlen = eq ? (size_t)(eq - q) : plen;
+            /* Not quoted: the option may be "password=..." or a bare password. */
             return ferry__err(err, FERRY_EINVAL,
-                              "redis URL: unknown option '%.*s%s' (unix:// takes only db=N)",
-                              echo_len(nlen), q, echo_more(nlen));
+                              "redis URL: unknown option in the query (unix:// takes only db=N)");
         }
         if (!amp) break;
         len -= plen + 1;
@@ -323,19 +322,14 @@ static int parse(const char *url, ferry_redis_url *u, ferry_error *err) {
         if (dlen > 0 && (rc = parse_db(dbs, dlen, "path ", quote, &u->db, err)) != 0) return rc;
         rest = dbs + dlen;
     }
-    if (*rest != '\0' && !quote)
+    /* Never quoted, with or without an '@': a query or fragment is where a password given
+     * as an option ("?password=...") or mistyped after a '?' or '#' sits. */
+    if (*rest != '\0')
         return ferry__err(err, FERRY_EINVAL,
                           "redis URL: unexpected %s after the db (redis:// URLs take no options)",
                           *rest == '?'   ? "query ('?...')"
                           : *rest == '#' ? "fragment ('#...')"
                                          : "text");
-    if (*rest != '\0') {
-        size_t jlen = strlen(rest);
-        return ferry__err(err, FERRY_EINVAL,
-                          "redis URL: unexpected '%.*s%s' after the db (redis:// URLs take no "
-                          "options)",
-                          echo_len(jlen), rest, echo_more(jlen));
-    }
     return 0;
 }
 

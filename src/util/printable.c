@@ -1,46 +1,48 @@
-/* printable.c - text from outside (database rows) made safe for one line of output (see
- * printable.h). */
+/* printable.c - text from outside (database rows, job fields) made safe for one line of
+ * output (see printable.h). */
 #include "util/printable.h"
 
 #include <string.h>
 
+#include "util/utf8.h"
+
+static const char hex[] = "0123456789abcdef";
+
+/* The escaped form of the character at p[0..left) (left >= 1) into esc[6]; its length,
+ * and in *take how many input bytes it stands for. */
+static size_t escape_one(const unsigned char *p, size_t left, unsigned char esc[6], size_t *take) {
+    unsigned char c = *p;
+    size_t len = 0, seq = c >= 0x80 ? ferry__utf8_seq(p, left) : 1;
+    *take = 1;
+    if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+        esc[len++] = '\\';
+        esc[len++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
+    } else if (c >= 0x20 && c < 0x7f) {
+        esc[len++] = c;
+    } else if (seq == 2 && c == 0xC2 && p[1] <= 0x9F) { /* C1 control U+0080-U+009F */
+        memcpy(esc, "\\u00", 4);
+        esc[4] = (unsigned char)hex[p[1] >> 4];
+        esc[5] = (unsigned char)hex[p[1] & 15];
+        len = 6;
+        *take = 2;
+    } else if (seq > 1) { /* valid, shortest-form sequence of a scalar value */
+        memcpy(esc, p, seq);
+        len = *take = seq;
+    } else { /* C0 control, DEL, or a byte of no valid sequence */
+        esc[len++] = '\\';
+        esc[len++] = 'x';
+        esc[len++] = (unsigned char)hex[c >> 4];
+        esc[len++] = (unsigned char)hex[c & 15];
+    }
+    return len;
+}
+
 const char *ferry__printable(const char *s, char *out, size_t cap) {
-    static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    size_t k = 0;
-    while (*p) {
-        unsigned char c = *p, esc[6];
-        size_t len = 0, take = 1;
-        if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
-            esc[len++] = '\\';
-            esc[len++] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
-        } else if (c >= 0x20 && c < 0x7f) {
-            esc[len++] = c;
-        } else {
-            size_t need = c >= 0xC2 && c <= 0xDF   ? 2
-                          : c >= 0xE0 && c <= 0xEF ? 3
-                          : c >= 0xF0 && c <= 0xF4 ? 4
-                                                   : 0;
-            size_t j = 1;
-            while (j < need && (p[j] & 0xC0) == 0x80)
-                j++;
-            if (need && j == need && !(c == 0xC2 && p[1] <= 0x9F)) {
-                memcpy(esc, p, need);
-                len = take = need;
-            } else {
-                int c1 = need && j == need; /* U+0080-U+009F */
-                unsigned char v = c1 ? p[1] : c;
-                esc[len++] = '\\';
-                esc[len++] = c1 ? 'u' : 'x';
-                if (c1) {
-                    esc[len++] = '0';
-                    esc[len++] = '0';
-                    take = 2;
-                }
-                esc[len++] = (unsigned char)hex[v >> 4];
-                esc[len++] = (unsigned char)hex[v & 15];
-            }
-        }
+    size_t left = strlen(s), k = 0;
+    while (left > 0) {
+        unsigned char esc[6];
+        size_t take, len = escape_one(p, left, esc, &take);
         if (k + len + 4 > cap) {
             memcpy(out + k, "...", 4);
             return out;
@@ -48,7 +50,21 @@ const char *ferry__printable(const char *s, char *out, size_t cap) {
         memcpy(out + k, esc, len);
         k += len;
         p += take;
+        left -= take;
     }
     out[k] = '\0';
     return out;
+}
+
+int ferry__printable_clean(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = strlen(s);
+    while (left > 0) {
+        unsigned char esc[6];
+        size_t take, len = escape_one(p, left, esc, &take);
+        if (*p != '\\' && (len != take || memcmp(esc, p, len) != 0)) return 0;
+        p += take;
+        left -= take;
+    }
+    return 1;
 }

@@ -190,6 +190,84 @@ static void test_show_json_with_invalid_utf8(void **state) {
     cli_run_free(&r);
 }
 
+/* No byte of stdout is a control character other than the line ends, a C1 control, or
+ * outside valid UTF-8 as far as these tests write it (ESC, raw \xc2\x9b, \xe0\x80\x8a). */
+static void expect_no_raw_codes(const char *what, const char *out) {
+    for (const unsigned char *b = (const unsigned char *)out; *b; b++)
+        if ((*b < 0x20 && *b != '\n') || *b == 0x7f || (b[0] == 0xc2 && b[1] == 0x9b) ||
+            b[0] == 0xe0)
+            fail_msg("%s: raw byte 0x%02x at offset %zu in: %s", what, *b,
+                     (size_t)((const char *)b - out), out);
+}
+
+/* `job show` (text form) escapes user text: an id or name with a line break or terminal
+ * codes, a failedReason with colours, stored JSON with a raw line break or a C1 control
+ * cannot forge lines or reach the terminal. --json stays exact. */
+static void test_show_text_escapes(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "queue", "add", "esc", "na\nme\x1b[2J", "{}", "--job-id", "id\nFAKE", "--redis", url(),
+        "--prefix", p);
+    CLI_EXPECT(r, 0);
+    cli_run_free(&r);
+    ferry_conn *c = testenv_conn();
+    freeReplyObject(testenv_cmd(c, "HSET %s:esc:id\nFAKE failedReason %s returnvalue %s data %s",
+                                p, "\033[31mred\\x", "\"\xc2\x9b" "2J\"", "{\"a\":\n\"b\\\\c\"}"));
+    freeReplyObject(testenv_cmd(c, "HSET %s:esc:id\nFAKE stacktrace %b", p, "[\"\xe0\x80\x8a\"]",
+                                (size_t)7));
+    ferry__conn_close(c);
+
+    CLI(r, "job", "show", "esc", "id\nFAKE", "--redis", url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    expect_no_raw_codes("job show", r.out);
+    if (cli_lines(r.out) != 18) fail_msg("job show: want 18 lines, got: %s", r.out);
+    const char *want[] = {
+        "\nid               id\\nFAKE\n",
+        "\nname             na\\nme\\x1b[2J\n",
+        "\nfailedReason     \\x1b[31mred\\\\x\n",
+        "\nreturnvalue      \"\\u009b2J\"\n",
+        "\ndata             {\"a\":\\n\"b\\\\\\\\c\"}\n",
+        "\nstacktrace       [\"\\xe0\\x80\\x8a\"]\n",
+        "\nopts             {\"", /* clean JSON: as stored */
+    };
+    char buf[4096];
+    snprintf(buf, sizeof buf, "\n%s", r.out); /* so the first line matches "\nid" too */
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(buf, want[i])) fail_msg("job show: want '%s' in: %s", want[i], r.out);
+    cli_run_free(&r);
+
+    json_t *j = show_json("esc", "id\nFAKE", p);
+    assert_string_equal(jstr(j, "id"), "id\nFAKE");
+    assert_string_equal(jstr(j, "name"), "na\nme\x1b[2J");
+    assert_string_equal(jstr(j, "failedReason"), "\033[31mred\\x");
+    json_decref(j);
+}
+
+/* `scheduler upsert` prints the first job's id (repeat:ID:MS) escaped; --json exact. */
+static void test_scheduler_upsert_escapes(void **state) {
+    (void)state;
+    const char *p = testenv_prefix();
+    cli_run r;
+    CLI(r, "scheduler", "upsert", "esc", "s\x1b[2J\nx", "--every", "60000", "--redis", url(),
+        "--prefix", p);
+    CLI_EXPECT(r, 0);
+    expect_no_raw_codes("scheduler upsert", r.out);
+    const char *want = "repeat:s\\x1b[2J\\nx:";
+    if (cli_lines(r.out) != 1 || strncmp(r.out, want, strlen(want)) != 0)
+        fail_msg("scheduler upsert: want one escaped line, got: %s", r.out);
+    cli_run_free(&r);
+    CLI(r, "scheduler", "upsert", "esc", "s\x1b[2J\nx", "--every", "60000", "--json", "--redis",
+        url(), "--prefix", p);
+    CLI_EXPECT(r, 0);
+    json_t *j = out_json(&r);
+    assert_string_equal(jstr(j, "id"), "s\x1b[2J\nx");
+    const char *raw = "repeat:s\x1b[2J\nx:";
+    assert_int_equal(strncmp(jstr(j, "jobId"), raw, strlen(raw)), 0);
+    json_decref(j);
+    cli_run_free(&r);
+}
+
 /* JSON that JSON.parse takes but jansson does not (an integer past 64 bits, \u0000, a lone
  * surrogate escape) is job data like any other: added, stored and shown as JSON. */
 static void test_add_show_wide_json(void **state) {
@@ -664,6 +742,8 @@ int main(void) {
         cmocka_unit_test(test_read_only_leaves_no_key),
         cmocka_unit_test(test_show_json_with_invalid_utf8),
         cmocka_unit_test(test_add_show_wide_json),
+        cmocka_unit_test(test_show_text_escapes),
+        cmocka_unit_test(test_scheduler_upsert_escapes),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_dash_positionals),
         cmocka_unit_test(test_stdout_write_error),

@@ -35,36 +35,58 @@ typedef struct secret_case {
     const char *url; /* {PORT} = the test server's port */
     const char *secret;
     int outcome;
+    const char *env; /* "K=V" in the commands' environment, or NULL */
 } secret_case;
 
 static const secret_case cases[] = {
     /* a '%' that is not an escape: libpq's parse error used to quote the token */
-    {"postgresql://ferry:Pr0dPassw0rd%@127.0.0.1:{PORT}/ferry", "Pr0dPassw0rd%", REFUSED},
+    {"postgresql://ferry:Pr0dPassw0rd%@127.0.0.1:{PORT}/ferry", "Pr0dPassw0rd%", REFUSED, NULL},
     /* a '/': libpq reads host "ferry", port "Ab+c", database "De9Fg=@127.0.0.1:5432/x" */
-    {"postgresql://ferry:Ab+c/De9Fg=@127.0.0.1:5432/x", "Ab+c/De9Fg=", REFUSED},
+    {"postgresql://ferry:Ab+c/De9Fg=@127.0.0.1:5432/x", "Ab+c/De9Fg=", REFUSED, NULL},
     /* '?' and '#': libpq takes them as part of the password; the display did not */
-    {"postgresql://ferry:Hq8Lp?Vn3Wd@127.0.0.1:{PORT}/ferry", "Hq8Lp?Vn3Wd", WORKS},
+    {"postgresql://ferry:Hq8Lp?Vn3Wd@127.0.0.1:{PORT}/ferry", "Hq8Lp?Vn3Wd", WORKS, NULL},
     {"postgresql://ferry:Mz5Rt#Yb2Kc@127.0.0.1:{PORT}/ferry?connect_timeout=5", "Mz5Rt#Yb2Kc",
-     WORKS},
+     WORKS, NULL},
     /* a second '@': libpq reads the password's tail as the host name */
-    {"postgresql://ferry:Gf4Ds@Jk8Lq@127.0.0.1:{PORT}/ferry", "Gf4Ds@Jk8Lq", REFUSED},
+    {"postgresql://ferry:Gf4Ds@Jk8Lq@127.0.0.1:{PORT}/ferry", "Gf4Ds@Jk8Lq", REFUSED, NULL},
     /* no host at all: the "port" is the password */
-    {"postgresql://ferry:Vb7Nm4Qw/ferry", "Vb7Nm4Qw", REFUSED},
+    {"postgresql://ferry:Vb7Nm4Qw/ferry", "Vb7Nm4Qw", REFUSED, NULL},
     /* percent-encoded as it should be: works; the encoded text counts as the secret too */
-    {"postgresql://ferry:Ab%2Fc%40Qr7Ts9@127.0.0.1:{PORT}/ferry", "Ab/c@Qr7Ts9", WORKS},
-    {"postgresql://ferry:Ab%2Fc%40Qr7Ts9@127.0.0.1:{PORT}/ferry", "Ab%2Fc%40Qr7Ts9", WORKS},
+    {"postgresql://ferry:Ab%2Fc%40Qr7Ts9@127.0.0.1:{PORT}/ferry", "Ab/c@Qr7Ts9", WORKS, NULL},
+    {"postgresql://ferry:Ab%2Fc%40Qr7Ts9@127.0.0.1:{PORT}/ferry", "Ab%2Fc%40Qr7Ts9", WORKS, NULL},
     /* key=value: an unquoted space (libpq's message quoted the word after it), a quoted one */
     {"host=127.0.0.1 port={PORT} dbname=ferry user=ferry password=S3CR ETXpart", "S3CR ETXpart",
-     REFUSED},
+     REFUSED, NULL},
     {"host=127.0.0.1 port={PORT} dbname=ferry user=ferry password='quoted secret'", "quoted secret",
-     WORKS},
+     WORKS, NULL},
     {"host=127.0.0.1 port={PORT} dbname=ferry user=ferry password='Wx4 Ed5\\'Rf6'", "Wx4 Ed5'Rf6",
-     WORKS},
+     WORKS, NULL},
     /* nothing listens / no such database / no such role: libpq's and the server's messages */
-    {"postgresql://ferry:Wq3Er5Ty%2FUi@127.0.0.1:1/ferry", "Wq3Er5Ty/Ui", FAILS},
-    {"host=127.0.0.1 port=1 dbname=ferry password='Zu7 Io9Pa#'", "Zu7 Io9Pa#", FAILS},
-    {"postgresql://ferry:Kd9Fs%3FLp2@127.0.0.1:{PORT}/no_such_db", "Kd9Fs?Lp2", FAILS},
-    {"postgresql://nobody_here:Jh6Gf%23Ds4@127.0.0.1:{PORT}/ferry", "Jh6Gf#Ds4", FAILS},
+    {"postgresql://ferry:Wq3Er5Ty%2FUi@127.0.0.1:1/ferry", "Wq3Er5Ty/Ui", FAILS, NULL},
+    {"host=127.0.0.1 port=1 dbname=ferry password='Zu7 Io9Pa#'", "Zu7 Io9Pa#", FAILS, NULL},
+    {"postgresql://ferry:Kd9Fs%3FLp2@127.0.0.1:{PORT}/no_such_db", "Kd9Fs?Lp2", FAILS, NULL},
+    {"postgresql://nobody_here:Jh6Gf%23Ds4@127.0.0.1:{PORT}/ferry", "Jh6Gf#Ds4", FAILS, NULL},
+    /* libpq quotes a bad target_session_attrs value: where a password that holds a control
+     * character is echoed decoded, then flattened to one line */
+    {"postgresql://u:Nl7Kq%0AZp4Wx@127.0.0.1:1/x?target_session_attrs=Nl7Kq%0AZp4Wx",
+     "Nl7Kq\nZp4Wx", FAILS, NULL},
+    {"postgresql://u:Tb3Hj%09Rk6Mv@127.0.0.1:1/x?target_session_attrs=Tb3Hj%09Rk6Mv",
+     "Tb3Hj\tRk6Mv", FAILS, NULL},
+    /* passwords that are not the URL's password= as libpq keeps it */
+    {"postgresql://ferry@127.0.0.1:{PORT}/ferry?target_session_attrs=Pg5Pw6Xy8", "Pg5Pw6Xy8",
+     FAILS, "PGPASSWORD=Pg5Pw6Xy8"},
+    {"postgresql://ferry@127.0.0.1:{PORT}/ferry?sslpassword=Sl2Pq4Wz9&target_session_attrs="
+     "Sl2Pq4Wz9",
+     "Sl2Pq4Wz9", FAILS, NULL},
+    {"host=127.0.0.1 port={PORT} dbname=ferry sslpassword=Hs5Kd7Lm3 "
+     "target_session_attrs=Hs5Kd7Lm3",
+     "Hs5Kd7Lm3", FAILS, NULL},
+    {"host=127.0.0.1 port={PORT} dbname=ferry password=Fp1Ab2Cd3 password=second "
+     "target_session_attrs=Fp1Ab2Cd3",
+     "Fp1Ab2Cd3", FAILS, NULL},
+    {"postgresql://ferry@127.0.0.1:{PORT}/ferry?password=Qp6Rs8Tu1&password=second&"
+     "target_session_attrs=Qp6Rs8Tu1",
+     "Qp6Rs8Tu1", FAILS, NULL},
 };
 
 /* url with {PORT} replaced by the test server's port. */
@@ -120,14 +142,15 @@ static const char *const source_names[SOURCES] = {"--database", "DATABASE_URL",
  * the URL given by `source`; env_out gets the extra environment entry or NULL. */
 typedef struct cmd_line {
     const char *argv[32];
-    const char *env[2];
+    const char *env[3];
     char env_text[1200];
     char file[300];
 } cmd_line;
 
 static const char *const cmd_names[4] = {"migrate", "outbox status", "outbox cleanup", "relay"};
 
-static void build(cmd_line *c, int cmd, int source, const char *url, const char *routes) {
+static void build(cmd_line *c, int cmd, int source, const char *url, const char *routes,
+                  const char *env) {
     memset(c, 0, sizeof *c);
     int n = 0;
     if (cmd == 0) c->argv[n++] = "migrate";
@@ -166,6 +189,7 @@ static void build(cmd_line *c, int cmd, int source, const char *url, const char 
         c->argv[n++] = c->file;
     }
     c->argv[n] = NULL;
+    c->env[c->env[0] ? 1 : 0] = env;
 }
 
 typedef struct out_files {
@@ -228,7 +252,7 @@ static void check_sources(int nsources) {
         for (int source = 0; source < nsources; source++)
             for (int cmd = 0; cmd < 4; cmd++) {
                 cmd_line c;
-                build(&c, cmd, source, url, routes);
+                build(&c, cmd, source, url, routes, cases[i].env);
                 char *text = NULL;
                 int code = run(&c, cmd == 3, &text);
                 char what[300];
@@ -260,7 +284,7 @@ static int run_with_file(int cmd, const char *file, const char *const *extra, co
                          char **text) {
     const char *routes = ob_file("f.routes", "order.placed q:j\n");
     cmd_line c;
-    build(&c, cmd, BY_FILE, "unused", routes);
+    build(&c, cmd, BY_FILE, "unused", routes, NULL);
     int n = 0;
     while (c.argv[n])
         n++;
