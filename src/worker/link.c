@@ -8,7 +8,8 @@
  * changed. An outage also makes every other connection suspect (the epoch): one that sat
  * idle through it is checked before its next use and, if the server closed it, replaced
  * without counting as a loss, so that it does not start a second outage after the first
- * is over. */
+ * is over. The end of an outage makes them suspect again (a check made during the outage
+ * can come before the dead server's close reaches a connection). */
 #include <stdio.h>
 #include <string.h>
 
@@ -65,6 +66,11 @@ void ferry__link_back(ferry_worker *w, int *counted, unsigned *epoch, unsigned e
     if (g->link_nlost > 0) g->link_nlost--;
     if (g->link_nlost == 0 && g->link_down) {
         g->link_down = 0;
+        /* Every other connection is suspect again: one checked during the outage may have
+         * looked open only because the dead server's close had not reached it yet; checked
+         * again before its next use, it is replaced quietly instead of starting a second
+         * outage. (The ones just reopened pass that check at the cost of one peek.) */
+        atomic_fetch_add(&g->link_epoch, 1);
         long long down_ms = (long long)(ferry__mono_ms() - g->link_down_since);
         if (w->cb.notice) {
             char q[QUEUE_SHOWN_MAX], msg[QUEUE_SHOWN_MAX + 128];
