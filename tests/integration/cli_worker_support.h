@@ -94,9 +94,9 @@ static inline void add_job(const char *p, const char *q, const char *name, const
     cli_run_free(&r);
 }
 
-/* Start `ferry worker` in the background; stderr goes to the returned path. */
-static inline pid_t start_worker(const char *p, const char *q, const char *const *extra_args,
-                                 char *err_path, size_t cap) {
+/* Start `ferry worker ... -- cmd` in the background; stderr goes to the returned path. */
+static inline pid_t start_worker_cmd(const char *p, const char *q, const char *const *extra_args,
+                                     const char *cmd, char *err_path, size_t cap) {
     static int n;
     char out_path[160];
     snprintf(err_path, cap, "%s/worker%d.err", cli_tmpdir(), n);
@@ -112,11 +112,17 @@ static inline pid_t start_worker(const char *p, const char *q, const char *const
     for (int i = 0; extra_args && extra_args[i]; i++)
         argv[k++] = extra_args[i];
     argv[k++] = "--";
-    argv[k++] = script_path();
+    argv[k++] = cmd;
     argv[k] = NULL;
     static char dirvar[160];
     snprintf(dirvar, sizeof dirvar, "CLITEST_DIR=%s", cli_tmpdir());
     return cli_start(argv, CLI_ARGV(dirvar), NULL, out_path, err_path);
+}
+
+/* Start `ferry worker` running the test script in the background. */
+static inline pid_t start_worker(const char *p, const char *q, const char *const *extra_args,
+                                 char *err_path, size_t cap) {
+    return start_worker_cmd(p, q, extra_args, script_path(), err_path, cap);
 }
 
 typedef struct finished_arg {

@@ -37,26 +37,7 @@ static const char *guard_script_path(void) {
 
 static pid_t start_guard_worker(const char *p, const char *q, const char *const *extra,
                                 char *err_path, size_t cap) {
-    static int n;
-    char out_path[160];
-    snprintf(err_path, cap, "%s/gworker%d.err", cli_tmpdir(), n);
-    snprintf(out_path, sizeof out_path, "%s/gworker%d.out", cli_tmpdir(), n++);
-    const char *argv[32];
-    int k = 0;
-    argv[k++] = "worker";
-    argv[k++] = q;
-    argv[k++] = "--redis";
-    argv[k++] = url();
-    argv[k++] = "--prefix";
-    argv[k++] = p;
-    for (int i = 0; extra && extra[i]; i++)
-        argv[k++] = extra[i];
-    argv[k++] = "--";
-    argv[k++] = guard_script_path();
-    argv[k] = NULL;
-    static char dirvar[160];
-    snprintf(dirvar, sizeof dirvar, "CLITEST_DIR=%s", cli_tmpdir());
-    return cli_start(argv, CLI_ARGV(dirvar), NULL, out_path, err_path);
+    return start_worker_cmd(p, q, extra, guard_script_path(), err_path, cap);
 }
 
 /* ---- the processes a job left ----------------------------------------------------------- */
