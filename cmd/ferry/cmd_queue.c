@@ -287,7 +287,10 @@ static const cmd_spec bulk_spec = {
     "stops with exit 2 and names the line number and the problem: the jobs of the\n"
     "lines before it are added (their ids printed), none of the lines after it are\n"
     "read. If Redis fails midway, exit 1: the ids printed so far are of jobs added.\n"
-    "Nothing is written to Redis before the first good line.\n",
+    "Nothing is written to Redis before the first good line.\n"
+    "Held jobs are added as soon as nothing more is ready to read, so a slow producer's\n"
+    "lines are added as they come. SIGTERM/SIGINT/SIGHUP: the complete lines read so far\n"
+    "are added, then exit 128 + the signal number. A directory as input is exit 2.\n",
     1,
     1,
     0,
