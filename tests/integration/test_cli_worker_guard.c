@@ -268,38 +268,19 @@ static void test_command_that_cannot_start(void **state) {
  * reads the worker's requests, so a stopped one used to defeat the time limit and the stop
  * escalation: the job stayed active. The command records its pid; `trap '' TERM` makes
  * only the SIGKILL stage end it. */
-static const char stopper_script[] =
-    "#!/bin/bash\n"
-    "cat > /dev/null\n"
-    "trap '' TERM\n"
-    "echo \"cmd $$\" > \"$CLITEST_DIR/stopper-$FERRY_JOB_ID\"\n"
-    "kill -STOP $PPID\n"
-    "sleep 300\n";
+static const char stopper_script[] = "#!/bin/bash\n"
+                                     "cat > /dev/null\n"
+                                     "trap '' TERM\n"
+                                     "echo \"cmd $$\" > \"$CLITEST_DIR/stopper-$FERRY_JOB_ID\"\n"
+                                     "kill -STOP $PPID\n"
+                                     "sleep 300\n";
 
 static pid_t start_stopper_worker(const char *p, const char *q, const char *const *extra,
                                   char *err_path, size_t cap) {
-    static int n;
-    char script[160], out_path[160];
+    static char script[160];
     snprintf(script, sizeof script, "%s/stopper.sh", cli_tmpdir());
     cli_write_file(script, stopper_script, 0755);
-    snprintf(err_path, cap, "%s/sworker%d.err", cli_tmpdir(), n);
-    snprintf(out_path, sizeof out_path, "%s/sworker%d.out", cli_tmpdir(), n++);
-    const char *argv[32];
-    int k = 0;
-    argv[k++] = "worker";
-    argv[k++] = q;
-    argv[k++] = "--redis";
-    argv[k++] = url();
-    argv[k++] = "--prefix";
-    argv[k++] = p;
-    for (int i = 0; extra && extra[i]; i++)
-        argv[k++] = extra[i];
-    argv[k++] = "--";
-    argv[k++] = script;
-    argv[k] = NULL;
-    static char dirvar[160];
-    snprintf(dirvar, sizeof dirvar, "CLITEST_DIR=%s", cli_tmpdir());
-    return cli_start(argv, CLI_ARGV(dirvar), NULL, out_path, err_path);
+    return start_worker_cmd(p, q, extra, script, err_path, cap);
 }
 
 typedef struct stopper {
@@ -399,8 +380,8 @@ static void test_stopped_guard_stop_escalation(void **state) {
     add_job(p, q, "x", "{}", "{}", id, sizeof id);
     stopper s = {.cmd = 0};
     snprintf(s.path, sizeof s.path, "%s/stopper-%s", cli_tmpdir(), id);
-    pid_t w = start_stopper_worker(p, q, CLI_ARGV("--shutdown-timeout", "120000"), errp,
-                                   sizeof errp);
+    pid_t w =
+        start_stopper_worker(p, q, CLI_ARGV("--shutdown-timeout", "120000"), errp, sizeof errp);
     int ready = testenv_wait_until(stopper_ready, &s, 30000);
     for (int i = 0; ready && i < 3; i++) {
         kill(w, SIGTERM);

@@ -19,6 +19,7 @@
 
 #include "ferry/ferry.h"
 #include "support/testenv.h"
+#include "test_worker_support.h"
 
 extern char **environ;
 
@@ -102,23 +103,11 @@ static int job_in_state(void *arg) {
     return yes;
 }
 
-static ferry_queue *open_queue(const char *prefix, const char *name) {
-    ferry_redis_options ro = testenv_redis_options(0);
-    ferry_queue_options qo;
-    ferry_queue_options_init(&qo);
-    qo.redis = &ro;
-    qo.prefix = prefix;
-    ferry_queue *q = NULL;
-    ferry_error err = {0};
-    if (ferry_queue_open(name, &qo, &q, &err) != 0) fail_msg("queue open: %s", err.message);
-    return q;
-}
-
 /* SIGTERM while a job runs: the job completes (its result written), the daemon exits 0. */
 static void test_sigterm_finishes_running_job(void **state) {
     (void)state;
     const char *prefix = testenv_prefix();
-    ferry_queue *q = open_queue(prefix, "mail");
+    ferry_queue *q = wt_queue_open(prefix, "mail");
     const char *args[] = {"--concurrency", "2", "--work-ms", "1500", "mail", NULL};
     pid_t pid = start_daemon(prefix, args);
     ferry_job_spec spec = {.name = "welcome", .data_json = "{\"to\":\"a@example.com\"}"};
