@@ -1,4 +1,4 @@
-# embed_lua.cmake - turn src/queue/lua/*.lua into a C file with one ferry_script per file.
+# embed_lua.cmake - turn src/lua/*.lua into a C file with one ferry_script per file.
 # Run as: cmake -DLUA_DIR=... -DOUT=... -P embed_lua.cmake
 # A line "--@include NAME.lua" is replaced by LUA_DIR/include/NAME.lua (one level deep),
 # so shared helpers are written once and every script Redis sees stays self-contained.

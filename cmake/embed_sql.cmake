@@ -1,4 +1,4 @@
-# embed_sql.cmake - turn src/outbox/sql/NNN_name.sql into a C table of migrations, in file
+# embed_sql.cmake - turn src/pg/sql/NNN_name.sql into a C table of migrations, in file
 # name order. Run as: cmake -DSQL_DIR=... -DOUT=... -P embed_sql.cmake
 # Each file becomes {version NNN, "name", "sql text"}; the text may contain the token
 # @SCHEMA@, replaced at run time by the quoted schema name.

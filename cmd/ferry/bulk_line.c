@@ -1,5 +1,5 @@
 /* bulk_line.c - see bulk_line.h. The line is checked as JSON once (syntax, UTF-8, depth),
- * then walked at its top level with ferry__json_value_end, taking each member's value text
+ * then walked at its top level with ferryx_json_value_end, taking each member's value text
  * as it stands. */
 #include "bulk_line.h"
 
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "queue/job_opts_ext.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/printable.h"
 
 static const char *const KEYS[] = {"name", "data", "opts"};
@@ -44,8 +44,8 @@ int bulk_line_parse(const char *line, size_t len, size_t max_data, bulk_line *ou
     if (cap) msg[0] = 0;
     if (skip_blanks(line, len, 0) == len) return BULK_LINE_BLANK;
     if (memchr(line, 0, len)) return fail(out, msg, cap, "contains a NUL byte");
-    ferry__json_check_error je;
-    if (ferry__json_check(line, len, BULK_LINE_MAX_DEPTH, &je)) {
+    ferryx_json_check_error je;
+    if (ferryx_json_check(line, len, BULK_LINE_MAX_DEPTH, &je)) {
         char why[160];
         snprintf(why, sizeof why, "not JSON: %s at byte %zu%s", je.reason, je.offset,
                  strcmp(je.reason, "nested too deeply") ? "" : " (data: 512 levels at most)");
@@ -58,7 +58,7 @@ int bulk_line_parse(const char *line, size_t len, size_t max_data, bulk_line *ou
     i = skip_blanks(line, len, i + 1);
     while (i < len && line[i] != '}') {
         /* key: a string (the check above guarantees the shape) */
-        size_t kend = ferry__json_value_end(line, len, i);
+        size_t kend = ferryx_json_value_end(line, len, i);
         json_t *k = json_loadb(line + i, kend - i, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
         if (!json_is_string(k)) {
             json_decref(k);
@@ -73,7 +73,7 @@ int bulk_line_parse(const char *line, size_t len, size_t max_data, bulk_line *ou
         }
         if (which < 0) {
             char shown[96], why[200];
-            ferry__printable(json_string_value(k), shown, sizeof shown);
+            ferryx_printable(json_string_value(k), shown, sizeof shown);
             const char *near = ferry__nearest_name(json_string_value(k), KEYS, 3);
             if (near)
                 snprintf(why, sizeof why, "unknown key \"%s\" (did you mean \"%s\"?)", shown, near);
@@ -89,7 +89,7 @@ int bulk_line_parse(const char *line, size_t len, size_t max_data, bulk_line *ou
             return fail(out, msg, cap, why);
         }
         i = skip_blanks(line, len, kend) + 1; /* past ':' */
-        size_t vstart = skip_blanks(line, len, i), vend = ferry__json_value_end(line, len, vstart);
+        size_t vstart = skip_blanks(line, len, i), vend = ferryx_json_value_end(line, len, vstart);
         const char *v = line + vstart;
         size_t vlen = vend - vstart;
         if (which == 0) {

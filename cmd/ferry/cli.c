@@ -301,7 +301,7 @@ int cli_open_queue(const cmd_spec *spec, cli_conn *c, const char *name, cli_queu
 int cli_read_secret_file(const cmd_spec *spec, const char *opt, const char *path, char **out) {
     *out = NULL;
     char shown[256];
-    ferry__printable(path, shown, sizeof shown);
+    ferryx_printable(path, shown, sizeof shown);
     /* O_NONBLOCK: a FIFO without a writer must not hang the start; cleared again below. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)

@@ -108,8 +108,8 @@ static double parse_info_cpu(const char *text) {
     double sys = -1, user = -1;
     for (const char *line = text; line && *line;
          line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-        if (!strncmp(line, "used_cpu_sys:", 13)) sys = ferry__strtod_c(line + 13, NULL);
-        if (!strncmp(line, "used_cpu_user:", 14)) user = ferry__strtod_c(line + 14, NULL);
+        if (!strncmp(line, "used_cpu_sys:", 13)) sys = ferryx_strtod_c(line + 13, NULL);
+        if (!strncmp(line, "used_cpu_user:", 14)) user = ferryx_strtod_c(line + 14, NULL);
     }
     return sys < 0 || user < 0 ? -1 : sys + user;
 }

@@ -15,7 +15,7 @@ static int job_report(const cmd_spec *spec, const cli_conn *c, const char *queue
     if (err->code == FERRY_ENOTFOUND) {
         char sid[256], sq[256];
         fprintf(stderr, "ferry %s: job %s not found in queue %s\n", spec->name,
-                ferry__printable(id, sid, sizeof sid), ferry__printable(queue, sq, sizeof sq));
+                ferryx_printable(id, sid, sizeof sid), ferryx_printable(queue, sq, sizeof sq));
         return CLI_EXIT_RUNTIME;
     }
     return cli_report(spec, c, NULL, err);
@@ -48,7 +48,7 @@ static void print_ms(const char *label, long long ms) {
     printf("%-16s %lld (%s.%03lldZ)\n", label, ms, iso, ms % 1000);
 }
 
-/* Text from Redis, escaped by ferry__printable so a name, id or reason cannot forge lines
+/* Text from Redis, escaped by ferryx_printable so a name, id or reason cannot forge lines
  * or send terminal codes; uncut (the buffer holds the longest escaped form). */
 static void print_str(const char *label, const char *v) {
     if (!v) {
@@ -61,7 +61,7 @@ static void print_str(const char *label, const char *v) {
         printf("%-16s (not shown: out of memory)\n", label);
         return;
     }
-    printf("%-16s %s\n", label, ferry__printable(v, buf, cap));
+    printf("%-16s %s\n", label, ferryx_printable(v, buf, cap));
     free(buf);
 }
 
@@ -69,7 +69,7 @@ static void print_str(const char *label, const char *v) {
  * being JSON's own escapes; escaped as print_str does when it holds a raw control
  * character (a line break between tokens too), C1 control or invalid UTF-8. */
 static void print_json_text(const char *label, const char *v) {
-    if (v && ferry__printable_clean(v))
+    if (v && ferryx_printable_clean(v))
         printf("%-16s %s\n", label, v);
     else
         print_str(label, v);

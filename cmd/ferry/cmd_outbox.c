@@ -22,8 +22,8 @@
 #include "commands.h"
 #include "ferry/outbox.h"
 #include "logline.h"
-#include "outbox/migrations.h"
-#include "outbox/pg.h"
+#include "pg/migrations.h"
+#include "pg/pg.h"
 #include "signals.h"
 #include "util/printable.h"
 
@@ -198,7 +198,7 @@ static int load_routes(const cmd_spec *spec, const char *path, ferry_routes **ou
     ferry_error e = {0};
     if (ferry_routes_load(path, out, &e) == 0) return 0;
     char shown[4 * FERRY_ERROR_MESSAGE_MAX]; /* names the file and what it holds */
-    say(spec, "--routes: %s", ferry__printable(e.message, shown, sizeof shown));
+    say(spec, "--routes: %s", ferryx_printable(e.message, shown, sizeof shown));
     return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
 }
 
@@ -269,7 +269,7 @@ static int migrate_run(int argc, char **argv, db_opts *d) {
     PQfinish(conn);
     if (rc) return report(&migrate_spec, d->url, &e);
     char names[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
-    ferry__printable(schema, names, sizeof names);
+    ferryx_printable(schema, names, sizeof names);
     int ours = ferry_outbox_schema_version();
     if (o.dry_run)
         printf("-- %d pending migration(s) for schema %s\n", applied, names);
@@ -475,9 +475,9 @@ static int relay_run(int argc, char **argv, db_opts *d) {
     db_display(d, where, sizeof where);
     char host[4 * sizeof conn.host], prefix[512], routes_shown[1024];
     logline("relay", "database %s, redis %s, prefix %s, routes %s", where,
-            ferry__printable(conn.host, host, sizeof host),
-            ferry__printable(conn.prefix, prefix, sizeof prefix),
-            ferry__printable(o.routes, routes_shown, sizeof routes_shown));
+            ferryx_printable(conn.host, host, sizeof host),
+            ferryx_printable(conn.prefix, prefix, sizeof prefix),
+            ferryx_printable(o.routes, routes_shown, sizeof routes_shown));
     rc = ferry_relay_run(relay, &e);
     if (rc) {
         ferry__pg_url_mask(d->url, e.message);
@@ -602,7 +602,7 @@ static int status_run(int argc, char **argv, db_opts *d) {
         rc = status_json(schema, s, routes != NULL);
     } else {
         char shown[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
-        printf("schema:        %s (version %d)\n", ferry__printable(schema, shown, sizeof shown),
+        printf("schema:        %s (version %d)\n", ferryx_printable(schema, shown, sizeof shown),
                s->schema_version);
         char age[32];
         printf("unpublished:   %lld", s->unpublished);
@@ -616,7 +616,7 @@ static int status_run(int argc, char **argv, db_opts *d) {
                 const ferry_outbox_topic_status *t = &s->topics[i];
                 char topic[4 * FERRY_OUTBOX_TOPIC_MAX + 8];
                 printf("%-40s %11lld %7lld %11lld  %-10s%s\n",
-                       ferry__printable(t->topic, topic, sizeof topic), t->unpublished,
+                       ferryx_printable(t->topic, topic, sizeof topic), t->unpublished,
                        t->with_errors, t->quarantined, age_text(t->oldest_age_s, age, sizeof age),
                        t->known < 0 ? ""
                        : t->known   ? " yes"

@@ -19,7 +19,7 @@
 #include "util/printable.h"
 
 /* User text (a queue name) as messages show it. */
-#define SHOWN(s, buf) ferry__printable((s), (buf), sizeof(buf))
+#define SHOWN(s, buf) ferryx_printable((s), (buf), sizeof(buf))
 
 /* ---- queue add ------------------------------------------------------------------------ */
 
@@ -175,7 +175,7 @@ static void warn_backoff_type(const char *cmd, const char *where, const char *op
                 cmd, where);
     } else if (type && strcmp(type, "fixed") && strcmp(type, "exponential")) {
         char shown[96];
-        ferry__printable(type, shown, sizeof shown);
+        ferryx_printable(type, shown, sizeof shown);
         fprintf(stderr,
                 "ferry %s: warning: %sbackoff type \"%s\" is not built in (fixed, "
                 "exponential, capped): only a worker with a custom strategy of that name retries "

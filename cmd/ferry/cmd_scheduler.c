@@ -155,7 +155,7 @@ static int scheduler_upsert(int argc, char **argv) {
             rc = CLI_EXIT_RUNTIME;
             goto out;
         }
-        printf("%s\n", ferry__printable(job_id, sjob, cap));
+        printf("%s\n", ferryx_printable(job_id, sjob, cap));
         free(sjob);
     }
 out:
@@ -280,7 +280,7 @@ static void list_json_one(const ferry_scheduler_info *i) {
     if (oom) {
         char sid[256];
         fprintf(stderr, "ferry %s: out of memory: template of %s not shown\n", list_spec.name,
-                ferry__printable(i->id, sid, sizeof sid));
+                ferryx_printable(i->id, sid, sizeof sid));
     }
     jsonw_end(&w);
 }
@@ -294,8 +294,8 @@ static void list_human(const ferry_scheduler_info *items, size_t n) {
             snprintf(sched, sizeof sched, "(no scheduler hash: legacy repeatable job?)");
         else if (i->pattern)
             snprintf(sched, sizeof sched, "cron '%s' %s",
-                     ferry__printable(i->pattern, spat, sizeof spat),
-                     ferry__printable(i->tz ? i->tz : "UTC", stz, sizeof stz));
+                     ferryx_printable(i->pattern, spat, sizeof spat),
+                     ferryx_printable(i->tz ? i->tz : "UTC", stz, sizeof stz));
         else if (i->offset_ms > 0)
             snprintf(sched, sizeof sched, "every %lld ms +%lld ms", i->every_ms, i->offset_ms);
         else
@@ -305,8 +305,8 @@ static void list_human(const ferry_scheduler_info *items, size_t n) {
             snprintf(iters, sizeof iters, "%lld of %lld", i->iteration_count, i->limit);
         else
             snprintf(iters, sizeof iters, "%lld", i->iteration_count);
-        printf("%-24s %-20s %-40s %-24s %s\n", ferry__printable(i->id, sid, sizeof sid),
-               ferry__printable(i->name ? i->name : "-", sname, sizeof sname), sched, next, iters);
+        printf("%-24s %-20s %-40s %-24s %s\n", ferryx_printable(i->id, sid, sizeof sid),
+               ferryx_printable(i->name ? i->name : "-", sname, sizeof sname), sched, next, iters);
     }
 }
 
@@ -383,8 +383,8 @@ static int scheduler_remove(int argc, char **argv) {
         if (err.code == FERRY_ENOTFOUND) {
             char sid[256], sq[256];
             fprintf(stderr, "ferry %s: no job scheduler %s in queue %s\n", remove_spec.name,
-                    ferry__printable(r.pos[1], sid, sizeof sid),
-                    ferry__printable(r.pos[0], sq, sizeof sq));
+                    ferryx_printable(r.pos[1], sid, sizeof sid),
+                    ferryx_printable(r.pos[0], sq, sizeof sq));
             rc = CLI_EXIT_RUNTIME;
         } else {
             rc = cli_report(&remove_spec, &conn, NULL, &err);

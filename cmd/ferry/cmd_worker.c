@@ -26,7 +26,8 @@
 #include "jsonw.h"
 #include "logline.h"
 #include "queue/job_opts.h"
-#include "queue/json_text.h"
+#include "util/retry_delay.h"
+#include "util/json_text.h"
 #include "signals.h"
 #include "util/printable.h"
 #include "worker/worker_internal.h"
@@ -294,7 +295,7 @@ static void job_env_free(const exec_worker *xw, char **env) {
 static void make_utf8(char *s) {
     size_t n = strlen(s);
     for (size_t i = 0, len; i < n; i += len)
-        if (!(len = ferry__utf8_seq((unsigned char *)s + i, n - i))) {
+        if (!(len = ferryx_utf8_seq((unsigned char *)s + i, n - i))) {
             s[i] = '?';
             len = 1;
         }
@@ -312,7 +313,7 @@ static int set_return_value(ferry_job *job, exec_result *res, const char **why) 
     while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         n--;
     if (n == 0) return ferry_job_set_return(job, "null") ? (*why = "out of memory", -1) : 0;
-    if (!ferry__utf8_valid(out, n)) {
+    if (!ferryx_utf8_valid(out, n)) {
         *why = "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored "
                "as the return value (not retried: the command succeeded)";
         return -1;
@@ -592,7 +593,7 @@ static void on_stalled(const char *job_id, void *userdata) {
     exec_worker *xw = userdata;
     char id[256], q[256];
     logline("worker", "queue=%s id=%s stalled (moved back to wait)",
-            ferry__printable(xw->queue, q, sizeof q), ferry__printable(job_id, id, sizeof id));
+            ferryx_printable(xw->queue, q, sizeof q), ferryx_printable(job_id, id, sizeof id));
 }
 
 static void on_error(const ferry_error *err, void *userdata) {
@@ -716,7 +717,7 @@ static int pass_env_names(const opt_group *groups, size_t ngroups, int argc, cha
                                     "--pass-env: '%s' is not a variable the worker removes "
                                     "(REDIS_URL, DATABASE_URL, PGPASSWORD, FERRY_*_URL); the "
                                     "others reach the commands anyway",
-                                    ferry__printable(val, shown, sizeof shown));
+                                    ferryx_printable(val, shown, sizeof shown));
         }
         (*out)[(*n)++] = val;
     }
@@ -783,7 +784,7 @@ static int start_waiting(ferry_worker *w, const cli_conn *conn, long long timeou
             worker_log_report(&worker_spec, conn, what, err);
             return CLI_EXIT_RUNTIME;
         }
-        long long delay = ferry__reconnect_delay_ms(attempt);
+        long long delay = ferryx_reconnect_delay_ms(attempt);
         if (timeout_ms && delay > timeout_ms - waited) delay = timeout_ms - waited;
         snprintf(what, sizeof what, "connect attempt %d failed, retrying in %lld ms", attempt,
                  delay);
@@ -916,10 +917,10 @@ static int worker_main(int argc, char **argv) {
     if (o.limiter_max)
         snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o.limiter_max,
                  o.limiter_duration);
-    ferry__printable(queue, qshown, sizeof qshown);
+    ferryx_printable(queue, qshown, sizeof qshown);
     logline("worker", "queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s started",
-            qshown, conn.host, ferry__printable(conn.prefix, pshown, sizeof pshown), o.concurrency,
-            ferry_worker_lanes(w), limiter, ferry__printable(cmd[0], cshown, sizeof cshown));
+            qshown, conn.host, ferryx_printable(conn.prefix, pshown, sizeof pshown), o.concurrency,
+            ferry_worker_lanes(w), limiter, ferryx_printable(cmd[0], cshown, sizeof cshown));
     wait_for_stop(&xw);
     ferry_worker_stop(w);
     if (ferry_worker_close(w, (int)o.shutdown_timeout) == FERRY_ETIMEDOUT) {

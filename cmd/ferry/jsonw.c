@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "queue/json_text.h"
+#include "util/json_text.h"
 
 /* nesting accepted when embedding stored JSON (the check's own maximum; deeper text is
  * printed as a string) */
@@ -16,7 +16,7 @@ void jsonw_write_string(FILE *f, const char *s) {
     for (size_t i = 0; i < n;) {
         unsigned char c = p[i];
         if (c >= 0x80) {
-            size_t len = ferry__utf8_seq(p + i, n - i);
+            size_t len = ferryx_utf8_seq(p + i, n - i);
             if (len) {
                 fwrite(p + i, 1, len, f);
                 i += len;
@@ -111,7 +111,7 @@ void jsonw_raw(jsonw *w, const char *k, const char *json) {
     }
     /* the library's JSON check, as wide as JSON.parse (jansson would refuse \u0000 and
      * integers past 64 bits, and this would print such stored JSON as a string) */
-    if (ferry__json_check(json, strlen(json), RAW_MAX_DEPTH, NULL) != 0) {
+    if (ferryx_json_check(json, strlen(json), RAW_MAX_DEPTH, NULL) != 0) {
         jsonw_str(w, k, json);
         return;
     }

@@ -18,7 +18,7 @@ const char *logline_time(char *out, size_t cap);
 
 /* Print "<time> ferry <prog>: <formatted text>\n" to stderr. `prog` is the subcommand's
  * name ("worker", "relay"); the text should not end in a newline. User-supplied strings in
- * it must already be made printable (ferry__printable). */
+ * it must already be made printable (ferryx_printable). */
 void logline(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Print a JSON log object to stderr with a leading "time" member: `obj` is a JSON object

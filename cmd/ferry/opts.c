@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "logline.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "queue/queue_internal.h"
 
 #define HELP_WIDTH 79
@@ -46,8 +46,8 @@ int opts_check_json(const char *text, size_t len, int want_object, char *msg, si
         /* Any value (job data): the library's own check, which takes all that JSON.parse
          * takes (integers past 64 bits, \u0000), so the CLI refuses no data that Node or
          * ferry_queue_add would store. */
-        ferry__json_check_error ce;
-        if (ferry__json_check(text, len, FERRY__DATA_MAX_DEPTH, &ce) == 0) return 0;
+        ferryx_json_check_error ce;
+        if (ferryx_json_check(text, len, FERRY__DATA_MAX_DEPTH, &ce) == 0) return 0;
         int line = 1;
         size_t col = 1;
         for (size_t i = 0; i < ce.offset && i < len; i++, col++)

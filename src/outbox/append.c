@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "ferry/outbox.h"
-#include "outbox/pg.h"
+#include "pg/pg.h"
 #include "outbox/routes.h"
-#include "outbox/trace.h"
-#include "outbox/uuid7.h"
-#include "queue/json_text.h"
+#include "envelope/trace.h"
+#include "util/uuid7.h"
+#include "util/json_text.h"
 #include "util/error.h"
 
 /* The envelope nests the payload one level deeper, and queues accept 512 levels. */
@@ -30,7 +30,7 @@ int ferry__topic_check(const char *topic, ferry_error *err) {
                               "file could not name it)",
                               i);
     }
-    if (!ferry__utf8_valid(topic, n))
+    if (!ferryx_utf8_valid(topic, n))
         return ferry__err(err, FERRY_EINVAL, "topic is not valid UTF-8");
     return 0;
 }
@@ -47,14 +47,14 @@ static int check_event(const ferry_outbox_event *ev, size_t max_payload, ferry_e
     if (n > max_payload)
         return ferry__err(err, FERRY_ETOOBIG, "payload is %zu bytes, limit %zu",
                           strlen(ev->payload_json), max_payload);
-    ferry__json_check_error je;
-    if (ferry__json_check(ev->payload_json, n, PAYLOAD_MAX_DEPTH, &je))
+    ferryx_json_check_error je;
+    if (ferryx_json_check(ev->payload_json, n, PAYLOAD_MAX_DEPTH, &je))
         return ferry__err(err, FERRY_EINVAL, "payload: invalid JSON at byte %zu: %s%s", je.offset,
                           je.reason,
                           strcmp(je.reason, "nested too deeply") ? "" : " (limit 511 levels)");
     /* What jsonb refuses beyond JSON itself (\u0000, lone surrogates, numbers out of
      * numeric's range): the INSERT would fail and abort the caller's transaction. */
-    if (ferry__jsonb_check(ev->payload_json, n, &je))
+    if (ferryx_jsonb_check(ev->payload_json, n, &je))
         return ferry__err(err, FERRY_EINVAL, "payload: at byte %zu: %s", je.offset, je.reason);
     rc = ferry__trace_id_check(ev->trace_id, err);
     return rc;

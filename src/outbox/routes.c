@@ -13,7 +13,7 @@
 
 #include "ferry/outbox.h"
 #include "outbox/routes.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/error.h"
 
 #define QUEUE_NAME_MAX 255
@@ -90,7 +90,7 @@ static int check_name(parser *p, const char *kind, const char *s, size_t n, size
     if (n > max)
         return FAIL(p, FERRY_EINVAL, "%s '%.*s%s' is %zu bytes, limit %zu", kind, show_len(s, n), s,
                     ellipsis(n), n, max);
-    if (!ferry__utf8_valid(s, n)) return FAIL(p, FERRY_EINVAL, "%s is not valid UTF-8", kind);
+    if (!ferryx_utf8_valid(s, n)) return FAIL(p, FERRY_EINVAL, "%s is not valid UTF-8", kind);
     return 0;
 }
 

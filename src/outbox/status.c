@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "ferry/outbox.h"
-#include "outbox/migrations.h"
-#include "outbox/pg.h"
-#include "outbox/relay_internal.h"
+#include "pg/migrations.h"
+#include "pg/pg.h"
+#include "outbox/relay/relay_internal.h"
 #include "util/error.h"
 #include "util/numtext.h"
 #include "util/printable.h"
@@ -45,7 +45,7 @@ static long long ll(const PGresult *r, int row, int col) {
 }
 
 static double dbl(const PGresult *r, int row, int col) {
-    return PQgetisnull(r, row, col) ? 0 : ferry__strtod_c(PQgetvalue(r, row, col), NULL);
+    return PQgetisnull(r, row, col) ? 0 : ferryx_strtod_c(PQgetvalue(r, row, col), NULL);
 }
 
 static int read_status(PGconn *conn, const char *qs, const ferry_routes *routes,
@@ -123,7 +123,7 @@ int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes
     if (rc == 0) rc = ferry__schema_version_get(conn, qs, &s->schema_version, err);
     if (rc == 0 && s->schema_version < 1)
         rc = ferry__err(err, FERRY_ESTATE, "schema %s has no ferry tables (run `ferry migrate`)",
-                        ferry__printable(qs, shown, sizeof shown));
+                        ferryx_printable(qs, shown, sizeof shown));
     if (rc == 0) rc = read_status(conn, qs, routes, s, err);
     if (rc == 0) rc = ferry__pg_run(conn, "outbox status", "COMMIT", 0, NULL, NULL, err);
     if (rc) {

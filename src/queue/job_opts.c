@@ -13,7 +13,7 @@
 
 #include "queue/job_opts.h"
 #include "queue/job_opts_ext.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -166,7 +166,7 @@ const char *ferry__nearest_name(const char *key, const char *const *names, size_
 static int unknown_key(ferry_error *err, const char *field, const char *key,
                        const char *const *names, size_t n) {
     char shown[96], hint[256];
-    ferry__printable(key, shown, sizeof shown);
+    ferryx_printable(key, shown, sizeof shown);
     const char *near = ferry__nearest_name(key, names, n);
     if (near) {
         snprintf(hint, sizeof hint, "did you mean \"%s\"?", near);
@@ -184,7 +184,7 @@ static int unknown_key(ferry_error *err, const char *field, const char *key,
 #define NAMES(a) (a), sizeof(a) / sizeof(a)[0]
 
 static void show_value(const json_t *v, char *buf, size_t cap) {
-    char *s = ferry__json_serialize(v, 0, 4096);
+    char *s = ferryx_json_serialize(v, 0, 4096);
     if (!s) {
         snprintf(buf, cap, "(a large value)");
         return;
@@ -361,7 +361,7 @@ int ferry__keep_jobs_parse(const char *json, ferry__keep_jobs *out, ferry_error 
     if (len > FERRY__OPTS_MAX_BYTES)
         return ferry__err(err, FERRY_ETOOBIG, "keepJobs: %zu bytes, limit %d", len,
                           FERRY__OPTS_MAX_BYTES);
-    if (ferry__json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH)
+    if (ferryx_json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH)
         return ferry__err(err, FERRY_EINVAL, "keepJobs: nested deeper than %d levels",
                           FERRY__OPTS_MAX_DEPTH);
     json_error_t je;
@@ -664,7 +664,7 @@ static int parse_obj(json_t *obj, int flags, ferry__job_opts *o, ferry__job_opts
         return 0;
     }
     if (!rc) {
-        o->stored_json = ferry__json_serialize(st, 1, STORED_MAX);
+        o->stored_json = ferryx_json_serialize(st, 1, STORED_MAX);
         if (!o->stored_json) rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
     }
     json_decref(st);
@@ -689,7 +689,7 @@ json_t *ferry__opts_load_object(const char *json, const char *what, ferry_error 
                    FERRY__OPTS_MAX_BYTES);
         return NULL;
     }
-    if (ferry__json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH) {
+    if (ferryx_json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH) {
         ferry__err(err, FERRY_EINVAL, "%s: nested deeper than %d levels", what,
                    FERRY__OPTS_MAX_DEPTH);
         return NULL;
@@ -752,9 +752,9 @@ static int find_id_slot(json_t *st, ferry__opts_id_slot *slot, ferry_error *err)
     char *a = NULL, *b = NULL;
     int rc = 0;
     if (json_object_set_new(st, "jobId", json_string("a")) ||
-        !(a = ferry__json_serialize(st, 1, STORED_MAX)) ||
+        !(a = ferryx_json_serialize(st, 1, STORED_MAX)) ||
         json_object_set_new(st, "jobId", json_string("b")) ||
-        !(b = ferry__json_serialize(st, 1, STORED_MAX)))
+        !(b = ferryx_json_serialize(st, 1, STORED_MAX)))
         rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
     size_t n = a ? strlen(a) : 0, at = 0;
     while (!rc && at < n && a[at] == b[at])
@@ -805,7 +805,7 @@ int ferry__job_opts_parse_idslot(const json_t *defaults, const char *json, int f
     if (!rc) {
         /* an empty id means no custom id, as opts.jobId "" does: no jobId key stored */
         json_object_del(st, "jobId");
-        out->stored_json = ferry__json_serialize(st, 1, STORED_MAX);
+        out->stored_json = ferryx_json_serialize(st, 1, STORED_MAX);
         if (!out->stored_json) rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
     }
     json_decref(st);
@@ -849,7 +849,7 @@ char *ferry__json_merge_shallow(const char *base, const char *over, ferry_error 
         return NULL;
     }
     char *out = NULL;
-    if (json_object_update(b, o) == 0) out = ferry__json_serialize(b, 0, 2 * FERRY__OPTS_MAX_BYTES);
+    if (json_object_update(b, o) == 0) out = ferryx_json_serialize(b, 0, 2 * FERRY__OPTS_MAX_BYTES);
     if (!out) ferry__err(err, FERRY_ENOMEM, "out of memory merging options");
     json_decref(b);
     json_decref(o);

@@ -26,7 +26,7 @@ static int lenient_number(const json_t *v, double *d) {
         const char *s = json_string_value(v);
         char *end;
         if (!*s) return -1;
-        *d = ferry__strtod_c(s, &end);
+        *d = ferryx_strtod_c(s, &end);
         return (*end == 0 && isfinite(*d)) ? 0 : -1;
     }
     return -1;
@@ -34,13 +34,13 @@ static int lenient_number(const json_t *v, double *d) {
 
 static long long lenient_int(const json_t *v, long long lo, long long hi, long long dflt) {
     double d;
-    return lenient_number(v, &d) ? dflt : ferry__clamp_ll(d, lo, hi);
+    return lenient_number(v, &d) ? dflt : ferryx_clamp_ll(d, lo, hi);
 }
 
 /* A count, limit or delay: 0..JS_SAFE_MAX (past what JavaScript holds exactly, Node too
  * treats it as unbounded). */
 static long long whole(double d) {
-    return ferry__clamp_ll(d, 0, FERRY__JS_SAFE_MAX);
+    return ferryx_clamp_ll(d, 0, FERRY__JS_SAFE_MAX);
 }
 
 static void keep_lenient(const json_t *v, ferry__keep_jobs *k) {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -14,7 +14,7 @@ int ferry__keys_init(ferry__keys *k, const char *prefix, const char *queue, ferr
     if (strchr(queue, ':')) {
         char shown[128];
         return ferry__err(err, FERRY_EINVAL, "queue name '%s' contains ':'",
-                          ferry__printable(queue, shown, sizeof shown));
+                          ferryx_printable(queue, shown, sizeof shown));
     }
     if (strlen(queue) > FERRY_NAME_MAX)
         return ferry__err(err, FERRY_EINVAL, "queue name longer than %d bytes", FERRY_NAME_MAX);
@@ -46,10 +46,10 @@ int ferry__queue_name_check(const char *queue, ferry_error *err) {
             (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f))
             return ferry__err(err, FERRY_EINVAL,
                               "queue name '%s' contains a control character (byte %zu)",
-                              ferry__printable(queue, shown, sizeof shown), i);
+                              ferryx_printable(queue, shown, sizeof shown), i);
     }
-    if (!ferry__utf8_valid(queue, len))
+    if (!ferryx_utf8_valid(queue, len))
         return ferry__err(err, FERRY_EINVAL, "queue name '%s' is not valid UTF-8",
-                          ferry__printable(queue, shown, sizeof shown));
+                          ferryx_printable(queue, shown, sizeof shown));
     return 0;
 }

@@ -262,7 +262,7 @@ int ferry__queue_new(const char *name, const ferry_queue_options *opts, int for_
     int rc =
         ferry__keys_init(&q->keys, opts->prefix ? opts->prefix : FERRY_DEFAULT_PREFIX, name, err);
     if (rc == 0) {
-        ferry__printable(q->keys.queue, q->shown, sizeof q->shown);
+        ferryx_printable(q->keys.queue, q->shown, sizeof q->shown);
         ferry_error e = {0};
         q->name_unsafe = ferry__queue_name_check(name, &e) != 0;
         if (q->name_unsafe && for_adding) rc = ferry__err(err, e.code, "%s", e.message);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "queue/job_opts_ext.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "queue/queue_internal.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -97,12 +97,12 @@ static int get_parse(add_call *c, const char *text, int with_id, const opts_pars
 }
 
 /* Stored opts for a given non-empty id: the parse's slot with the id JSON-escaped exactly as
- * ferry__json_serialize escapes it (ids rarely need escaping: then it is copied as is). */
+ * ferryx_json_serialize escapes it (ids rarely need escaping: then it is copied as is). */
 static int opts_with_id(const opts_parse *op, const char *id, size_t id_len, prepared *p,
                         ferry_error *err) {
     int rc = ferry__job_id_check(id, err);
     if (rc) return rc;
-    if (!ferry__utf8_valid(id, id_len))
+    if (!ferryx_utf8_valid(id, id_len))
         return ferry__err(err, FERRY_EINVAL, "opts.jobId: not valid UTF-8");
     const char *esc = id;
     size_t esc_len = id_len;
@@ -111,7 +111,7 @@ static int opts_with_id(const opts_parse *op, const char *id, size_t id_len, pre
         unsigned char ch = (unsigned char)id[i];
         if (ch < 0x20 || ch == '"' || ch == '\\') {
             json_t *s = json_stringn(id, id_len);
-            escaped = s ? ferry__json_serialize(s, 0, 6 * FERRY__JOB_ID_MAX + 2) : NULL;
+            escaped = s ? ferryx_json_serialize(s, 0, 6 * FERRY__JOB_ID_MAX + 2) : NULL;
             json_decref(s);
             if (!escaped) return ferry__err(err, FERRY_ENOMEM, "out of memory");
             esc = escaped + 1; /* without the quotes */
@@ -146,7 +146,7 @@ static int prepare_one(add_call *c, size_t i, prepared *p, ferry_error *err) {
     if (p->name_len > FERRY__JOB_NAME_MAX)
         return ferry__err(err, FERRY_EINVAL, "job name is %zu bytes, limit %d", p->name_len,
                           FERRY__JOB_NAME_MAX);
-    if (!ferry__utf8_valid(p->name, p->name_len))
+    if (!ferryx_utf8_valid(p->name, p->name_len))
         return ferry__err(err, FERRY_EINVAL, "job name is not valid UTF-8");
 
     p->data = spec->data_json ? spec->data_json : "{}";
@@ -154,8 +154,8 @@ static int prepare_one(add_call *c, size_t i, prepared *p, ferry_error *err) {
     if (p->data_len > q->max_payload)
         return ferry__err(err, FERRY_ETOOBIG, "job data is %zu bytes, limit %zu", p->data_len,
                           q->max_payload);
-    ferry__json_check_error je;
-    if (!c->data_checked && ferry__json_check(p->data, p->data_len, FERRY__DATA_MAX_DEPTH, &je))
+    ferryx_json_check_error je;
+    if (!c->data_checked && ferryx_json_check(p->data, p->data_len, FERRY__DATA_MAX_DEPTH, &je))
         return ferry__err(err, FERRY_EINVAL, "job data: invalid JSON at byte %zu: %s%s", je.offset,
                           je.reason,
                           strcmp(je.reason, "nested too deeply") ? "" : " (limit 512 levels)");

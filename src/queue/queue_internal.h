@@ -46,7 +46,7 @@ struct ferry_queue {
     int connect_ms, command_ms;
     int opts_flags;  /* FERRY__OPTS_* flags for every parse of job options */
     int name_unsafe; /* the name fails ferry__queue_name_check: adds are refused */
-    char shown[128]; /* the queue name as messages show it (ferry__printable) */
+    char shown[128]; /* the queue name as messages show it (ferryx_printable) */
     char key[QK_COUNT][FERRY__QKEY_LEN];
 };
 
@@ -88,7 +88,7 @@ int ferry__queue_eval(ferry_queue *q, const char *script, int nkeys, const char 
  *    A NULL job_ids[i] leaves job i's options as they are. The 64 KiB opts limit applies
  *    to opts_json without the id.
  *  - data_checked: non-zero when the caller has already checked every data_json with
- *    ferry__json_check at FERRY__DATA_MAX_DEPTH (the one check skipped here); the size
+ *    ferryx_json_check at FERRY__DATA_MAX_DEPTH (the one check skipped here); the size
  *    limits (max_payload_bytes, opts.sizeLimit) still apply. Unchecked invalid data would
  *    be stored as it is, so pass 0 unless that check really ran.
  * The options are parsed once per run of consecutive jobs with the same opts text. */

@@ -48,7 +48,7 @@ static long long num_field(const redisReply *v, long long dflt) {
     buf[v->len] = 0;
     long long x = strtoll(buf, &end, 10);
     if (*end == 0) return x;
-    double d = ferry__strtod_c(buf, &end);
+    double d = ferryx_strtod_c(buf, &end);
     if (*end == 0 && d > -9.3e18 && d < 9.3e18) return (long long)d;
     return dflt;
 }
@@ -139,7 +139,7 @@ int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->shown);
     if (rc == 0 && r->elements == 0)
         rc = ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s",
-                        ferry__printable(job_id, shown_id, sizeof shown_id), q->shown);
+                        ferryx_printable(job_id, shown_id, sizeof shown_id), q->shown);
     if (rc == 0 && (r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
                     r->element[1]->type != REDIS_REPLY_ARRAY))
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: getJob: unexpected reply", q->shown);
@@ -189,19 +189,19 @@ int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err)
             break;
         case -1:
             rc = ferry__err(err, FERRY_ENOTFOUND, "job %s not found in queue %s",
-                            ferry__printable(job_id, shown_id, sizeof shown_id), q->shown);
+                            ferryx_printable(job_id, shown_id, sizeof shown_id), q->shown);
             break;
         case -8:
             rc = ferry__err(err, FERRY_ESTATE,
                             "job %s is the pending iteration of a job scheduler; "
                             "remove the scheduler instead",
-                            ferry__printable(job_id, shown_id, sizeof shown_id));
+                            ferryx_printable(job_id, shown_id, sizeof shown_id));
             break;
         case 0:
             rc = ferry__err(err, FERRY_ESTATE,
                             "job %s is locked by a worker (active); it cannot be "
                             "removed now",
-                            ferry__printable(job_id, shown_id, sizeof shown_id));
+                            ferryx_printable(job_id, shown_id, sizeof shown_id));
             break;
         default:
             rc = ferry__err(err, FERRY_EPROTO, "queue %s: removeJob returned %lld", q->shown,

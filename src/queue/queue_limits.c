@@ -96,7 +96,7 @@ static double lua_number(const redisReply *v, int *ok) {
     if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf) return 0;
     memcpy(buf, v->str, v->len);
     buf[v->len] = 0;
-    double d = ferry__strtod_c(buf, &end);
+    double d = ferryx_strtod_c(buf, &end);
     while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
         end++;
     if (end == buf || *end) return 0;

@@ -76,7 +76,7 @@ static long long js_parse_int(const char *s, size_t n) {
 /* JavaScript Number(s) for the n of `d#n`, as cron-parser reads it: the n (1-5), -1 for a
  * value in range with a fraction (it never matches), or 0 when Number(s) is not within 1..5. */
 static int js_number_nth(const char *s) {
-    double v = ferry__js_number(s, strlen(s));
+    double v = ferryx_js_number(s, strlen(s));
     if (!(v >= 1 && v <= 5)) return 0;
     return v == (double)(int)v ? (int)v : -1;
 }

@@ -8,7 +8,7 @@
 
 #include "ferry/scheduler.h"
 #include "queue/job_opts_ext.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "queue/queue_internal.h"
 #include "sched/cron.h"
 #include "sched/scheduler_internal.h"
@@ -31,7 +31,7 @@ int ferry__sched_check_id(const char *id, size_t max, ferry_error *err) {
     size_t n = strlen(id);
     if (n > max)
         return ferry__err(err, FERRY_ETOOBIG, "scheduler id is %zu bytes, limit %zu", n, max);
-    if (!ferry__utf8_valid(id, n))
+    if (!ferryx_utf8_valid(id, n))
         return ferry__err(err, FERRY_EINVAL, "scheduler id is not valid UTF-8");
     return 0;
 }
@@ -177,7 +177,7 @@ static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec
     /* the strict parser adds attempts 0 as Node's Job constructor does; the scheduler path
      * stores the template before any Job exists, so only a given attempts is kept */
     if (!had_attempts) json_object_del(t, "attempts");
-    b->template_opts = ferry__json_serialize(t, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
+    b->template_opts = ferryx_json_serialize(t, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
 
     /* repeat: what was given (Node keeps the user's repeatOpts minus `immediately`), count 1,
      * offset only with every */
@@ -196,7 +196,7 @@ static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec
     json_object_set_new(t, "timestamp", json_integer(now));
     if (s->pattern) json_object_set_new(t, "prevMillis", json_integer(next));
     json_object_set_new(t, "repeatJobKey", json_string(id));
-    b->iter_opts = r ? ferry__json_serialize(t, 1, 4 * FERRY__OPTS_MAX_BYTES) : NULL;
+    b->iter_opts = r ? ferryx_json_serialize(t, 1, 4 * FERRY__OPTS_MAX_BYTES) : NULL;
     json_decref(t);
     if (!b->template_opts || !b->iter_opts) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     return 0;
@@ -287,15 +287,15 @@ int ferry_scheduler_upsert(ferry_queue *q, const char *id, const ferry_scheduler
     if (nlen > FERRY__JOB_NAME_MAX)
         return ferry__err(err, FERRY_ETOOBIG, "scheduler: job name is %zu bytes, limit %d", nlen,
                           FERRY__JOB_NAME_MAX);
-    if (!ferry__utf8_valid(name, nlen))
+    if (!ferryx_utf8_valid(name, nlen))
         return ferry__err(err, FERRY_EINVAL, "scheduler: job name is not valid UTF-8");
     const char *data = s->data_json ? s->data_json : "{}";
     size_t dlen = strlen(data);
     if (dlen > q->max_payload)
         return ferry__err(err, FERRY_ETOOBIG, "scheduler: job data is %zu bytes, limit %zu", dlen,
                           q->max_payload);
-    ferry__json_check_error je;
-    if (ferry__json_check(data, dlen, FERRY__DATA_MAX_DEPTH, &je))
+    ferryx_json_check_error je;
+    if (ferryx_json_check(data, dlen, FERRY__DATA_MAX_DEPTH, &je))
         return ferry__err(err, FERRY_EINVAL, "scheduler: job data: invalid JSON at byte %zu: %s",
                           je.offset, je.reason);
 

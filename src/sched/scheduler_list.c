@@ -39,7 +39,7 @@ static int is_str(const redisReply *r) {
  * anything a client wrote (inf, 1e300): clamped to JavaScript's safe integers, never cast
  * out of range. */
 static long long score_ms(const redisReply *r) {
-    return is_str(r) ? ferry__clamp_ll(ferry__strtod_c(r->str, NULL), -FERRY__JS_SAFE_MAX,
+    return is_str(r) ? ferryx_clamp_ll(ferryx_strtod_c(r->str, NULL), -FERRY__JS_SAFE_MAX,
                                        FERRY__JS_SAFE_MAX)
                      : 0;
 }

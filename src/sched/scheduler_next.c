@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "queue/job_opts_ext.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "sched/cron.h"
 #include "sched/scheduler_internal.h"
 #include "sched/tz.h"
@@ -48,7 +48,7 @@ static int truthy_num(const json_t *obj, const char *key, double *out) {
 static double js_to_number(const json_t *v) {
     double d;
     if (ferry__sched_json_num(v, &d)) return d;
-    if (json_is_string(v)) return ferry__js_number(json_string_value(v), json_string_length(v));
+    if (json_is_string(v)) return ferryx_js_number(json_string_value(v), json_string_length(v));
     if (json_is_true(v)) return 1;
     if (json_is_false(v) || json_is_null(v)) return 0;
     return NAN;
@@ -71,7 +71,7 @@ static int lua_truthy(const json_t *v) {
 
 /* A double from JSON as a long long, clamped to JavaScript's safe integers. */
 static long long js_ll(double d) {
-    return ferry__clamp_ll(d, -FERRY__JS_SAFE_MAX, FERRY__JS_SAFE_MAX);
+    return ferryx_clamp_ll(d, -FERRY__JS_SAFE_MAX, FERRY__JS_SAFE_MAX);
 }
 
 int ferry__sched_cron_next(const char *pattern, const char *tz, long long from_ms,
@@ -193,7 +193,7 @@ static char *next_opts(const json_t *opts, const json_t *rep, const char *rjk, l
     json_object_set_new(o, "timestamp", json_integer(now));
     if (has_next) json_object_set_new(o, "prevMillis", json_integer(next));
     json_object_set_new(o, "repeatJobKey", json_string(rjk));
-    out = ferry__json_serialize(o, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
+    out = ferryx_json_serialize(o, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
 done:
     json_decref(o);
     json_decref(r);
@@ -291,7 +291,7 @@ static int prepare(const ferry__sched_fetched *j, const char *base, int64_t now,
     }
     snprintf(call->now, sizeof call->now, "%lld", (long long)now);
     if (pattern) snprintf(call->next, sizeof call->next, "%lld", next);
-    if (has_every && isfinite(every)) ferry__fmt_g(call->every, sizeof call->every, 17, every);
+    if (has_every && isfinite(every)) ferryx_fmt_g(call->every, sizeof call->every, 17, every);
     if (has_offset) snprintf(call->offset, sizeof call->offset, "%lld", js_ll(off));
     double pr = 0;
     ferry__sched_json_num(json_object_get(opts, "priority"), &pr);

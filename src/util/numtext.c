@@ -14,7 +14,7 @@ static const char *locale_point(void) {
     return p && *p && strcmp(p, ".") ? p : NULL;
 }
 
-int ferry__fmt_g(char *buf, size_t size, int prec, double x) {
+int ferryx_fmt_g(char *buf, size_t size, int prec, double x) {
     int n = snprintf(buf, size, "%.*g", prec, x);
     const char *dp = locale_point();
     if (!dp || n < 0 || size == 0) return n;
@@ -26,7 +26,7 @@ int ferry__fmt_g(char *buf, size_t size, int prec, double x) {
     return n - (int)(dl - 1);
 }
 
-double ferry__strtod_c(const char *s, char **end) {
+double ferryx_strtod_c(const char *s, char **end) {
     const char *dp = locale_point();
     const char *dot = dp ? strchr(s, '.') : NULL;
     if (!dot) return strtod(s, end);
@@ -47,7 +47,7 @@ double ferry__strtod_c(const char *s, char **end) {
     return v;
 }
 
-long long ferry__clamp_ll(double d, long long lo, long long hi) {
+long long ferryx_clamp_ll(double d, long long lo, long long hi) {
     if (d != d) d = 0;
     /* (double)lo and (double)hi may round away from the bound (2^63 - 1 becomes 2^63): test
      * with <= / >= so the cast below only sees values strictly inside. */
@@ -74,7 +74,7 @@ static size_t js_space(const unsigned char *s, size_t i, size_t n) {
     return 0;
 }
 
-double ferry__js_number(const char *str, size_t n) {
+double ferryx_js_number(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     size_t a = 0, b = n, w;
     while (a < b && (w = js_space(s, a, b)) > 0)
@@ -129,7 +129,7 @@ double ferry__js_number(const char *str, size_t n) {
     if (!t) return NAN;
     memcpy(t, str + a, b - a);
     t[b - a] = '\0';
-    double v = ferry__strtod_c(t, NULL);
+    double v = ferryx_strtod_c(t, NULL);
     if (t != small) free(t);
     return v;
 }

@@ -10,19 +10,19 @@
  * written (as snprintf; buf is always terminated when size > 0). Thread-safe (reads the
  * locale with localeconv, which a concurrent setlocale may change: set the locale before
  * starting threads, as POSIX asks). No allocation. */
-int ferry__fmt_g(char *buf, size_t size, int prec, double x);
+int ferryx_fmt_g(char *buf, size_t size, int prec, double x);
 
 /* d as a whole number in lo..hi (lo <= hi): truncated toward zero, out-of-range values
  * clamped to the nearer bound, NaN read as 0 (then clamped). Casting a double outside
  * long long's range is undefined behaviour in C; this never does. Pure. */
-long long ferry__clamp_ll(double d, long long lo, long long hi);
+long long ferryx_clamp_ll(double d, long long lo, long long hi);
 
 /* strtod that reads '.' as the decimal separator whatever the locale; *end as strtod's. */
-double ferry__strtod_c(const char *s, char **end);
+double ferryx_strtod_c(const char *s, char **end);
 
 /* JavaScript's Number(s) for the string s[0..n): blanks (JavaScript's white space and line
  * terminators, UTF-8) trimmed, "" = 0, [+-]Infinity, decimal literals, 0x / 0o / 0b integers;
  * anything else (strtod's "inf", "nan", hex floats, "1_0"...) is NaN. Pure, thread-safe. */
-double ferry__js_number(const char *s, size_t n);
+double ferryx_js_number(const char *s, size_t n);
 
 #endif

@@ -12,7 +12,7 @@ static const char hex[] = "0123456789abcdef";
  * and in *take how many input bytes it stands for. */
 static size_t escape_one(const unsigned char *p, size_t left, unsigned char esc[6], size_t *take) {
     unsigned char c = *p;
-    size_t len = 0, seq = c >= 0x80 ? ferry__utf8_seq(p, left) : 1;
+    size_t len = 0, seq = c >= 0x80 ? ferryx_utf8_seq(p, left) : 1;
     *take = 1;
     if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
         esc[len++] = '\\';
@@ -37,7 +37,7 @@ static size_t escape_one(const unsigned char *p, size_t left, unsigned char esc[
     return len;
 }
 
-const char *ferry__printable(const char *s, char *out, size_t cap) {
+const char *ferryx_printable(const char *s, char *out, size_t cap) {
     const unsigned char *p = (const unsigned char *)s;
     size_t left = strlen(s), k = 0;
     while (left > 0) {
@@ -56,7 +56,7 @@ const char *ferry__printable(const char *s, char *out, size_t cap) {
     return out;
 }
 
-int ferry__printable_clean(const char *s) {
+int ferryx_printable_clean(const char *s) {
     const unsigned char *p = (const unsigned char *)s;
     size_t left = strlen(s);
     while (left > 0) {

@@ -9,14 +9,14 @@
  * (U+0080-U+009F) escaped (\\, \n, \r, \t, \xNN, \u00NN) and every byte that is not part
  * of a valid, shortest-form UTF-8 sequence of a scalar value (stray continuation bytes,
  * truncated or overlong sequences, surrogates, code points above U+10FFFF; judged by
- * ferry__utf8_seq) as \xNN, so no such text can forge or garble lines; cut with "..." when
+ * ferryx_utf8_seq) as \xNN, so no such text can forge or garble lines; cut with "..." when
  * out is full, never inside an escape or a sequence. Returns out. Pure, thread-safe; no
  * allocation. */
-const char *ferry__printable(const char *s, char *out, size_t cap);
+const char *ferryx_printable(const char *s, char *out, size_t cap);
 
-/* 1 when ferry__printable would change nothing in s but backslashes (no control character,
+/* 1 when ferryx_printable would change nothing in s but backslashes (no control character,
  * C1 control or invalid UTF-8), so s can be printed as it is on one line; else 0. For text
  * whose backslashes already mean something, such as JSON. Pure, thread-safe. */
-int ferry__printable_clean(const char *s);
+int ferryx_printable_clean(const char *s);
 
 #endif

@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 
-size_t ferry__utf8_seq(const unsigned char *s, size_t n) {
+size_t ferryx_utf8_seq(const unsigned char *s, size_t n) {
     unsigned char c = s[0];
     if (c < 0x80) return 1;
     size_t len;

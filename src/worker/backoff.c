@@ -18,7 +18,7 @@
 #include "worker/worker_internal.h"
 
 static long long clamp_delay(double d) {
-    return ferry__clamp_ll(d, 0, FERRY_BACKOFF_MAX_MS);
+    return ferryx_clamp_ll(d, 0, FERRY_BACKOFF_MAX_MS);
 }
 
 static double jitter_of(const ferry__backoff *b) {

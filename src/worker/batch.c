@@ -125,7 +125,7 @@ static void addll(args *a, long long x) {
  * Lua's tonumber). */
 static void addreal(args *a, double x) {
     char *p = arena_room(a, 32);
-    if (p) arena_push(a, (size_t)ferry__fmt_g(p, 32, 17, x));
+    if (p) arena_push(a, (size_t)ferryx_fmt_g(p, 32, 17, x));
 }
 
 static int args_resolve(args *a, ferry_error *err) {

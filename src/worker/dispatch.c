@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "sched/scheduler_internal.h"
+#include "util/retry_delay.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/printable.h"
@@ -57,7 +58,7 @@ static void report(ferry_worker *w, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    ferry__printable(raw, e.message, sizeof e.message);
+    ferryx_printable(raw, e.message, sizeof e.message);
     if (ferry__cb_enter(w) != 0) return;
     w->cb.error(&e, w->cb_ud);
     ferry__cb_leave(w);
@@ -166,7 +167,7 @@ static int reconnect(ferry_worker *w) {
     if (rc != 0) {
         d->conn = NULL;
         int n = ++d->reconnect_failures;
-        d->reconnect_at = ferry__mono_ms() + ferry__reconnect_delay_ms(n);
+        d->reconnect_at = ferry__mono_ms() + ferryx_reconnect_delay_ms(n);
         if ((n & (n - 1)) == 0 || n % 16 == 0)
             report(w, rc, "worker %s: reconnect attempt %d failed: %s", w->queue, n, e.message);
         /* a connection replaced quietly (check_suspect) that cannot be renewed is lost */

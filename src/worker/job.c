@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/error.h"
 #include "worker/backoff.h"
 #include "worker/worker_internal.h"
@@ -199,7 +199,7 @@ char *ferry__json_quote(const char *s, size_t n) {
             }
             i++;
         } else {
-            size_t len = ferry__utf8_seq(u + i, n - i);
+            size_t len = ferryx_utf8_seq(u + i, n - i);
             if (!len) {
                 memcpy(o, "\\ufffd", 6);
                 o += 6;
@@ -224,7 +224,7 @@ int ferry_job_set_return(ferry_job *j, const char *json) {
         copy = strdup("null");
     } else if (n > FERRY_RETURN_MAX_BYTES) {
         copy = NULL;
-    } else if (ferry__json_check(json, n, RETURN_JSON_MAX_DEPTH, NULL) == 0) {
+    } else if (ferryx_json_check(json, n, RETURN_JSON_MAX_DEPTH, NULL) == 0) {
         copy = strdup(json);
     } else {
         copy = ferry__json_quote(json, n); /* not JSON: store it as a JSON string */
@@ -355,7 +355,7 @@ static char *build_stacktrace(const char *prev, const char *entry, long long lim
     } *el = NULL; /* the earlier entries: prev[start..end) */
     char *out = NULL, *q = ferry__json_quote(entry, strlen(entry));
     if (!q) return NULL;
-    if (prev && ferry__json_check(prev, plen, STACK_JSON_MAX_DEPTH, NULL) == 0 &&
+    if (prev && ferryx_json_check(prev, plen, STACK_JSON_MAX_DEPTH, NULL) == 0 &&
         prev[i = skip_blanks(prev, plen, 0)] == '[' &&
         prev[i = skip_blanks(prev, plen, i + 1)] != ']') {
         for (;;) {
@@ -366,7 +366,7 @@ static char *build_stacktrace(const char *prev, const char *entry, long long lim
                 el = n;
             }
             el[nprev].start = i;
-            el[nprev++].end = i = ferry__json_value_end(prev, plen, i);
+            el[nprev++].end = i = ferryx_json_value_end(prev, plen, i);
             i = skip_blanks(prev, plen, i);
             if (i >= plen || prev[i] != ',') break;
             i = skip_blanks(prev, plen, i + 1);

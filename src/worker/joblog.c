@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/clock.h"
 #include "worker/worker_internal.h"
 
@@ -147,7 +147,7 @@ static void put_quoted(out *o, const char *s, size_t n, int json) {
             put_hex(o, json ? "\\u00" : "\\x", c);
         } else if (c < 0x80) {
             put(o, (const char *)u + i, 1);
-        } else if ((len = ferry__utf8_seq(u + i, n - i)) != 0) {
+        } else if ((len = ferryx_utf8_seq(u + i, n - i)) != 0) {
             put(o, (const char *)u + i, len);
         } else {
             len = 1;

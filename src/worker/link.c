@@ -21,7 +21,7 @@
 #define QUEUE_SHOWN_MAX 160
 
 const char *ferry__worker_queue_shown(const ferry_worker *w, char *out, size_t cap) {
-    return ferry__printable(w->queue, out, cap);
+    return ferryx_printable(w->queue, out, cap);
 }
 
 unsigned ferry__link_epoch(const ferry_worker *w) {
@@ -45,7 +45,7 @@ void ferry__link_lost(ferry_worker *w, int *counted, const ferry_error *e) {
         if (w->cb.notice) {
             char q[QUEUE_SHOWN_MAX], why[FERRY_ERROR_MESSAGE_MAX],
                 msg[FERRY_ERROR_MESSAGE_MAX + 256];
-            ferry__printable(e && e->message[0] ? e->message : ferry_strerror(e ? e->code : 0), why,
+            ferryx_printable(e && e->message[0] ? e->message : ferry_strerror(e ? e->code : 0), why,
                              sizeof why);
             snprintf(msg, sizeof msg, "worker %s: Redis connection lost (%s); reconnecting",
                      ferry__worker_queue_shown(w, q, sizeof q), why);
@@ -92,7 +92,7 @@ void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c) {
     if (ferry__redis_eviction_policy(c, policy, sizeof policy, &e) != 0) return;
     if (!ferry__redis_eviction_warning(policy, warn, sizeof warn)) return;
     char q[QUEUE_SHOWN_MAX], shown[sizeof policy * 4], msg[sizeof warn + QUEUE_SHOWN_MAX + 16];
-    ferry__printable(policy, shown, sizeof shown);
+    ferryx_printable(policy, shown, sizeof shown);
     snprintf(msg, sizeof msg, "worker %s: %s", ferry__worker_queue_shown(w, q, sizeof q), warn);
     ferry_worker_notice n = {FERRY_NOTICE_EVICTION_POLICY, msg, 0, 0, shown};
     if (ferry__cb_enter(w) != 0) return;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/retry_delay.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/numtext.h"
@@ -42,7 +43,7 @@ static void post(ferry_worker *w, int code, const char *what, const char *msg) {
     char raw[FERRY_ERROR_MESSAGE_MAX];
     snprintf(raw, sizeof raw, "worker %.100s: blocking connection: %.64s%.300s", w->queue, what,
              msg);
-    ferry__printable(raw, e.message, sizeof e.message);
+    ferryx_printable(raw, e.message, sizeof e.message);
     ferry__worker_post_error(w, &e);
 }
 
@@ -96,7 +97,7 @@ static int connect_blocking(ferry_worker *w) {
             snprintf(what, sizeof what, "reconnect attempt %d failed: ", failures);
             post(w, rc, what, e.message);
         }
-        pause_until(w, ferry__mono_ms() + ferry__reconnect_delay_ms(failures));
+        pause_until(w, ferry__mono_ms() + ferryx_reconnect_delay_ms(failures));
     }
 }
 
@@ -172,7 +173,7 @@ static void wait_for_marker(ferry_worker *w, long long block_until) {
         const redisReply *member = r->element[1], *score = r->element[2];
         int now_marker =
             member->type == REDIS_REPLY_STRING && member->len == 1 && member->str[0] == '0';
-        double sc = score->type == REDIS_REPLY_STRING ? ferry__strtod_c(score->str, NULL) : 0;
+        double sc = score->type == REDIS_REPLY_STRING ? ferryx_strtod_c(score->str, NULL) : 0;
         freeReplyObject(r);
         long long until = (long long)floor(sc);
         if (now_marker || until <= (long long)ferry__now_ms() + 1) return;

@@ -45,17 +45,6 @@ void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
-int64_t ferry__reconnect_delay_ms(int failures) {
-    int64_t d = 100;
-    for (int i = 1; i < failures && d < 5000; i++)
-        d *= 2;
-    if (d > 5000) d = 5000;
-    unsigned char r[2] = {0, 0};
-    RAND_bytes(r, sizeof r); /* on failure: no jitter, still a valid delay */
-    unsigned v = (unsigned)r[0] << 8 | r[1];
-    return d / 2 + (int64_t)((double)(d / 2) * v / 65535.0);
-}
-
 int ferry__cb_enter(ferry_worker *w) {
     pthread_mutex_lock(&w->cbg->mu);
     if (!atomic_load(&w->abandon)) return 0;

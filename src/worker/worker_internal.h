@@ -403,10 +403,6 @@ void ferry__cb_leave(ferry_worker *w);
 /* Timed wait on cv (CLOCK_MONOTONIC deadline in ms; <= 0 = wait without timeout). */
 void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_mono_ms);
 
-/* Reconnect delay for the n-th consecutive failure: 100 ms doubling to 5 s, with jitter
- * (a uniformly random value in [d/2, d]). */
-int64_t ferry__reconnect_delay_ms(int failures);
-
 /* ---- link.c ---------------------------------------------------------------------- */
 
 /* A connection of lane w, not counted yet (*counted = 0), was found lost (e: why) or could
@@ -425,7 +421,7 @@ int ferry__link_suspect(const ferry_worker *w, unsigned epoch);
 /* At start, on the calling thread: read the maxmemory policy over c (lane w's command
  * connection) and send FERRY_NOTICE_EVICTION_POLICY if it may evict jobs. */
 void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c);
-/* ferry__printable copy of the queue name for messages (cut to fit out[cap]). */
+/* ferryx_printable copy of the queue name for messages (cut to fit out[cap]). */
 const char *ferry__worker_queue_shown(const ferry_worker *w, char *out, size_t cap);
 
 /* For a CLI stopping while ferry_worker_start may still be connecting (which can take the

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bulk_line.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,8 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == BULK_LINE_JOB) {
         if (!l.name || !*l.name || !l.data) __builtin_trap();
         size_t dl = strlen(l.data);
-        if (dl > 4096 || ferry__json_check(l.data, dl, BULK_LINE_MAX_DEPTH, NULL)) __builtin_trap();
-        if (l.opts && (l.opts[0] != '{' || ferry__json_check(l.opts, strlen(l.opts), 600, NULL)))
+        if (dl > 4096 || ferryx_json_check(l.data, dl, BULK_LINE_MAX_DEPTH, NULL)) __builtin_trap();
+        if (l.opts && (l.opts[0] != '{' || ferryx_json_check(l.opts, strlen(l.opts), 600, NULL)))
             __builtin_trap();
         bulk_line_free(&l);
     } else if (rc == BULK_LINE_BAD) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "queue/job_opts.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *merged = ferry__json_merge_shallow(text, "{\"attempts\":1}", &err);
     free(merged);
 
-    ferry__json_check_error je;
-    (void)ferry__json_check(text, size, 64, &je);
+    ferryx_json_check_error je;
+    (void)ferryx_json_check(text, size, 64, &je);
     free(text);
     return 0;
 }

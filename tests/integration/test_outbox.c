@@ -8,8 +8,8 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "outbox/pg.h"
-#include "outbox/relay_internal.h"
+#include "pg/pg.h"
+#include "outbox/relay/relay_internal.h"
 #include "test_outbox_support.h"
 #include "util/clock.h"
 
@@ -463,7 +463,7 @@ static void test_crash_before_commit_dedups(void **state) {
     PQclear(r);
 }
 
-/* ---- the relay's deadline-bounded connection (src/outbox/pg.c) ---------------------------- */
+/* ---- the relay's deadline-bounded connection (src/pg/pg.c) ---------------------------- */
 
 static void test_owned_connection_pipeline(void **state) {
     (void)state;

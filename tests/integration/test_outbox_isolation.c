@@ -8,7 +8,7 @@
  *  - two relays publishing one backlog: both claim rows, every row is published once, and
  *    no claim fails with 40001 (under REPEATABLE READ, FOR UPDATE SKIP LOCKED fails on a row
  *    the other relay published after the claim's snapshot instead of skipping it). */
-#include "outbox/migrations.h" /* FERRY__LOCK_CLASS_STR */
+#include "pg/migrations.h" /* FERRY__LOCK_CLASS_STR */
 #include "test_outbox_support.h"
 
 #define MIGRATORS 4

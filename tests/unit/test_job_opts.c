@@ -12,7 +12,7 @@
 
 #include "queue/job_opts.h"
 #include "queue/job_opts_ext.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 
 /* Parse and expect success; returns stored_json compared as JSON against `want`. */
 static void expect_stored(const char *in, const char *want) {
@@ -672,7 +672,7 @@ static void test_json_check(void **state) {
                           "1E5",
                           "\"\\/\""};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-        if (ferry__json_check(good[i], strlen(good[i]), 512, NULL))
+        if (ferryx_json_check(good[i], strlen(good[i]), 512, NULL))
             fail_msg("rejected valid %s", good[i]);
     const char *badj[] = {"",
                           " ",
@@ -702,18 +702,18 @@ static void test_json_check(void **state) {
                           "NaN",
                           "[1 2]"};
     for (size_t i = 0; i < sizeof badj / sizeof badj[0]; i++) {
-        ferry__json_check_error e = {0, NULL};
-        if (!ferry__json_check(badj[i], strlen(badj[i]), 512, &e)) fail_msg("accepted %s", badj[i]);
+        ferryx_json_check_error e = {0, NULL};
+        if (!ferryx_json_check(badj[i], strlen(badj[i]), 512, &e)) fail_msg("accepted %s", badj[i]);
         assert_non_null(e.reason);
     }
-    ferry__json_check_error e;
-    assert_int_equal(ferry__json_check("[[[1]]]", 7, 2, &e), -1);
+    ferryx_json_check_error e;
+    assert_int_equal(ferryx_json_check("[[[1]]]", 7, 2, &e), -1);
     assert_string_equal(e.reason, "nested too deeply");
     assert_int_equal(e.offset, 2);
-    assert_int_equal(ferry__json_check("[[[1]]]", 7, 3, &e), 0);
-    assert_int_equal(ferry__json_check("{\"a\":1 x", 8, 3, &e), -1);
+    assert_int_equal(ferryx_json_check("[[[1]]]", 7, 3, &e), 0);
+    assert_int_equal(ferryx_json_check("{\"a\":1 x", 8, 3, &e), -1);
     assert_int_equal(e.offset, 7);
-    assert_int_equal(ferry__json_depth("{\"[[[\":[[1]]}", 13, 10), 3);
+    assert_int_equal(ferryx_json_depth("{\"[[[\":[[1]]}", 13, 10), 3);
 }
 
 int main(void) {

@@ -45,15 +45,15 @@ static int teardown(void **state) {
 static void test_format(void **state) {
     (void)state;
     char b[40];
-    assert_int_equal(ferry__fmt_g(b, sizeof b, 17, 0.5), 3);
+    assert_int_equal(ferryx_fmt_g(b, sizeof b, 17, 0.5), 3);
     assert_string_equal(b, "0.5");
-    ferry__fmt_g(b, sizeof b, 17, 60.0000001);
+    ferryx_fmt_g(b, sizeof b, 17, 60.0000001);
     assert_string_equal(b, "60.000000100000001");
-    ferry__fmt_g(b, sizeof b, 17, 1e-9);
+    ferryx_fmt_g(b, sizeof b, 17, 1e-9);
     assert_string_equal(b, "1.0000000000000001e-09");
-    ferry__fmt_g(b, sizeof b, 17, 3600);
+    ferryx_fmt_g(b, sizeof b, 17, 3600);
     assert_string_equal(b, "3600");
-    ferry__fmt_g(b, sizeof b, 15, -2.25);
+    ferryx_fmt_g(b, sizeof b, 15, -2.25);
     assert_string_equal(b, "-2.25");
 }
 
@@ -61,13 +61,13 @@ static void test_parse(void **state) {
     (void)state;
     char *end;
     const char *s = "1.5 tail";
-    double d = ferry__strtod_c(s, &end);
+    double d = ferryx_strtod_c(s, &end);
     assert_true(d == 1.5);
     assert_ptr_equal(end, s + 3);
-    assert_true(ferry__strtod_c("1764470000000.25", NULL) == 1764470000000.25);
-    assert_true(ferry__strtod_c("42", NULL) == 42);
+    assert_true(ferryx_strtod_c("1764470000000.25", NULL) == 1764470000000.25);
+    assert_true(ferryx_strtod_c("42", NULL) == 42);
     s = "x";
-    ferry__strtod_c(s, &end);
+    ferryx_strtod_c(s, &end);
     assert_ptr_equal(end, s);
 }
 
@@ -92,7 +92,7 @@ static void test_job_opts_json(void **state) {
 /* Whole numbers from doubles: truncation, clamping at both bounds (including a bound that
  * is not exactly representable as a double), NaN and infinities. UBSan fails this on any
  * out-of-range cast. */
-/* ferry__js_number against what Node's Number() gives for the same strings (checked with
+/* ferryx_js_number against what Node's Number() gives for the same strings (checked with
  * node -e 'Number(s)' on Node 20). */
 static void test_js_number(void **state) {
     (void)state;
@@ -121,35 +121,35 @@ static void test_js_number(void **state) {
          3}, /* U+202F */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        double got = ferry__js_number(cases[i].s, strlen(cases[i].s));
+        double got = ferryx_js_number(cases[i].s, strlen(cases[i].s));
         if (isnan(cases[i].want) ? !isnan(got) : got != cases[i].want)
             fail_msg("Number(\"%s\"): got %g, want %g", cases[i].s, got, cases[i].want);
     }
-    assert_true(isinf(ferry__js_number("-Infinity", 9)) && ferry__js_number("-Infinity", 9) < 0);
+    assert_true(isinf(ferryx_js_number("-Infinity", 9)) && ferryx_js_number("-Infinity", 9) < 0);
     /* n bytes, not up to NUL: "12" of "123" */
-    assert_true(ferry__js_number("123", 2) == 12);
+    assert_true(ferryx_js_number("123", 2) == 12);
     /* a literal longer than the stack copy: 300 digits */
     char big[301];
     memset(big, '1', 300);
     big[300] = '\0';
-    assert_true(ferry__js_number(big, 300) == ferry__strtod_c(big, NULL));
+    assert_true(ferryx_js_number(big, 300) == ferryx_strtod_c(big, NULL));
 }
 
 static void test_clamp_ll(void **state) {
     (void)state;
-    assert_int_equal(ferry__clamp_ll(41.9, 0, 100), 41);
-    assert_int_equal(ferry__clamp_ll(-41.9, -100, 100), -41);
-    assert_int_equal(ferry__clamp_ll(-0.5, 0, 100), 0);
-    assert_int_equal(ferry__clamp_ll(1e300, 0, 100), 100);
-    assert_int_equal(ferry__clamp_ll(-1e300, -7, 100), -7);
-    assert_int_equal(ferry__clamp_ll(0.0 / 0.0, -7, 100), 0);
-    assert_int_equal(ferry__clamp_ll(0.0 / 0.0, 5, 100), 5);
-    assert_int_equal(ferry__clamp_ll(1.0 / 0.0, 0, 9007199254740991LL), 9007199254740991LL);
-    assert_int_equal(ferry__clamp_ll(-1.0 / 0.0, -9007199254740991LL, 0), -9007199254740991LL);
-    assert_true(ferry__clamp_ll(2e27, INT64_MIN, INT64_MAX) == INT64_MAX);
-    assert_true(ferry__clamp_ll(9.2233720368547758e18, 0, INT64_MAX) == INT64_MAX);
-    assert_true(ferry__clamp_ll(-9.2233720368547758e18, INT64_MIN, 0) == INT64_MIN);
-    assert_true(ferry__clamp_ll(9007199254740993.0, 0, 9007199254740991LL) == 9007199254740991LL);
+    assert_int_equal(ferryx_clamp_ll(41.9, 0, 100), 41);
+    assert_int_equal(ferryx_clamp_ll(-41.9, -100, 100), -41);
+    assert_int_equal(ferryx_clamp_ll(-0.5, 0, 100), 0);
+    assert_int_equal(ferryx_clamp_ll(1e300, 0, 100), 100);
+    assert_int_equal(ferryx_clamp_ll(-1e300, -7, 100), -7);
+    assert_int_equal(ferryx_clamp_ll(0.0 / 0.0, -7, 100), 0);
+    assert_int_equal(ferryx_clamp_ll(0.0 / 0.0, 5, 100), 5);
+    assert_int_equal(ferryx_clamp_ll(1.0 / 0.0, 0, 9007199254740991LL), 9007199254740991LL);
+    assert_int_equal(ferryx_clamp_ll(-1.0 / 0.0, -9007199254740991LL, 0), -9007199254740991LL);
+    assert_true(ferryx_clamp_ll(2e27, INT64_MIN, INT64_MAX) == INT64_MAX);
+    assert_true(ferryx_clamp_ll(9.2233720368547758e18, 0, INT64_MAX) == INT64_MAX);
+    assert_true(ferryx_clamp_ll(-9.2233720368547758e18, INT64_MIN, 0) == INT64_MIN);
+    assert_true(ferryx_clamp_ll(9007199254740993.0, 0, 9007199254740991LL) == 9007199254740991LL);
 }
 
 int main(void) {

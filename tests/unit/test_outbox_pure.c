@@ -13,13 +13,13 @@
 #include <cmocka.h>
 
 #include "ferry/outbox.h"
-#include "outbox/envelope.h"
-#include "outbox/migrations.h"
-#include "outbox/pg.h"
-#include "outbox/relay_internal.h"
-#include "outbox/trace.h"
-#include "outbox/uuid7.h"
-#include "queue/json_text.h"
+#include "envelope/envelope.h"
+#include "pg/migrations.h"
+#include "pg/pg.h"
+#include "outbox/relay/relay_internal.h"
+#include "envelope/trace.h"
+#include "util/uuid7.h"
+#include "util/json_text.h"
 
 /* ---- UUIDv7 ---------------------------------------------------------------------------- */
 
@@ -422,10 +422,10 @@ static void test_jsonb_check(void **state) {
         "[1e10, \"e\", 2E-3]",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        ferry__json_check_error e = {0, NULL};
-        if (ferry__json_check(good[i], strlen(good[i]), 512, &e))
+        ferryx_json_check_error e = {0, NULL};
+        if (ferryx_json_check(good[i], strlen(good[i]), 512, &e))
             fail_msg("not JSON: %s (%s)", good[i], e.reason);
-        if (ferry__jsonb_check(good[i], strlen(good[i]), &e))
+        if (ferryx_jsonb_check(good[i], strlen(good[i]), &e))
             fail_msg("refused %s: %s", good[i], e.reason);
     }
     struct {
@@ -458,11 +458,11 @@ static void test_jsonb_check(void **state) {
         {"1e1000000000000", 0, "exponent"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ferry__json_check_error e = {0, NULL};
+        ferryx_json_check_error e = {0, NULL};
         size_t n = strlen(bad[i].text);
-        if (ferry__json_check(bad[i].text, n, 512, &e))
+        if (ferryx_json_check(bad[i].text, n, 512, &e))
             fail_msg("not JSON: %s (%s)", bad[i].text, e.reason);
-        if (!ferry__jsonb_check(bad[i].text, n, &e)) fail_msg("accepted %s", bad[i].text);
+        if (!ferryx_jsonb_check(bad[i].text, n, &e)) fail_msg("accepted %s", bad[i].text);
         if (e.offset != bad[i].offset || !strstr(e.reason, bad[i].reason))
             fail_msg("%s: at %zu: %s (expected %zu, '%s')", bad[i].text, e.offset, e.reason,
                      bad[i].offset, bad[i].reason);
@@ -473,10 +473,10 @@ static void test_jsonb_check(void **state) {
     memcpy(big, "0.", 2);
     memset(big + 2, '7', 16383);
     big[16385] = '\0';
-    assert_int_equal(ferry__jsonb_check(big, strlen(big), NULL), 0);
+    assert_int_equal(ferryx_jsonb_check(big, strlen(big), NULL), 0);
     big[16385] = '7';
     big[16386] = '\0';
-    assert_int_equal(ferry__jsonb_check(big, strlen(big), NULL), -1);
+    assert_int_equal(ferryx_jsonb_check(big, strlen(big), NULL), -1);
     free(big);
 }
 

@@ -1,4 +1,4 @@
-/* test_printable.c - ferry__printable (src/util/printable.c): text from outside made safe
+/* test_printable.c - ferryx_printable (src/util/printable.c): text from outside made safe
  * for one line of output. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 
 static void expect(const char *in, const char *want) {
     char out[256];
-    const char *got = ferry__printable(in, out, sizeof out);
+    const char *got = ferryx_printable(in, out, sizeof out);
     assert_ptr_equal(got, out);
     if (strcmp(got, want) != 0) fail_msg("printable(\"%s\") = \"%s\", want \"%s\"", in, got, want);
 }
@@ -59,22 +59,22 @@ static void test_invalid_utf8_escaped(void **state) {
 static void test_cut(void **state) {
     (void)state;
     char out[8];
-    assert_string_equal(ferry__printable("abcdefghij", out, sizeof out), "abcd...");
-    assert_string_equal(ferry__printable("ab\ncd", out, sizeof out), "ab\\n...");
-    assert_string_equal(ferry__printable("abc\ncd", out, sizeof out), "abc...");
-    assert_string_equal(ferry__printable("ab\xe2\x82\xac", out, sizeof out), "ab...");
-    assert_string_equal(ferry__printable("abc", out, sizeof out), "abc");
+    assert_string_equal(ferryx_printable("abcdefghij", out, sizeof out), "abcd...");
+    assert_string_equal(ferryx_printable("ab\ncd", out, sizeof out), "ab\\n...");
+    assert_string_equal(ferryx_printable("abc\ncd", out, sizeof out), "abc...");
+    assert_string_equal(ferryx_printable("ab\xe2\x82\xac", out, sizeof out), "ab...");
+    assert_string_equal(ferryx_printable("abc", out, sizeof out), "abc");
 }
 
 static void test_clean(void **state) {
     (void)state;
-    assert_int_equal(ferry__printable_clean(""), 1);
-    assert_int_equal(ferry__printable_clean("{\"a\":\"x\\ny \xc3\xa9\"}"), 1);
-    assert_int_equal(ferry__printable_clean("a\nb"), 0);
-    assert_int_equal(ferry__printable_clean("\x1b[31m"), 0);
-    assert_int_equal(ferry__printable_clean("\"\xc2\x9b" "2J\""), 0); /* C1 CSI */
-    assert_int_equal(ferry__printable_clean("\xe0\x80\x8a"), 0);
-    assert_int_equal(ferry__printable_clean("\xed\xa0\x80"), 0);
+    assert_int_equal(ferryx_printable_clean(""), 1);
+    assert_int_equal(ferryx_printable_clean("{\"a\":\"x\\ny \xc3\xa9\"}"), 1);
+    assert_int_equal(ferryx_printable_clean("a\nb"), 0);
+    assert_int_equal(ferryx_printable_clean("\x1b[31m"), 0);
+    assert_int_equal(ferryx_printable_clean("\"\xc2\x9b" "2J\""), 0); /* C1 CSI */
+    assert_int_equal(ferryx_printable_clean("\xe0\x80\x8a"), 0);
+    assert_int_equal(ferryx_printable_clean("\xed\xa0\x80"), 0);
 }
 
 int main(void) {

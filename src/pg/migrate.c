@@ -1,12 +1,12 @@
-/* migrate.c - ferry's tables: the built-in migration list (src/outbox/sql/NNN_name.sql,
+/* migrate.c - ferry's tables: the built-in migration list (src/pg/sql/NNN_name.sql,
  * embedded by cmake/embed_sql.cmake) with the schema substituted, and applying the pending
  * ones under a per-schema advisory lock, recorded in <schema>.ferry_schema_migrations. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "outbox/migrations.h"
-#include "outbox/pg.h"
+#include "pg/migrations.h"
+#include "pg/pg.h"
 #include "util/error.h"
 
 #define DEFAULT_TIMEOUT_MS 60000

@@ -1,5 +1,5 @@
 /* json_text.c - JSON syntax check and JS-style compact serializer; see json_text.h. */
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/numtext.h"
 
 #include <math.h>
@@ -12,7 +12,7 @@
 
 #define CHECK_DEPTH_CAP 4096
 
-static int fail(ferry__json_check_error *e, size_t off, const char *why) {
+static int fail(ferryx_json_check_error *e, size_t off, const char *why) {
     if (e) {
         e->offset = off;
         e->reason = why;
@@ -34,7 +34,7 @@ static int hexval(unsigned char c) {
 }
 
 /* s[i] is the opening quote; returns the index after the closing quote, or (size_t)-1. */
-static size_t scan_string(const unsigned char *s, size_t n, size_t i, ferry__json_check_error *e) {
+static size_t scan_string(const unsigned char *s, size_t n, size_t i, ferryx_json_check_error *e) {
     i++;
     for (;;) {
         /* fast path: plain ASCII */
@@ -70,7 +70,7 @@ static size_t scan_string(const unsigned char *s, size_t n, size_t i, ferry__jso
             fail(e, i, "control character in string");
             return (size_t)-1;
         } else {
-            size_t len = ferry__utf8_seq(s + i, n - i);
+            size_t len = ferryx_utf8_seq(s + i, n - i);
             if (!len) {
                 fail(e, i, "invalid UTF-8");
                 return (size_t)-1;
@@ -80,7 +80,7 @@ static size_t scan_string(const unsigned char *s, size_t n, size_t i, ferry__jso
     }
 }
 
-static size_t scan_number(const unsigned char *s, size_t n, size_t i, ferry__json_check_error *e) {
+static size_t scan_number(const unsigned char *s, size_t n, size_t i, ferryx_json_check_error *e) {
     size_t start = i;
     if (s[i] == '-') i++;
     if (i < n && s[i] == '0') {
@@ -114,7 +114,7 @@ static size_t scan_number(const unsigned char *s, size_t n, size_t i, ferry__jso
     return i;
 }
 
-int ferry__json_check(const char *text, size_t n, int max_depth, ferry__json_check_error *e) {
+int ferryx_json_check(const char *text, size_t n, int max_depth, ferryx_json_check_error *e) {
     const unsigned char *s = (const unsigned char *)text;
     char stack[CHECK_DEPTH_CAP];
     int depth = 0;
@@ -203,9 +203,9 @@ static int is_digit(unsigned char c) {
     return c >= '0' && c <= '9';
 }
 
-/* s[i] starts a number that ferry__json_check accepted; returns the index after it, or
+/* s[i] starts a number that ferryx_json_check accepted; returns the index after it, or
  * (size_t)-1 when numeric cannot hold it. */
-static size_t jsonb_number(const unsigned char *s, size_t n, size_t i, ferry__json_check_error *e) {
+static size_t jsonb_number(const unsigned char *s, size_t n, size_t i, ferryx_json_check_error *e) {
     size_t start = i;
     if (s[i] == '-') i++;
     size_t ibeg = i;
@@ -271,9 +271,9 @@ static unsigned escape_value(const unsigned char *s) {
     return (unsigned)(hexval(s[0]) << 12 | hexval(s[1]) << 8 | hexval(s[2]) << 4 | hexval(s[3]));
 }
 
-/* s[i] is a string's opening quote (a string ferry__json_check accepted); returns the index
+/* s[i] is a string's opening quote (a string ferryx_json_check accepted); returns the index
  * after the closing quote, or (size_t)-1 on an escape jsonb refuses. */
-static size_t jsonb_string(const unsigned char *s, size_t n, size_t i, ferry__json_check_error *e) {
+static size_t jsonb_string(const unsigned char *s, size_t n, size_t i, ferryx_json_check_error *e) {
     i++;
     while (i < n && s[i] != '"') {
         if (s[i] != '\\') {
@@ -311,7 +311,7 @@ static size_t jsonb_string(const unsigned char *s, size_t n, size_t i, ferry__js
     return i + 1;
 }
 
-int ferry__jsonb_check(const char *text, size_t n, ferry__json_check_error *e) {
+int ferryx_jsonb_check(const char *text, size_t n, ferryx_json_check_error *e) {
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < n;) {
         if (s[i] == '"') {
@@ -326,21 +326,21 @@ int ferry__jsonb_check(const char *text, size_t n, ferry__json_check_error *e) {
     return 0;
 }
 
-int ferry__utf8_valid(const char *text, size_t n) {
+int ferryx_utf8_valid(const char *text, size_t n) {
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < n;) {
         if (s[i] < 0x80) {
             i++;
             continue;
         }
-        size_t len = ferry__utf8_seq(s + i, n - i);
+        size_t len = ferryx_utf8_seq(s + i, n - i);
         if (!len) return 0;
         i += len;
     }
     return 1;
 }
 
-int ferry__json_depth(const char *text, size_t n, int limit) {
+int ferryx_json_depth(const char *text, size_t n, int limit) {
     const unsigned char *s = (const unsigned char *)text;
     int depth = 0, max = 0, in_str = 0;
     for (size_t i = 0; i < n; i++) {
@@ -366,7 +366,7 @@ int ferry__json_depth(const char *text, size_t n, int limit) {
     return max;
 }
 
-size_t ferry__json_value_end(const char *s, size_t n, size_t i) {
+size_t ferryx_json_value_end(const char *s, size_t n, size_t i) {
     int depth = 0;
     for (; i < n; i++) {
         char c = s[i];
@@ -473,8 +473,8 @@ static void sb_real(sbuf *b, double v) {
         return;
     }
     for (int prec = 15; prec <= 17; prec++) {
-        int n = ferry__fmt_g(t, sizeof t, prec, v);
-        if (prec == 17 || ferry__strtod_c(t, NULL) == v) {
+        int n = ferryx_fmt_g(t, sizeof t, prec, v);
+        if (prec == 17 || ferryx_strtod_c(t, NULL) == v) {
             sb_put(b, t, (size_t)n);
             return;
         }
@@ -533,7 +533,7 @@ static void sb_value(sbuf *b, const json_t *v, int drop_nulls) {
     }
 }
 
-char *ferry__json_serialize(const json_t *v, int drop_nulls, size_t max_len) {
+char *ferryx_json_serialize(const json_t *v, int drop_nulls, size_t max_len) {
     sbuf b = {NULL, 0, 0, max_len + 1, 0};
     sb_value(&b, v, drop_nulls);
     if (b.bad || !b.p) {

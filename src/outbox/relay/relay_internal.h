@@ -11,8 +11,8 @@
 
 #include "ferry/outbox.h"
 #include "ferry/queue.h"
-#include "outbox/migrations.h" /* FERRY__LOCK_RELAYS_STR */
-#include "outbox/pg.h"
+#include "pg/migrations.h" /* FERRY__LOCK_RELAYS_STR */
+#include "pg/pg.h"
 
 /* Schema version the relay needs (it uses quarantined_at, the NOTIFY trigger, ferry_tasks). */
 #define FERRY__RELAY_SCHEMA_VERSION 5

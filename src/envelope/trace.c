@@ -1,7 +1,7 @@
 /* trace.c - trace id validation for outbox events: a W3C traceparent is checked field by
  * field (so a malformed one is refused at append time, not discovered by a consumer), an
  * opaque id (a request id, say) only for length and printable characters. */
-#include "outbox/trace.h"
+#include "envelope/trace.h"
 
 #include <string.h>
 

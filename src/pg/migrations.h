@@ -1,4 +1,4 @@
-/* migrations.h - the embedded migration list (generated from src/outbox/sql by
+/* migrations.h - the embedded migration list (generated from src/pg/sql by
  * cmake/embed_sql.cmake) and the advisory-lock keys ferry uses in PostgreSQL. */
 #ifndef FERRY_OUTBOX_MIGRATIONS_H
 #define FERRY_OUTBOX_MIGRATIONS_H

@@ -22,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "outbox/envelope.h"
-#include "outbox/relay_internal.h"
+#include "envelope/envelope.h"
+#include "outbox/relay/relay_internal.h"
 #include "outbox/routes.h"
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "queue/queue_internal.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -211,8 +211,8 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
                                            payload, plen);
         /* The queue's own check, with its depth limit: the jobs are added with data_checked,
          * so this is the only check the data gets. */
-        ferry__json_check_error je;
-        if (ferry__json_check(row->envelope, len, FERRY__DATA_MAX_DEPTH, &je)) {
+        ferryx_json_check_error je;
+        if (ferryx_json_check(row->envelope, len, FERRY__DATA_MAX_DEPTH, &je)) {
             snprintf(row->reason, sizeof row->reason, "job data is not valid JSON at byte %zu: %s",
                      je.offset, je.reason);
             free(row->envelope);

@@ -1,7 +1,7 @@
 /* pg.c - PostgreSQL plumbing for the outbox (see pg.h): quoting, error text, and the
  * deadline-bounded connect/exec the relay uses, built on libpq's non-blocking API
  * (PQconnectPoll, PQsendQuery*, PQconsumeInput) with poll(2) on the socket. */
-#include "outbox/pg.h"
+#include "pg/pg.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue/json_text.h"
+#include "util/json_text.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -20,7 +20,7 @@ int ferry__pg_quote_schema(const char *schema, char out[FERRY__QSCHEMA_MAX], fer
     if (n > FERRY_OUTBOX_SCHEMA_MAX)
         return ferry__err(err, FERRY_EINVAL, "schema name is longer than %d bytes",
                           FERRY_OUTBOX_SCHEMA_MAX);
-    if (!ferry__utf8_valid(schema, n))
+    if (!ferryx_utf8_valid(schema, n))
         return ferry__err(err, FERRY_EINVAL, "schema name is not UTF-8");
     size_t k = 0;
     out[k++] = '"';

@@ -2,7 +2,7 @@
  * does (\" \\ \b \f \n \r \t, other control characters as \u00xx) and the payload is copied
  * without insignificant blanks, so a Node consumer sees what a Node relay (which parses
  * the jsonb and stringifies it again) would have written. */
-#include "outbox/envelope.h"
+#include "envelope/envelope.h"
 
 #include <string.h>
 

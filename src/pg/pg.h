@@ -48,7 +48,7 @@ const char *ferry__pg_url_display(const char *url, char *out, size_t cap);
  * libpq parses them, every such key of a conninfo or URL query (also the first of two), a
  * URL's password as written (percent-encoded) and decoded, and the PGPASSWORD environment
  * variable's value; each also with its line breaks and tabs flattened to spaces and as
- * ferry__printable shows it. url may be NULL (PGPASSWORD still masked). Passwords of fewer
+ * ferryx_printable shows it. url may be NULL (PGPASSWORD still masked). Passwords of fewer
  * than 3 bytes are left alone (masking them would garble any text). For texts from libpq
  * or the server about a connection to url. No I/O (reads the environment); thread-safe
  * while nothing changes the environment. */

@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
-#include "outbox/relay_internal.h"
+#include "outbox/relay/relay_internal.h"
 #include "outbox/routes.h"
 #include "queue/queue_internal.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
 #include "redis/eviction.h"
 #include "util/clock.h"
+#include "util/retry_delay.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -146,7 +146,7 @@ static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_erro
     if (!r->redis.connect_timeout_ms) r->redis.connect_timeout_ms = 5000;
     if (!r->redis.command_timeout_ms) r->redis.command_timeout_ms = 5000;
     if (oom) return ferry__err(err, FERRY_ENOMEM, "out of memory");
-    ferry__printable(r->schema, r->schema_shown, sizeof r->schema_shown);
+    ferryx_printable(r->schema, r->schema_shown, sizeof r->schema_shown);
     return ferry__pg_quote_schema(r->schema, r->qs, err);
 }
 
@@ -299,12 +299,6 @@ static int backoff_next(const ferry_relay *r, int cur) {
     return next > r->max_backoff_ms ? r->max_backoff_ms : (int)next;
 }
 
-static int64_t jittered(int ms) {
-    unsigned short rnd = 0;
-    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) rnd = 0x8000;
-    return ms / 2 + (int64_t)(ms / 2) * rnd / 65535;
-}
-
 static void set_backing_off(ferry_relay *r, int on) {
     pthread_mutex_lock(&r->mu);
     r->stats.backing_off = on;
@@ -443,7 +437,7 @@ static void report_unknown(ferry_relay *r) {
         ferry__relay_log(r, FERRY_LOG_WARN,
                          "relay: %lld unpublished row(s) with topic '%s', which no route names; "
                          "left for a relay whose routes have it",
-                         n, ferry__printable(PQgetvalue(res, i, 0), topic, sizeof topic));
+                         n, ferryx_printable(PQgetvalue(res, i, 0), topic, sizeof topic));
     }
     PQclear(res);
     pthread_mutex_lock(&r->mu);
@@ -467,7 +461,7 @@ static int open_queues(ferry_relay *r, ferry_error *err) {
         char shown[4 * 256 + 8];
         if (rc)
             return ferry__err(err, rc, "queue %s: %s",
-                              ferry__printable(r->queue_names[i], shown, sizeof shown), e.message);
+                              ferryx_printable(r->queue_names[i], shown, sizeof shown), e.message);
     }
     r->data_limit = r->nqueues ? ferry__queue_data_limit(r->queues[0]) : r->max_envelope;
     return 0;
@@ -517,7 +511,7 @@ static void relay_loop(ferry_relay *r) {
                 backoff = backoff_next(r, backoff);
                 ferry__relay_log(r, FERRY_LOG_WARN, "relay: database: %s (retrying in about %d ms)",
                                  e.message, backoff);
-                reconnect_at = ferry__mono_ms() + jittered(backoff);
+                reconnect_at = ferry__mono_ms() + ferryx_jitter_upper_half(backoff);
                 set_backing_off(r, 1);
                 continue;
             }
@@ -555,8 +549,8 @@ static void relay_loop(ferry_relay *r) {
                              rows, e.message, backoff);
             set_backing_off(r, 1);
             if (r->pg.broken) {
-                reconnect_at = ferry__mono_ms() + jittered(backoff);
-            } else if (backoff_wait(r, ferry__mono_ms() + jittered(backoff))) {
+                reconnect_at = ferry__mono_ms() + ferryx_jitter_upper_half(backoff);
+            } else if (backoff_wait(r, ferry__mono_ms() + ferryx_jitter_upper_half(backoff))) {
                 break;
             }
             need_batch = 1;

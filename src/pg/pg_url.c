@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "outbox/pg.h"
+#include "pg/pg.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -96,7 +96,7 @@ int ferry_outbox_database_url_check(const char *url, ferry_error *err) {
 /* Append printable(s) to out[*k..cap). */
 static void put(char *out, size_t cap, size_t *k, const char *s) {
     char shown[256];
-    ferry__printable(s, shown, sizeof shown);
+    ferryx_printable(s, shown, sizeof shown);
     int n = snprintf(out + *k, cap - *k, "%s", shown);
     if (n > 0) *k = *k + (size_t)n < cap ? *k + (size_t)n : cap - 1;
 }
@@ -146,7 +146,7 @@ static void mask(char *msg, const char *secret, size_t n) {
 }
 
 /* Mask one secret in every form a message may carry it: as is, with its line breaks and
- * tabs flattened to spaces (callers keep messages on one line) and as ferry__printable
+ * tabs flattened to spaces (callers keep messages on one line) and as ferryx_printable
  * shows it. */
 static void mask_forms(char *msg, const char *secret, size_t n) {
     char piece[1024], shown[4 * sizeof piece + 8];
@@ -158,7 +158,7 @@ static void mask_forms(char *msg, const char *secret, size_t n) {
         if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
     mask(msg, piece, n);
     memcpy(piece, secret, n);
-    ferry__printable(piece, shown, sizeof shown);
+    ferryx_printable(piece, shown, sizeof shown);
     mask(msg, shown, strlen(shown));
 }
 

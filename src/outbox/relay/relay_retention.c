@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "outbox/migrations.h"
-#include "outbox/relay_internal.h"
+#include "pg/migrations.h"
+#include "outbox/relay/relay_internal.h"
 #include "util/clock.h"
 #include "util/error.h"
 

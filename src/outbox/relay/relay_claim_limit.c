@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "outbox/relay_internal.h"
+#include "outbox/relay/relay_internal.h"
 #include "util/error.h"
 
 /* Every row locked costs the server its conversion to text, wasted on the rows the budget

@@ -2,7 +2,7 @@
  * (RFC 9562 method 1, "fixed-length dedicated counter") so that ids made by one process are
  * strictly increasing even within a millisecond or when the clock steps back, and 62
  * random bits from getrandom(2). */
-#include "outbox/uuid7.h"
+#include "util/uuid7.h"
 
 #include <errno.h>
 #include <pthread.h>
