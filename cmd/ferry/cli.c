@@ -182,8 +182,8 @@ int cli_conn_resolve(const cmd_spec *spec, cli_conn *c) {
     }
     /* (the library's limit, checked here so that every command, the relay included, says
      * so before connecting) */
-    if (strlen(c->prefix) > FERRY_NAME_MAX)
-        return opts_usage_error(spec, "%s: longer than %d bytes", prefix_src, FERRY_NAME_MAX);
+    if (strlen(c->prefix) > FERRY_QUEUE_NAME_MAX)
+        return opts_usage_error(spec, "%s: longer than %d bytes", prefix_src, FERRY_QUEUE_NAME_MAX);
     /* The library ignores TLS settings on a plain connection: a certificate given for a
      * redis:// URL would silently not be used, and the traffic would go in clear text. */
     const char *tls_opt = tls_option_given(c);

@@ -259,7 +259,7 @@ out:
 #define BULK_BATCH_MAX 10000
 /* A line holds a job name (1024 bytes, up to 6 times that when escaped), its data and its
  * options (64 KiB): longer lines are refused before they are read whole. */
-#define BULK_LINE_OVERHEAD (FERRY__OPTS_MAX_BYTES + 8192)
+#define BULK_LINE_OVERHEAD (FERRY_JOB_OPTS_MAX + 8192)
 
 static const opt_def bulk_defs[] = {
     {"file", OPT_STRING, "FILE", offsetof(add_opts, file), 0, 0,

@@ -47,7 +47,7 @@ int opts_check_json(const char *text, size_t len, int want_object, char *msg, si
          * takes (integers past 64 bits, \u0000), so the CLI refuses no data that Node or
          * ferry_queue_add would store. */
         ferryx_json_check_error ce;
-        if (ferryx_json_check(text, len, FERRY__DATA_MAX_DEPTH, &ce) == 0) return 0;
+        if (ferryx_json_check(text, len, FERRY_JOB_DATA_DEPTH_MAX, &ce) == 0) return 0;
         int line = 1;
         size_t col = 1;
         for (size_t i = 0; i < ce.offset && i < len; i++, col++)

@@ -79,7 +79,7 @@ void opts_print_help(const cmd_spec *spec, const opt_group *groups, size_t ngrou
 
 /* Validate JSON text; on failure write "invalid JSON at line L column C: <reason>" into
  * msg (capacity msgcap) and return -1. Any value (want_object 0, job data) is checked as the
- * library checks job data (ferryx_json_check, nesting up to FERRY__DATA_MAX_DEPTH);
+ * library checks job data (ferryx_json_check, nesting up to FERRY_JOB_DATA_DEPTH_MAX);
  * `want_object` requires a top-level object, read as the library reads options (jansson,
  * duplicate keys refused). Returns 0 when valid. Pure. */
 int opts_check_json(const char *text, size_t len, int want_object, char *msg, size_t msgcap);

@@ -19,6 +19,17 @@ extern "C" {
 #define FERRY_DEFAULT_PREFIX "bull"
 #define FERRY_DEFAULT_MAX_PAYLOAD (512u * 1024u)
 
+/* Limits of what a queue accepts, in bytes unless said. Input over a limit is refused with
+ * FERRY_EINVAL or FERRY_ETOOBIG naming it, never cut. */
+#define FERRY_QUEUE_NAME_MAX 512                         /* a queue name, and a key prefix */
+#define FERRY_JOB_NAME_MAX 1024                          /* a job name */
+#define FERRY_JOB_ID_MAX 1024                            /* a custom job id (opts jobId) */
+#define FERRY_JOB_OPTS_MAX (64 * 1024)                   /* job options JSON text, per job */
+#define FERRY_JOB_OPTS_DEPTH_MAX 32                      /* nesting of job options JSON */
+#define FERRY_JOB_DATA_DEPTH_MAX 512                     /* nesting of job data JSON */
+#define FERRY_JOB_PRIORITY_MAX 2097151                   /* opts priority, 0..this */
+#define FERRY_MAX_PAYLOAD_LIMIT ((size_t)512 << 20)      /* largest max_payload_bytes accepted */
+
 typedef struct ferry_queue ferry_queue;
 
 typedef struct ferry_queue_options {

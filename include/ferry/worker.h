@@ -77,6 +77,10 @@ FERRY_API void ferry_job_set_delay(ferry_job *j, long long delay_ms);
 /* The most bytes a job's return value may have as stored (16 MiB), and a failure reason or
  * stack trace given with ferry_job_set_failure (64 KiB each). Both are also written into the
  * events stream, so each costs Redis several copies. */
+/* Limits of a worker's options. */
+#define FERRY_CONCURRENCY_MAX 1024 /* jobs one worker runs at once */
+#define FERRY_WORKER_NAME_MAX 256  /* bytes of a worker name (client name suffix) */
+
 #define FERRY_RETURN_MAX_BYTES (16u * 1024 * 1024)
 #define FERRY_REASON_MAX_BYTES (64u * 1024)
 

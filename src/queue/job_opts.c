@@ -17,7 +17,7 @@
 #include "util/error.h"
 #include "util/printable.h"
 
-#define STORED_MAX (2 * FERRY__OPTS_MAX_BYTES + 256) /* stored opts JSON, bytes */
+#define STORED_MAX (2 * FERRY_JOB_OPTS_MAX + 256) /* stored opts JSON, bytes */
 
 enum opt_kind {
     K_JOBID,
@@ -281,8 +281,8 @@ const char *ferry__job_id_reserved(const char *id) {
 
 int ferry__job_id_check(const char *id, ferry_error *err) {
     size_t len = strlen(id);
-    if (len > FERRY__JOB_ID_MAX)
-        return ferry__err(err, FERRY_EINVAL, "opts.jobId: longer than %d bytes", FERRY__JOB_ID_MAX);
+    if (len > FERRY_JOB_ID_MAX)
+        return ferry__err(err, FERRY_EINVAL, "opts.jobId: longer than %d bytes", FERRY_JOB_ID_MAX);
     if (!strcmp(id, "0") || !strncmp(id, "0:", 2))
         return ferry__err(err, FERRY_EINVAL, "opts.jobId: cannot be '0' or start with '0:'");
     if (js_integer_string(id))
@@ -358,12 +358,12 @@ int ferry__keep_jobs_parse(const char *json, ferry__keep_jobs *out, ferry_error 
     memset(out, 0, sizeof *out);
     if (!json || !*json) return 0;
     size_t len = strlen(json);
-    if (len > FERRY__OPTS_MAX_BYTES)
+    if (len > FERRY_JOB_OPTS_MAX)
         return ferry__err(err, FERRY_ETOOBIG, "keepJobs: %zu bytes, limit %d", len,
-                          FERRY__OPTS_MAX_BYTES);
-    if (ferryx_json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH)
+                          FERRY_JOB_OPTS_MAX);
+    if (ferryx_json_depth(json, len, FERRY_JOB_OPTS_DEPTH_MAX) > FERRY_JOB_OPTS_DEPTH_MAX)
         return ferry__err(err, FERRY_EINVAL, "keepJobs: nested deeper than %d levels",
-                          FERRY__OPTS_MAX_DEPTH);
+                          FERRY_JOB_OPTS_DEPTH_MAX);
     json_error_t je;
     json_t *v = json_loadb(json, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!v)
@@ -549,7 +549,7 @@ static int parse_obj(json_t *obj, int flags, ferry__job_opts *o, ferry__job_opts
             sv = json_integer(n);
             break;
         case K_PRIORITY:
-            if (as_int(v, 0, FERRY__PRIORITY_MAX, &n)) {
+            if (as_int(v, 0, FERRY_JOB_PRIORITY_MAX, &n)) {
                 rc = bad(err, field, "an integer from 0 to 2097151", v);
                 break;
             }
@@ -684,14 +684,14 @@ json_t *ferry__opts_load_object(const char *json, const char *what, ferry_error 
         return o;
     }
     size_t len = strlen(json);
-    if (len > FERRY__OPTS_MAX_BYTES) {
+    if (len > FERRY_JOB_OPTS_MAX) {
         ferry__err(err, FERRY_ETOOBIG, "%s JSON is %zu bytes, limit %d", what, len,
-                   FERRY__OPTS_MAX_BYTES);
+                   FERRY_JOB_OPTS_MAX);
         return NULL;
     }
-    if (ferryx_json_depth(json, len, FERRY__OPTS_MAX_DEPTH) > FERRY__OPTS_MAX_DEPTH) {
+    if (ferryx_json_depth(json, len, FERRY_JOB_OPTS_DEPTH_MAX) > FERRY_JOB_OPTS_DEPTH_MAX) {
         ferry__err(err, FERRY_EINVAL, "%s: nested deeper than %d levels", what,
-                   FERRY__OPTS_MAX_DEPTH);
+                   FERRY_JOB_OPTS_DEPTH_MAX);
         return NULL;
     }
     json_error_t je;
@@ -849,7 +849,7 @@ char *ferry__json_merge_shallow(const char *base, const char *over, ferry_error 
         return NULL;
     }
     char *out = NULL;
-    if (json_object_update(b, o) == 0) out = ferryx_json_serialize(b, 0, 2 * FERRY__OPTS_MAX_BYTES);
+    if (json_object_update(b, o) == 0) out = ferryx_json_serialize(b, 0, 2 * FERRY_JOB_OPTS_MAX);
     if (!out) ferry__err(err, FERRY_ENOMEM, "out of memory merging options");
     json_decref(b);
     json_decref(o);

@@ -6,13 +6,10 @@
 
 #include <jansson.h>
 
+#include "ferry/queue.h"
 #include "queue/job_opts.h"
 
-#define FERRY__OPTS_MAX_BYTES (64 * 1024) /* opts JSON text, per job and for defaults */
-#define FERRY__OPTS_MAX_DEPTH 32          /* nesting of opts JSON */
-#define FERRY__JOB_ID_MAX 1024            /* custom jobId, bytes */
 #define FERRY__JS_SAFE_MAX 9007199254740991LL
-#define FERRY__PRIORITY_MAX 2097151
 
 typedef struct ferry__job_opts_extra {
     long long size_limit; /* opts.sizeLimit, 0 = none */
@@ -44,7 +41,7 @@ int ferry__job_opts_parse_over(const json_t *defaults, const char *json, ferry__
                                ferry__job_opts_extra *extra, ferry_error *err);
 
 /* Check a custom job id by the rules opts.jobId follows (Node's Queue.addJob and
- * Job.validateOptions): at most FERRY__JOB_ID_MAX bytes, not "0" or "0:...", not what
+ * Job.validateOptions): at most FERRY_JOB_ID_MAX bytes, not "0" or "0:...", not what
  * JavaScript reads as an integer, ':' only in the 3-part legacy form a:b:c, not the name of
  * one of the queue's own keys (ferry__job_id_reserved). Errors name
  * opts.jobId, as the option's own do. Does not check UTF-8 and does not treat "" (which in

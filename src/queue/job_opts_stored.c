@@ -118,7 +118,7 @@ void ferry__job_opts_from_stored(const char *json, ferry__job_opts *out) {
         } else if (!strcmp(key, "delay")) {
             out->delay_ms = lenient_int(v, 0, FERRY__JS_SAFE_MAX, 0);
         } else if (!strcmp(key, "priority")) {
-            out->priority = lenient_int(v, 0, FERRY__PRIORITY_MAX, 0);
+            out->priority = lenient_int(v, 0, FERRY_JOB_PRIORITY_MAX, 0);
         } else if (!strcmp(key, "lifo")) {
             double d;
             out->lifo = json_is_true(v) || (!json_is_string(v) && !lenient_number(v, &d) && d != 0);

@@ -16,11 +16,11 @@ int ferry__keys_init(ferry__keys *k, const char *prefix, const char *queue, ferr
         return ferry__err(err, FERRY_EINVAL, "queue name '%s' contains ':'",
                           ferryx_printable(queue, shown, sizeof shown));
     }
-    if (strlen(queue) > FERRY_NAME_MAX)
-        return ferry__err(err, FERRY_EINVAL, "queue name longer than %d bytes", FERRY_NAME_MAX);
+    if (strlen(queue) > FERRY_QUEUE_NAME_MAX)
+        return ferry__err(err, FERRY_EINVAL, "queue name longer than %d bytes", FERRY_QUEUE_NAME_MAX);
     if (!*prefix) return ferry__err(err, FERRY_EINVAL, "key prefix is empty");
-    if (strlen(prefix) > FERRY_NAME_MAX)
-        return ferry__err(err, FERRY_EINVAL, "key prefix longer than %d bytes", FERRY_NAME_MAX);
+    if (strlen(prefix) > FERRY_QUEUE_NAME_MAX)
+        return ferry__err(err, FERRY_EINVAL, "key prefix longer than %d bytes", FERRY_QUEUE_NAME_MAX);
     strcpy(k->queue, queue);
     strcpy(k->prefix, prefix);
     k->base_len = (size_t)snprintf(k->base, sizeof k->base, "%s:%s:", prefix, queue);

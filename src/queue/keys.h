@@ -5,19 +5,18 @@
 #include <stddef.h>
 
 #include "ferry/common.h"
+#include "ferry/queue.h"
 
-/* Longest prefix and queue name accepted (keys stay far below Redis limits). */
-#define FERRY_NAME_MAX 512
 
 typedef struct ferry__keys {
-    char base[2 * FERRY_NAME_MAX + 4]; /* "<prefix>:<queue>:" */
+    char base[2 * FERRY_QUEUE_NAME_MAX + 4]; /* "<prefix>:<queue>:" */
     size_t base_len;
-    char queue[FERRY_NAME_MAX + 1];
-    char prefix[FERRY_NAME_MAX + 1];
+    char queue[FERRY_QUEUE_NAME_MAX + 1];
+    char prefix[FERRY_QUEUE_NAME_MAX + 1];
 } ferry__keys;
 
-/* Validate queue name (non-empty, no ':', <= FERRY_NAME_MAX) and prefix (non-empty,
- * <= FERRY_NAME_MAX) and fill *k. Returns 0 or FERRY_EINVAL naming the problem. */
+/* Validate queue name (non-empty, no ':', <= FERRY_QUEUE_NAME_MAX) and prefix (non-empty,
+ * <= FERRY_QUEUE_NAME_MAX) and fill *k. Returns 0 or FERRY_EINVAL naming the problem. */
 int ferry__keys_init(ferry__keys *k, const char *prefix, const char *queue, ferry_error *err);
 
 /* The rules a queue that jobs are added to follows beyond ferry__keys_init's: valid UTF-8,

@@ -273,9 +273,9 @@ int ferry__queue_new(const char *name, const ferry_queue_options *opts, int for_
     if (rc == 0) {
         q->max_payload =
             opts->max_payload_bytes ? opts->max_payload_bytes : FERRY_DEFAULT_MAX_PAYLOAD;
-        if (q->max_payload > FERRY__PAYLOAD_LIMIT_MAX)
+        if (q->max_payload > FERRY_MAX_PAYLOAD_LIMIT)
             rc = ferry__err(err, FERRY_EINVAL, "max_payload_bytes %zu is over the %zu MiB maximum",
-                            q->max_payload, FERRY__PAYLOAD_LIMIT_MAX >> 20);
+                            q->max_payload, FERRY_MAX_PAYLOAD_LIMIT >> 20);
     }
     q->opts_flags = opts->allow_unknown_opts ? FERRY__OPTS_ALLOW_UNKNOWN : 0;
     if (rc == 0) rc = copy_redis_options(q, opts->redis, err);

@@ -111,7 +111,7 @@ static int opts_with_id(const opts_parse *op, const char *id, size_t id_len, pre
         unsigned char ch = (unsigned char)id[i];
         if (ch < 0x20 || ch == '"' || ch == '\\') {
             json_t *s = json_stringn(id, id_len);
-            escaped = s ? ferryx_json_serialize(s, 0, 6 * FERRY__JOB_ID_MAX + 2) : NULL;
+            escaped = s ? ferryx_json_serialize(s, 0, 6 * FERRY_JOB_ID_MAX + 2) : NULL;
             json_decref(s);
             if (!escaped) return ferry__err(err, FERRY_ENOMEM, "out of memory");
             esc = escaped + 1; /* without the quotes */
@@ -143,9 +143,9 @@ static int prepare_one(add_call *c, size_t i, prepared *p, ferry_error *err) {
     if (!spec->name || !*spec->name) return ferry__err(err, FERRY_EINVAL, "job name is empty");
     p->name = spec->name;
     p->name_len = strlen(spec->name);
-    if (p->name_len > FERRY__JOB_NAME_MAX)
+    if (p->name_len > FERRY_JOB_NAME_MAX)
         return ferry__err(err, FERRY_EINVAL, "job name is %zu bytes, limit %d", p->name_len,
-                          FERRY__JOB_NAME_MAX);
+                          FERRY_JOB_NAME_MAX);
     if (!ferryx_utf8_valid(p->name, p->name_len))
         return ferry__err(err, FERRY_EINVAL, "job name is not valid UTF-8");
 
@@ -155,7 +155,7 @@ static int prepare_one(add_call *c, size_t i, prepared *p, ferry_error *err) {
         return ferry__err(err, FERRY_ETOOBIG, "job data is %zu bytes, limit %zu", p->data_len,
                           q->max_payload);
     ferryx_json_check_error je;
-    if (!c->data_checked && ferryx_json_check(p->data, p->data_len, FERRY__DATA_MAX_DEPTH, &je))
+    if (!c->data_checked && ferryx_json_check(p->data, p->data_len, FERRY_JOB_DATA_DEPTH_MAX, &je))
         return ferry__err(err, FERRY_EINVAL, "job data: invalid JSON at byte %zu: %s%s", je.offset,
                           je.reason,
                           strcmp(je.reason, "nested too deeply") ? "" : " (limit 512 levels)");

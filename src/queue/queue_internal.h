@@ -11,9 +11,6 @@
 #include "queue/keys.h"
 #include "redis/conn.h"
 
-#define FERRY__JOB_NAME_MAX 1024                     /* job name, bytes */
-#define FERRY__DATA_MAX_DEPTH 512                    /* nesting of job data JSON */
-#define FERRY__PAYLOAD_LIMIT_MAX ((size_t)512 << 20) /* largest max_payload_bytes accepted */
 
 /* Keys the producer uses, built once at open ("<prefix>:<queue>:<suffix>"). */
 enum ferry__qkey {
@@ -88,7 +85,7 @@ int ferry__queue_eval(ferry_queue *q, const char *script, int nkeys, const char 
  *    A NULL job_ids[i] leaves job i's options as they are. The 64 KiB opts limit applies
  *    to opts_json without the id.
  *  - data_checked: non-zero when the caller has already checked every data_json with
- *    ferryx_json_check at FERRY__DATA_MAX_DEPTH (the one check skipped here); the size
+ *    ferryx_json_check at FERRY_JOB_DATA_DEPTH_MAX (the one check skipped here); the size
  *    limits (max_payload_bytes, opts.sizeLimit) still apply. Unchecked invalid data would
  *    be stored as it is, so pass 0 unless that check really ran.
  * The options are parsed once per run of consecutive jobs with the same opts text. */

@@ -12,7 +12,7 @@
 #include "util/printable.h"
 
 /* Ids read here may come from any producer: Node sets no length limit on a custom jobId
- * (ferry's own producer: FERRY__JOB_ID_MAX), and a scheduler's iteration is
+ * (ferry's own producer: FERRY_JOB_ID_MAX), and a scheduler's iteration is
  * "repeat:<scheduler id>:<ms>" with scheduler ids up to FERRY_SCHEDULER_FOREIGN_ID_MAX bytes.
  * So get and remove take ids this long, whatever their form. */
 #define READ_ID_MAX (FERRY_SCHEDULER_FOREIGN_ID_MAX + 32)

@@ -177,7 +177,7 @@ static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec
     /* the strict parser adds attempts 0 as Node's Job constructor does; the scheduler path
      * stores the template before any Job exists, so only a given attempts is kept */
     if (!had_attempts) json_object_del(t, "attempts");
-    b->template_opts = ferryx_json_serialize(t, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
+    b->template_opts = ferryx_json_serialize(t, 1, 2 * FERRY_JOB_OPTS_MAX + 256);
 
     /* repeat: what was given (Node keeps the user's repeatOpts minus `immediately`), count 1,
      * offset only with every */
@@ -196,7 +196,7 @@ static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec
     json_object_set_new(t, "timestamp", json_integer(now));
     if (s->pattern) json_object_set_new(t, "prevMillis", json_integer(next));
     json_object_set_new(t, "repeatJobKey", json_string(id));
-    b->iter_opts = r ? ferryx_json_serialize(t, 1, 4 * FERRY__OPTS_MAX_BYTES) : NULL;
+    b->iter_opts = r ? ferryx_json_serialize(t, 1, 4 * FERRY_JOB_OPTS_MAX) : NULL;
     json_decref(t);
     if (!b->template_opts || !b->iter_opts) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     return 0;
@@ -284,9 +284,9 @@ int ferry_scheduler_upsert(ferry_queue *q, const char *id, const ferry_scheduler
     const char *name = s->name ? s->name : id;
     size_t nlen = strlen(name);
     if (!*name) return ferry__err(err, FERRY_EINVAL, "scheduler: job name is empty");
-    if (nlen > FERRY__JOB_NAME_MAX)
+    if (nlen > FERRY_JOB_NAME_MAX)
         return ferry__err(err, FERRY_ETOOBIG, "scheduler: job name is %zu bytes, limit %d", nlen,
-                          FERRY__JOB_NAME_MAX);
+                          FERRY_JOB_NAME_MAX);
     if (!ferryx_utf8_valid(name, nlen))
         return ferry__err(err, FERRY_EINVAL, "scheduler: job name is not valid UTF-8");
     const char *data = s->data_json ? s->data_json : "{}";
@@ -295,7 +295,7 @@ int ferry_scheduler_upsert(ferry_queue *q, const char *id, const ferry_scheduler
         return ferry__err(err, FERRY_ETOOBIG, "scheduler: job data is %zu bytes, limit %zu", dlen,
                           q->max_payload);
     ferryx_json_check_error je;
-    if (ferryx_json_check(data, dlen, FERRY__DATA_MAX_DEPTH, &je))
+    if (ferryx_json_check(data, dlen, FERRY_JOB_DATA_DEPTH_MAX, &je))
         return ferry__err(err, FERRY_EINVAL, "scheduler: job data: invalid JSON at byte %zu: %s",
                           je.offset, je.reason);
 

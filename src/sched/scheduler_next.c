@@ -193,7 +193,7 @@ static char *next_opts(const json_t *opts, const json_t *rep, const char *rjk, l
     json_object_set_new(o, "timestamp", json_integer(now));
     if (has_next) json_object_set_new(o, "prevMillis", json_integer(next));
     json_object_set_new(o, "repeatJobKey", json_string(rjk));
-    out = ferryx_json_serialize(o, 1, 2 * FERRY__OPTS_MAX_BYTES + 256);
+    out = ferryx_json_serialize(o, 1, 2 * FERRY_JOB_OPTS_MAX + 256);
 done:
     json_decref(o);
     json_decref(r);

@@ -144,8 +144,8 @@ static int check_range(ferry_error *err, const char *what, int v, int lo, int hi
 
 static int validate_name(const char *name, ferry_error *err) {
     size_t n = strlen(name);
-    if (n == 0 || n > FERRY__NAME_MAX)
-        return ferry__err(err, FERRY_EINVAL, "worker: name must be 1..%d bytes", FERRY__NAME_MAX);
+    if (n == 0 || n > FERRY_WORKER_NAME_MAX)
+        return ferry__err(err, FERRY_EINVAL, "worker: name must be 1..%d bytes", FERRY_WORKER_NAME_MAX);
     if (!ferry__redis_name_chars_ok(name))
         return ferry__err(err, FERRY_EINVAL,
                           "worker: name may hold only printable ASCII without spaces (it is "
@@ -339,7 +339,7 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     }
     if (!handler) return ferry__err(err, FERRY_EINVAL, "worker: handler is NULL");
     if (!queue) return ferry__err(err, FERRY_EINVAL, "worker: queue name is NULL");
-    int rc = check_range(err, "concurrency", opts->concurrency, 0, FERRY__MAX_CONCURRENCY);
+    int rc = check_range(err, "concurrency", opts->concurrency, 0, FERRY_CONCURRENCY_MAX);
     if (!rc) rc = check_range(err, "lock_duration_ms", opts->lock_duration_ms, 0, INT_MAX);
     if (!rc) rc = check_range(err, "stalled_interval_ms", opts->stalled_interval_ms, 0, INT_MAX);
     if (!rc)
@@ -347,7 +347,7 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
                          FERRY_STALLED_FAIL_FIRST, INT_MAX);
     if (!rc) rc = check_range(err, "max_started_attempts", opts->max_started_attempts, 0, INT_MAX);
     if (!rc) rc = check_range(err, "drain_delay_ms", opts->drain_delay_ms, 0, INT_MAX);
-    if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY__MAX_CONCURRENCY);
+    if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY_CONCURRENCY_MAX);
     if (!rc) rc = check_range(err, "limiter_max", opts->limiter_max, 0, INT_MAX);
     if (!rc) rc = check_range(err, "limiter_duration_ms", opts->limiter_duration_ms, 0, INT_MAX);
     if (!rc) rc = check_range(err, "lanes", opts->lanes, 0, FERRY__MAX_LANES);
@@ -658,7 +658,7 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
     }
     /* Join what has exited; detach the rest (they hold a reference and free the worker
      * when the last of them leaves). */
-    int exited[2 + FERRY__MAX_CONCURRENCY];
+    int exited[2 + FERRY_CONCURRENCY_MAX];
     for (int i = 0; i < w->nthreads; i++)
         exited[i] = w->threads[i].exited;
     w->close_rc = clean ? 0 : FERRY_ETIMEDOUT;

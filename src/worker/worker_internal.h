@@ -27,8 +27,6 @@
 #include "redis/conn.h"
 #include "worker/backoff.h"
 
-#define FERRY__MAX_CONCURRENCY 1024
-#define FERRY__NAME_MAX 256 /* worker name (pb, client name suffix) */
 #define FERRY__POSTED_MAX 8
 #define FERRY__MAX_LANES 4
 /* lanes = 0: two lanes from this concurrency up, else one (bench/run.sh measurements in

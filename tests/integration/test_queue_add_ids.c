@@ -266,7 +266,7 @@ static void test_empty_and_absent_ids(void **state) {
 static void test_bad_ids_same_errors(void **state) {
     (void)state;
     ferry_queue *q = open_q(testenv_prefix(), "bad", DEFAULTS[1]);
-    char longid[FERRY__JOB_ID_MAX + 2];
+    char longid[FERRY_JOB_ID_MAX + 2];
     memset(longid, 'k', sizeof longid - 1);
     longid[sizeof longid - 1] = 0;
     const char *bad[] = {"0",   "0:x",     "123", "-5", "100000000000000000000",

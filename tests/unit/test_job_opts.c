@@ -236,10 +236,10 @@ static void test_job_id_rules(void **state) {
     /* empty jobId = generated id, and not stored (Node treats it as no id) */
     expect_stored("{\"jobId\":\"\"}", "{\"attempts\":0}");
     /* length limit */
-    char big[FERRY__JOB_ID_MAX + 40];
+    char big[FERRY_JOB_ID_MAX + 40];
     memset(big, 0, sizeof big);
     strcpy(big, "{\"jobId\":\"");
-    memset(big + strlen(big), 'a', FERRY__JOB_ID_MAX + 1);
+    memset(big + strlen(big), 'a', FERRY_JOB_ID_MAX + 1);
     strcat(big, "\"}");
     expect_error(big, FERRY_EINVAL, "longer than 1024 bytes");
 }
@@ -490,7 +490,7 @@ static void test_bad_json_and_limits(void **state) {
     strcat(deep, "}");
     expect_error(deep, FERRY_EINVAL, "nested deeper than 32 levels");
     /* size */
-    size_t n = FERRY__OPTS_MAX_BYTES + 10;
+    size_t n = FERRY_JOB_OPTS_MAX + 10;
     char *big = malloc(n + 1);
     assert_non_null(big);
     memset(big, ' ', n);

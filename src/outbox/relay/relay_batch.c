@@ -212,7 +212,7 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
         /* The queue's own check, with its depth limit: the jobs are added with data_checked,
          * so this is the only check the data gets. */
         ferryx_json_check_error je;
-        if (ferryx_json_check(row->envelope, len, FERRY__DATA_MAX_DEPTH, &je)) {
+        if (ferryx_json_check(row->envelope, len, FERRY_JOB_DATA_DEPTH_MAX, &je)) {
             snprintf(row->reason, sizeof row->reason, "job data is not valid JSON at byte %zu: %s",
                      je.offset, je.reason);
             free(row->envelope);
