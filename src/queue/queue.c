@@ -7,6 +7,7 @@
 
 #include "queue/job_opts_ext.h"
 #include "queue/queue_internal.h"
+#include "redis/options.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/printable.h"
@@ -178,17 +179,8 @@ static int queue_command(ferry_queue *q, int argc, const char **argv, int idempo
 /* ---- open / close -------------------------------------------------------------------- */
 
 static int copy_redis_options(ferry_queue *q, const ferry_redis_options *src, ferry_error *err) {
-    ferry_redis_options_init(&q->ropts);
-    if (src) q->ropts = *src;
-    const char **fields[6] = {&q->ropts.url,          &q->ropts.tls_ca_file,
-                              &q->ropts.tls_ca_dir,   &q->ropts.tls_cert_file,
-                              &q->ropts.tls_key_file, &q->ropts.tls_server_name};
-    for (int i = 0; i < 6; i++) {
-        if (!*fields[i]) continue;
-        q->ropt_strings[i] = strdup(*fields[i]);
-        if (!q->ropt_strings[i]) return ferry__err(err, FERRY_ENOMEM, "out of memory");
-        *fields[i] = q->ropt_strings[i];
-    }
+    int rc = ferry__redis_options_dup(&q->ropts, src, err);
+    if (rc) return rc;
     if (q->ropts.connect_timeout_ms < 0 || q->ropts.command_timeout_ms < 0)
         return ferry__err(err, FERRY_EINVAL, "redis: timeouts must not be negative");
     q->connect_ms = q->ropts.connect_timeout_ms ? q->ropts.connect_timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -310,8 +302,7 @@ void ferry_queue_close(ferry_queue *q) {
     if (!q) return;
     ferry__conn_close(q->conn);
     json_decref(q->defaults);
-    for (int i = 0; i < 6; i++)
-        free(q->ropt_strings[i]);
+    ferry__redis_options_release(&q->ropts);
     pthread_mutex_destroy(&q->mu);
     free(q);
 }

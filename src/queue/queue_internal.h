@@ -36,7 +36,6 @@ struct ferry_queue {
     pthread_mutex_t mu; /* serialises every call that uses conn or defaults */
     ferry__keys keys;
     ferry_redis_options ropts; /* deep copy; strings below */
-    char *ropt_strings[6];
     ferry_conn *conn;   /* NULL or broken = reconnect on the next call */
     json_t *defaults;   /* default job options object, or NULL */
     size_t max_payload; /* bytes of a job's data JSON */

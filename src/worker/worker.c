@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "redis/options.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "worker/worker_internal.h"
@@ -113,12 +114,7 @@ static void destroy(ferry_worker *w) {
     free(w->queue);
     free(w->name);
     free(w->client_name);
-    free((char *)w->redis.url);
-    free((char *)w->redis.tls_ca_file);
-    free((char *)w->redis.tls_ca_dir);
-    free((char *)w->redis.tls_cert_file);
-    free((char *)w->redis.tls_key_file);
-    free((char *)w->redis.tls_server_name);
+    ferry__redis_options_release(&w->redis);
     char *keys[] = {w->k_wait,          w->k_active,  w->k_prioritized, w->k_events,
                     w->k_limiter,       w->k_delayed, w->k_meta,        w->k_pc,
                     w->k_marker,        w->k_stalled, w->k_completed,   w->k_failed,
@@ -233,16 +229,7 @@ static int create_lane(const char *queue, const ferry_worker_options *opts, int 
     int oom = 0;
     w->queue = dupz(queue, &oom);
     w->name = dupz(opts->name, &oom);
-    if (opts->redis)
-        w->redis = *opts->redis;
-    else
-        ferry_redis_options_init(&w->redis);
-    w->redis.url = dupz(w->redis.url, &oom);
-    w->redis.tls_ca_file = dupz(w->redis.tls_ca_file, &oom);
-    w->redis.tls_ca_dir = dupz(w->redis.tls_ca_dir, &oom);
-    w->redis.tls_cert_file = dupz(w->redis.tls_cert_file, &oom);
-    w->redis.tls_key_file = dupz(w->redis.tls_key_file, &oom);
-    w->redis.tls_server_name = dupz(w->redis.tls_server_name, &oom);
+    if (!oom && ferry__redis_options_dup(&w->redis, opts->redis, NULL)) oom = 1;
 
     w->concurrency = concurrency;
     w->lock_duration_ms = opts->lock_duration_ms ? opts->lock_duration_ms : 30000;

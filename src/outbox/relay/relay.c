@@ -18,6 +18,7 @@
 #include "redis/eviction.h"
 #include "util/clock.h"
 #include "util/retry_delay.h"
+#include "redis/options.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -131,17 +132,7 @@ static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_erro
     r->schema = dup_or_null(o->schema ? o->schema : FERRY_OUTBOX_DEFAULT_SCHEMA, &oom);
     r->prefix = dup_or_null(o->prefix, &oom);
     r->default_job_opts = dup_or_null(o->default_job_opts, &oom);
-    if (o->redis)
-        r->redis = *o->redis;
-    else
-        ferry_redis_options_init(&r->redis);
-    const char **fields[6] = {&r->redis.url,          &r->redis.tls_ca_file,
-                              &r->redis.tls_ca_dir,   &r->redis.tls_cert_file,
-                              &r->redis.tls_key_file, &r->redis.tls_server_name};
-    for (int i = 0; i < 6; i++) {
-        r->redis_strings[i] = dup_or_null(*fields[i], &oom);
-        *fields[i] = r->redis_strings[i];
-    }
+    if (!oom && ferry__redis_options_dup(&r->redis, o->redis, NULL)) oom = 1;
     /* The same defaults the queue uses, made explicit for the idle-in-transaction budget. */
     if (!r->redis.connect_timeout_ms) r->redis.connect_timeout_ms = 5000;
     if (!r->redis.command_timeout_ms) r->redis.command_timeout_ms = 5000;
@@ -243,8 +234,7 @@ void ferry_relay_free(ferry_relay *r) {
     ferry_routes_free(r->routes);
     ferry__pgc_close(&r->pg);
     ferry__pgc_close(&r->pg2);
-    for (int i = 0; i < 6; i++)
-        free(r->redis_strings[i]);
+    ferry__redis_options_release(&r->redis);
     free(r->database_url);
     free(r->schema);
     free(r->prefix);

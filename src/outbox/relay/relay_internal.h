@@ -35,7 +35,6 @@ struct ferry_relay {
     /* the schema as log lines show it (escaped: a schema name may hold any character) */
     char schema_shown[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
     ferry_redis_options redis;
-    char *redis_strings[6];
     ferry_routes *routes;
     char *topics_array;  /* text[] literal of the routed topics */
     relay_topic *topics; /* per routes topic index */
