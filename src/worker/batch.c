@@ -146,7 +146,7 @@ typedef struct item {
 } item;
 
 typedef struct call_ctx {
-    ferry_worker *w;
+    ferry__lane *lane;
     ferry_job **jobs;
     size_t *fin;     /* indexes of COMPLETE/FAIL jobs */
     char *trim;      /* per fin entry */
@@ -155,36 +155,36 @@ typedef struct call_ctx {
 } call_ctx;
 
 static void add_fetch_args(args *a, const call_ctx *c, int n) {
-    ferry_worker *w = c->w;
-    add(a, w->keys.base, w->keys.base_len);
+    ferry__lane *lane = c->lane;
+    add(a, lane->keys.base, lane->keys.base_len);
     addz(a, c->now);
     addll(a, n);
-    addz(a, w->token_prefix);
+    addz(a, lane->token_prefix);
     addll(a, (long long)c->tok_start);
-    addll(a, w->lock_duration_ms);
-    addz(a, w->name);
-    if (w->limiter_max > 0) {
-        addll(a, w->limiter_max);
-        addll(a, w->limiter_duration_ms);
+    addll(a, lane->lock_duration_ms);
+    addz(a, lane->name);
+    if (lane->limiter_max > 0) {
+        addll(a, lane->limiter_max);
+        addll(a, lane->limiter_duration_ms);
     } else {
         addz(a, ""); /* no worker limiter (a queue meta max is still honoured) */
         addz(a, "");
     }
-    addz(a, w->pop_many ? "1" : "0");
+    addz(a, lane->pop_many ? "1" : "0");
 }
 
 static const ferry_script *build_item(const call_ctx *c, const item *it, args *a, const char **keys,
                                       int *nkeys) {
-    ferry_worker *w = c->w;
+    ferry__lane *lane = c->lane;
     args_reset(a);
     if (it->kind == ITEM_RETRY) {
         ferry_job *j = c->jobs[it->first];
         if (j->kind == FERRY__FIN_RETRY_DELAY || j->kind == FERRY__FIN_RETRY_LATER) {
-            const char *k[] = {w->k_marker, w->k_active, w->k_delayed,
-                               w->k_events, w->k_meta,   w->k_stalled};
+            const char *k[] = {lane->key.marker, lane->key.active, lane->key.delayed,
+                               lane->key.events, lane->key.meta,   lane->key.stalled};
             memcpy(keys, k, sizeof k);
             *nkeys = 6;
-            add(a, w->keys.base, w->keys.base_len);
+            add(a, lane->keys.base, lane->keys.base_len);
             addz(a, c->now);
             addz(a, j->id);
             addz(a, j->token);
@@ -199,14 +199,14 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
                 addz(a, "stacktrace");
                 addz(a, j->stacktrace);
             }
-            return w->s_delay;
+            return lane->script.delay;
         }
         if (j->kind == FERRY__FIN_THROTTLE) {
-            const char *k[] = {w->k_active,  w->k_wait,        w->k_stalled, w->k_meta,
-                               w->k_limiter, w->k_prioritized, w->k_marker,  w->k_events};
+            const char *k[] = {lane->key.active,  lane->key.wait,        lane->key.stalled, lane->key.meta,
+                               lane->key.limiter, lane->key.prioritized, lane->key.marker,  lane->key.events};
             memcpy(keys, k, sizeof k);
             *nkeys = 8;
-            add(a, w->keys.base, w->keys.base_len);
+            add(a, lane->keys.base, lane->keys.base_len);
             addz(a, j->id);
             addz(a, j->token);
             addll(a, j->delay_ms > 0 ? j->delay_ms : 1);
@@ -214,13 +214,13 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
                 addz(a, "failedReason");
                 addz(a, j->value);
             }
-            return w->s_throttle;
+            return lane->script.throttle;
         }
-        const char *k[] = {w->k_active,      w->k_wait, w->k_meta,   w->k_events, w->k_delayed,
-                           w->k_prioritized, w->k_pc,   w->k_marker, w->k_stalled};
+        const char *k[] = {lane->key.active,      lane->key.wait, lane->key.meta,   lane->key.events, lane->key.delayed,
+                           lane->key.prioritized, lane->key.pc,   lane->key.marker, lane->key.stalled};
         memcpy(keys, k, sizeof k);
         *nkeys = 9;
-        add(a, w->keys.base, w->keys.base_len);
+        add(a, lane->keys.base, lane->keys.base_len);
         addz(a, c->now);
         addz(a, j->lifo ? "RPUSH" : "LPUSH");
         addz(a, j->id);
@@ -231,17 +231,17 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
             addz(a, "stacktrace");
             addz(a, j->stacktrace);
         }
-        return w->s_retry;
+        return lane->script.retry;
     }
 
-    const char *k[] = {w->k_wait,    w->k_active,  w->k_prioritized, w->k_events,
-                       w->k_limiter, w->k_delayed, w->k_meta,        w->k_pc,
-                       w->k_marker,  w->k_stalled, w->k_completed,   w->k_failed};
+    const char *k[] = {lane->key.wait,    lane->key.active,  lane->key.prioritized, lane->key.events,
+                       lane->key.limiter, lane->key.delayed, lane->key.meta,        lane->key.pc,
+                       lane->key.marker,  lane->key.stalled, lane->key.completed,   lane->key.failed};
     if (it->kind == ITEM_FETCH) {
         memcpy(keys, k, 9 * sizeof *k);
         *nkeys = 9;
         add_fetch_args(a, c, it->fetch_n);
-        return w->s_fetch;
+        return lane->script.fetch;
     }
     memcpy(keys, k, sizeof k);
     *nkeys = 12;
@@ -265,7 +265,7 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
         addz(a, c->trim[i] ? "1" : "0");
         addz(a, j->deid);
     }
-    return w->s_finish;
+    return lane->script.finish;
 }
 
 static int keep_equal(const ferry__keep_jobs *x, const ferry__keep_jobs *y) {
@@ -291,10 +291,10 @@ static void take_fetched(const call_ctx *c, const redisReply *arr, ferry__batch_
     if (!arr || arr->type != REDIS_REPLY_ARRAY) return;
     for (size_t i = 0; i + 1 < arr->elements; i += 2) {
         char token[96]; /* prefix (< 48) + counter */
-        size_t plen = strlen(c->w->token_prefix);
-        memcpy(token, c->w->token_prefix, plen);
+        size_t plen = strlen(c->lane->token_prefix);
+        memcpy(token, c->lane->token_prefix, plen);
         fmt_ll(token + plen, (long long)(c->tok_start + i / 2));
-        ferry_job *j = ferry__job_from_reply(c->w, arr->element[i], arr->element[i + 1], token);
+        ferry_job *j = ferry__job_from_reply(c->lane, arr->element[i], arr->element[i + 1], token);
         if (!j) {
             /* its lock expires and the stalled checker gives it to somebody */
             if (!*have_err) {
@@ -342,10 +342,10 @@ size_t ferry__batch_take(const ferry__disp *d) {
     return n;
 }
 
-int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
+int ferry__batch_run(ferry__lane *lane, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
                      ferry__batch_result *res, ferry_error *err) {
     memset(res, 0, sizeof *res);
-    ferry_conn *conn = w->d.conn;
+    ferry_conn *conn = lane->d.conn;
     char now[24];
     snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
 
@@ -400,12 +400,12 @@ int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_
 
     /* Lua writes the token counter with "%.14g": keep it below 10^14 (a wrap after 10^13
      * fetched jobs cannot meet a job still holding its old token) */
-    if (w->d.token_counter + (unsigned long long)fetch_n >= 10000000000000ULL)
-        w->d.token_counter = 1;
-    call_ctx ctx = {w, jobs, fin, trim, now, w->d.token_counter};
+    if (lane->d.token_counter + (unsigned long long)fetch_n >= 10000000000000ULL)
+        lane->d.token_counter = 1;
+    call_ctx ctx = {lane, jobs, fin, trim, now, lane->d.token_counter};
     /* Tokens are consumed even if the reply is lost: a job fetched by a call whose reply
      * never arrived keeps its lock token, and no later job should share it. */
-    if (fetch_n > 0) w->d.token_counter += (unsigned long long)fetch_n;
+    if (fetch_n > 0) lane->d.token_counter += (unsigned long long)fetch_n;
     res->fetch_sent = fetch_n > 0;
 
     const char *keys[12];
@@ -502,23 +502,23 @@ out:
     return rc;
 }
 
-int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_t **lost,
+int ferry__batch_extend_locks(ferry__lane *lane, ferry_job **jobs, size_t n, size_t **lost,
                               size_t *nlost, ferry_error *err) {
     *lost = NULL;
     *nlost = 0;
     if (n == 0) return 0;
     args a = {0};
-    add(&a, w->keys.base, w->keys.base_len);
-    addll(&a, w->lock_duration_ms);
+    add(&a, lane->keys.base, lane->keys.base_len);
+    addll(&a, lane->lock_duration_ms);
     for (size_t i = 0; i < n; i++) {
         addz(&a, jobs[i]->id);
         addz(&a, jobs[i]->token);
     }
     redisReply *r = NULL;
-    const char *keys[] = {w->k_stalled};
+    const char *keys[] = {lane->key.stalled};
     int rc = args_resolve(&a, err);
     if (rc == 0)
-        rc = ferry__conn_evalsha(w->d.conn, w->s_extend, 1, keys, (int)a.n, a.v, a.len, &r, err);
+        rc = ferry__conn_evalsha(lane->d.conn, lane->script.extend, 1, keys, (int)a.n, a.v, a.len, &r, err);
     args_free(&a);
     if (rc != 0) return rc;
     if (r->type != REDIS_REPLY_ARRAY) {
@@ -544,19 +544,19 @@ int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_
     return 0;
 }
 
-int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error *err) {
+int ferry__batch_stalled_check(ferry__lane *lane, redisReply **reply, ferry_error *err) {
     char now[24], maxst[24], interval[24];
     snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
     /* never fail stalled jobs: a count no job reaches; fail at the first stall: 0 */
-    long long max_stalled = w->max_stalled_count;
+    long long max_stalled = lane->max_stalled_count;
     if (max_stalled == FERRY_STALLED_NEVER_FAIL) max_stalled = 9007199254740991LL;
     if (max_stalled == FERRY_STALLED_FAIL_FIRST) max_stalled = 0;
     snprintf(maxst, sizeof maxst, "%lld", max_stalled);
-    snprintf(interval, sizeof interval, "%d", w->stalled_interval_ms);
-    const char *keys[] = {w->k_stalled, w->k_wait,   w->k_active, w->k_stalled_check,
-                          w->k_meta,    w->k_marker, w->k_events, w->k_repeat};
-    const char *argv[] = {maxst, w->keys.base, now, interval};
-    int rc = ferry__conn_evalsha(w->d.conn, w->s_stalled, 8, keys, 4, argv, NULL, reply, err);
+    snprintf(interval, sizeof interval, "%d", lane->stalled_interval_ms);
+    const char *keys[] = {lane->key.stalled, lane->key.wait,   lane->key.active, lane->key.stalled_check,
+                          lane->key.meta,    lane->key.marker, lane->key.events, lane->key.repeat};
+    const char *argv[] = {maxst, lane->keys.base, now, interval};
+    int rc = ferry__conn_evalsha(lane->d.conn, lane->script.stalled, 8, keys, 4, argv, NULL, reply, err);
     if (rc != 0) return rc;
     if ((*reply)->type != REDIS_REPLY_ARRAY) {
         rc = ferry__err(err, FERRY_EREDIS, "worker: stalled check failed: %s",

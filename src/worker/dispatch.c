@@ -46,9 +46,9 @@
  * own job (more results keep arriving at high concurrency; the next completion leads). */
 #define LEAD_ROUNDS_MAX 4
 
-static void report(ferry_worker *w, int code, const char *fmt, ...) FERRY_PRINTF(3, 4);
-static void report(ferry_worker *w, int code, const char *fmt, ...) {
-    if (!w->cb.error) return;
+static void report(ferry__lane *lane, int code, const char *fmt, ...) FERRY_PRINTF(3, 4);
+static void report(ferry__lane *lane, int code, const char *fmt, ...) {
+    if (!lane->cb.error) return;
     ferry_error e;
     e.code = code;
     /* queue names, job ids and server replies may hold any bytes: escaped, so that a
@@ -59,16 +59,16 @@ static void report(ferry_worker *w, int code, const char *fmt, ...) {
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
     ferryx_printable(raw, e.message, sizeof e.message);
-    if (ferry__cb_enter(w) != 0) return;
-    w->cb.error(&e, w->cb_ud);
-    ferry__cb_leave(w);
+    if (ferry__cb_enter(lane) != 0) return;
+    lane->cb.error(&e, lane->cb_ud);
+    ferry__cb_leave(lane);
 }
 
 /* ---- owned jobs ------------------------------------------------------------------- */
 
-static void own_add(ferry_worker *w, ferry_job *j) {
-    ferry__disp *d = &w->d;
-    if (d->nowned >= 2 * w->concurrency) { /* prevented by run_batch's fetch bound */
+static void own_add(ferry__lane *lane, ferry_job *j) {
+    ferry__disp *d = &lane->d;
+    if (d->nowned >= 2 * lane->concurrency) { /* prevented by run_batch's fetch bound */
         j->own_idx = -1;
         return;
     }
@@ -96,9 +96,9 @@ static void pending_append(ferry__disp *d, ferry_job *j) {
 }
 
 /* Results pushed by handler threads: their slots are free again, the results pending. */
-static void collect_done(ferry_worker *w) {
-    ferry__disp *d = &w->d;
-    ferry_job *list = atomic_exchange(&w->done, NULL);
+static void collect_done(ferry__lane *lane) {
+    ferry__disp *d = &lane->d;
+    ferry_job *list = atomic_exchange(&lane->done, NULL);
     ferry_job *fifo = NULL;
     int taken = 0;
     while (list) { /* the stack is newest first: reverse it */
@@ -108,7 +108,7 @@ static void collect_done(ferry_worker *w) {
         list = n;
         taken++;
     }
-    if (taken) atomic_fetch_sub(&w->ndone, taken);
+    if (taken) atomic_fetch_sub(&lane->ndone, taken);
     if (fifo && !d->pending) d->pending_since_us = ferry__now_us();
     while (fifo) {
         ferry_job *j = fifo;
@@ -121,34 +121,34 @@ static void collect_done(ferry_worker *w) {
 /* Write now? Not while fetched jobs still wait for a handler: their completions are
  * imminent and are better written in the same call, unless results piled up, waited
  * WATCH_MS already, or the worker is closing. */
-static int write_now(ferry_worker *w, int stopping) {
-    const ferry__disp *d = &w->d;
-    if (atomic_load(&w->rq_len) == 0 || stopping || d->npending >= COALESCE_MAX) return 1;
-    if (w->split_at && d->npending >= (size_t)w->split_at) return 1;
+static int write_now(ferry__lane *lane, int stopping) {
+    const ferry__disp *d = &lane->d;
+    if (atomic_load(&lane->rq_len) == 0 || stopping || d->npending >= COALESCE_MAX) return 1;
+    if (lane->split_at && d->npending >= (size_t)lane->split_at) return 1;
     return d->pending && ferry__now_us() - d->pending_since_us >= WATCH_MS * 1000;
 }
 
 /* ---- connection ------------------------------------------------------------------- */
 
-static void conn_lost(ferry_worker *w, const ferry_error *e) {
-    ferry__disp *d = &w->d;
+static void conn_lost(ferry__lane *lane, const ferry_error *e) {
+    ferry__disp *d = &lane->d;
     if (!d->reported_broken)
-        report(w, e->code, "worker %s: command connection lost: %s", w->queue, e->message);
+        report(lane, e->code, "worker %s: command connection lost: %s", lane->queue, e->message);
     d->reported_broken = 1;
     ferry__conn_close(d->conn);
     d->conn = NULL;
     d->reconnect_at = ferry__mono_ms(); /* first attempt at once */
     d->reconnect_failures = 0;
-    ferry__link_lost(w, &d->link_counted, e);
+    ferry__link_lost(lane, &d->link_counted, e);
 }
 
 /* At the start of a turn: a connection that predates an outage (link.c) and that the
  * server closed meanwhile is replaced before anything is sent on it, without counting
  * as a loss; one still open is kept. */
-static void check_suspect(ferry_worker *w) {
-    ferry__disp *d = &w->d;
-    if (!d->conn || !ferry__link_suspect(w, d->conn_epoch)) return;
-    unsigned epoch = ferry__link_epoch(w);
+static void check_suspect(ferry__lane *lane) {
+    ferry__disp *d = &lane->d;
+    if (!d->conn || !ferry__link_suspect(lane, d->conn_epoch)) return;
+    unsigned epoch = ferry__link_epoch(lane);
     if (!ferry__conn_check_idle_peer(d->conn)) {
         d->conn_epoch = epoch;
         return;
@@ -159,22 +159,22 @@ static void check_suspect(ferry_worker *w) {
     d->reconnect_failures = 0;
 }
 
-static int reconnect(ferry_worker *w) {
-    ferry__disp *d = &w->d;
+static int reconnect(ferry__lane *lane) {
+    ferry__disp *d = &lane->d;
     ferry_error e = {0};
-    unsigned epoch = ferry__link_epoch(w);
-    int rc = ferry__conn_open(&w->redis, NULL, &d->conn, &e);
+    unsigned epoch = ferry__link_epoch(lane);
+    int rc = ferry__conn_open(&lane->redis, NULL, &d->conn, &e);
     if (rc != 0) {
         d->conn = NULL;
         int n = ++d->reconnect_failures;
         d->reconnect_at = ferry__mono_ms() + ferryx_reconnect_delay_ms(n);
         if ((n & (n - 1)) == 0 || n % 16 == 0)
-            report(w, rc, "worker %s: reconnect attempt %d failed: %s", w->queue, n, e.message);
+            report(lane, rc, "worker %s: reconnect attempt %d failed: %s", lane->queue, n, e.message);
         /* a connection replaced quietly (check_suspect) that cannot be renewed is lost */
-        ferry__link_lost(w, &d->link_counted, &e);
+        ferry__link_lost(lane, &d->link_counted, &e);
         return rc;
     }
-    ferry__link_back(w, &d->link_counted, &d->conn_epoch, epoch);
+    ferry__link_back(lane, &d->link_counted, &d->conn_epoch, epoch);
     d->reconnect_failures = 0;
     d->reported_broken = 0;
     d->drained = 0; /* jobs may have arrived while we were away */
@@ -194,13 +194,13 @@ typedef struct deltas {
 } deltas;
 
 /* Whether job j is in `active`: 1 yes, 0 no, -1 unknown (no connection, call failed). */
-static int in_active(ferry_worker *w, const ferry_job *j) {
-    if (!conn_ok(&w->d)) return -1;
-    const char *argv[] = {"LPOS", w->k_active, j->id};
-    size_t lens[] = {4, strlen(w->k_active), strlen(j->id)};
+static int in_active(ferry__lane *lane, const ferry_job *j) {
+    if (!conn_ok(&lane->d)) return -1;
+    const char *argv[] = {"LPOS", lane->key.active, j->id};
+    size_t lens[] = {4, strlen(lane->key.active), strlen(j->id)};
     redisReply *r = NULL;
     ferry_error e = {0};
-    if (ferry__conn_command_argv(w->d.conn, 3, argv, lens, &r, &e) != 0) return -1;
+    if (ferry__conn_command_argv(lane->d.conn, 3, argv, lens, &r, &e) != 0) return -1;
     int v = r->type == REDIS_REPLY_INTEGER ? 1 : r->type == REDIS_REPLY_NIL ? 0 : -1;
     freeReplyObject(r);
     return v;
@@ -214,24 +214,24 @@ static int in_active(ferry_worker *w, const ferry_job *j) {
  * without its lock gone first. A lock lost any other way (eviction, DEL) leaves the job in
  * active: the refusal stands. -6 (another token) stands too: a job put back and taken again
  * is in active as well. A job whose lock was reported lost keeps its refusal. */
-static int landed_before(ferry_worker *w, const ferry_job *j, int code, int64_t answered_ms) {
-    if (!j->resent || j->lock_lost || answered_ms >= j->lock_ms + w->lock_duration_ms) return code;
+static int landed_before(ferry__lane *lane, const ferry_job *j, int code, int64_t answered_ms) {
+    if (!j->resent || j->lock_lost || answered_ms >= j->lock_ms + lane->lock_duration_ms) return code;
     int deletes = (j->kind == FERRY__FIN_COMPLETE || j->kind == FERRY__FIN_FAIL) && j->keep.set &&
                   j->keep.count == 0;
     if (code != -2 && !(code == -1 && deletes)) return code;
-    return in_active(w, j) == 0 ? 0 : code;
+    return in_active(lane, j) == 0 ? 0 : code;
 }
 
 enum { SETTLE_RESEND_LATER = 0, SETTLE_DONE = 1, SETTLE_RESEND_NOW = 2 };
 
 /* One job's answer: callbacks, stats, and whether the job is done with, or is sent again
  * after a pause or at once (SETTLE_*). */
-static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_result *res,
+static int settle(ferry__lane *lane, ferry_job *j, int code, const ferry__batch_result *res,
                   deltas *dl) {
     if ((code == -4 || code == -9) && ferry__job_plan_refused(j, code)) {
         /* refused for its children, lock still held (checked after): Node's worker emits
          * the error and fails the job with it rather than leave it active till it stalls */
-        report(w, FERRY_ESTATE, "worker %s: job %s: completion refused (%d: %s): %s", w->queue,
+        report(lane, FERRY_ESTATE, "worker %s: job %s: completion refused (%d: %s): %s", lane->queue,
                j->id, code, ferry__fin_code_text(code), j->value ? j->value : "");
         return SETTLE_RESEND_NOW;
     }
@@ -239,9 +239,9 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
         switch (j->kind) {
         case FERRY__FIN_COMPLETE:
             dl->completed++;
-            if (w->cb.completed && ferry__cb_enter(w) == 0) {
-                w->cb.completed(j, j->value, w->cb_ud);
-                ferry__cb_leave(w);
+            if (lane->cb.completed && ferry__cb_enter(lane) == 0) {
+                lane->cb.completed(j, j->value, lane->cb_ud);
+                ferry__cb_leave(lane);
             }
             break;
         case FERRY__FIN_RETRY_LATER:
@@ -258,14 +258,14 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
                 dl->failed++;
             else
                 dl->retried++;
-            if (w->cb.failed && ferry__cb_enter(w) == 0) {
-                w->cb.failed(j, j->value ? j->value : "", final, w->cb_ud);
-                ferry__cb_leave(w);
+            if (lane->cb.failed && ferry__cb_enter(lane) == 0) {
+                lane->cb.failed(j, j->value ? j->value : "", final, lane->cb_ud);
+                ferry__cb_leave(lane);
             }
             break;
         }
         }
-        ferry__job_log_emit(w, j, ferry__fin_log_outcome(j));
+        ferry__job_log_emit(lane, j, ferry__fin_log_outcome(j));
         return SETTLE_DONE;
     }
     if (code == FERRY__CODE_SCRIPT_ERROR) {
@@ -273,18 +273,18 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
         j->resent = 1;
         if (++j->send_tries < SCRIPT_ERROR_RETRIES) return SETTLE_RESEND_LATER;
         /* not written: its lock expires and it runs again elsewhere, as after a lost lock */
-        ferry__job_log_emit(w, j, "lock-lost");
-        report(w, FERRY_EREDIS,
+        ferry__job_log_emit(lane, j, "lock-lost");
+        report(lane, FERRY_EREDIS,
                "worker %s: job %s: %s given up after %d script errors (%s); its lock expires and "
                "it is recovered as stalled",
-               w->queue, j->id, ferry__fin_kind_text(j->kind), SCRIPT_ERROR_RETRIES,
+               lane->queue, j->id, ferry__fin_kind_text(j->kind), SCRIPT_ERROR_RETRIES,
                res->has_script_error ? res->script_error.message : "");
         return SETTLE_DONE;
     }
     if ((code == -2 || code == -6) && !j->lock_lost) dl->lock_lost++;
-    ferry__job_log_emit(w, j, "lock-lost");
-    report(w, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
-           "worker %s: job %s: %s refused (%d: %s)%s", w->queue, j->id,
+    ferry__job_log_emit(lane, j, "lock-lost");
+    report(lane, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
+           "worker %s: job %s: %s refused (%d: %s)%s", lane->queue, j->id,
            ferry__fin_kind_text(j->kind), code, ferry__fin_code_text(code),
            j->resent ? "; sent again (after a broken connection or a script error), so it may "
                        "have been written already"
@@ -294,15 +294,15 @@ static int settle(ferry_worker *w, ferry_job *j, int code, const ferry__batch_re
 
 /* Jobs fetched: own them, fail the unrunnable at once, keep one for the caller when
  * `mine` is given, queue the rest for handlers. */
-static void take_jobs(ferry_worker *w, ferry_job *list, ferry_job **mine) {
-    ferry__disp *d = &w->d;
+static void take_jobs(ferry__lane *lane, ferry_job *list, ferry_job **mine) {
+    ferry__disp *d = &lane->d;
     ferry_job *rh = NULL, *rt = NULL;
     int n = 0;
     while (list) {
         ferry_job *j = list;
         list = j->next;
         j->next = NULL;
-        own_add(w, j);
+        own_add(lane, j);
         const char *why = ferry__job_unrunnable(j);
         if (why) {
             /* BullMQ fails these as UnrecoverableError without running the processor */
@@ -310,7 +310,7 @@ static void take_jobs(ferry_worker *w, ferry_job *list, ferry_job **mine) {
             snprintf(stack, sizeof stack, "UnrecoverableError: %s", why);
             ferry_job_set_failure(j, why, stack);
             j->outcome = FERRY_FAILED_PERMANENT;
-            if (w->cb.job_log) j->trace_id = ferry__job_trace_id(j);
+            if (lane->cb.job_log) j->trace_id = ferry__job_trace_id(j);
             ferry__job_plan(j, FERRY_FAILED_PERMANENT, NULL);
             if (!d->pending) d->pending_since_us = ferry__now_us();
             pending_append(d, j);
@@ -330,7 +330,7 @@ static void take_jobs(ferry_worker *w, ferry_job *list, ferry_job **mine) {
     }
     if (!rh) return;
     d->free_slots -= n;
-    ferry__ready_push(w, rh, rt, n, mine != NULL);
+    ferry__ready_push(lane, rh, rt, n, mine != NULL);
 }
 
 /* ---- scheduler iterations ------------------------------------------------------------ */
@@ -347,7 +347,7 @@ static int transport_error(const ferry_conn *c, int rc) {
  * after one run). One pipelined round trip for the whole fetch, none when no job has `rjk`.
  * The call is idempotent, so after a transport error it is repeated once on a fresh
  * connection; if that fails too the error is reported and the jobs still run. */
-static void produce_next_iterations(ferry_worker *w, ferry_job *list) {
+static void produce_next_iterations(ferry__lane *lane, ferry_job *list) {
     size_t n = 0;
     for (ferry_job *j = list; j; j = j->next) {
         const char *rjk = ferry_job_field(j, "rjk");
@@ -357,7 +357,7 @@ static void produce_next_iterations(ferry_worker *w, ferry_job *list) {
     ferry__sched_fetched *f = calloc(n, sizeof *f);
     ferry__sched_result *r = calloc(n, sizeof *r);
     if (!f || !r) {
-        report(w, FERRY_ENOMEM, "worker %s: no memory to produce scheduler iterations", w->queue);
+        report(lane, FERRY_ENOMEM, "worker %s: no memory to produce scheduler iterations", lane->queue);
         goto out;
     }
     size_t i = 0;
@@ -366,20 +366,20 @@ static void produce_next_iterations(ferry_worker *w, ferry_job *list) {
         if (rjk && *rjk) f[i++] = (ferry__sched_fetched){j->id, rjk, j->opts};
     }
     ferry_error e = {0};
-    int rc = ferry__scheduler_on_fetch(w->d.conn, w->keys.base, f, n, ferry__now_ms(), r, &e);
-    if (transport_error(w->d.conn, rc)) {
-        conn_lost(w, &e);
-        if (reconnect(w) == 0)
-            rc = ferry__scheduler_on_fetch(w->d.conn, w->keys.base, f, n, ferry__now_ms(), r, &e);
-        if (transport_error(w->d.conn, rc) && w->d.conn) conn_lost(w, &e);
+    int rc = ferry__scheduler_on_fetch(lane->d.conn, lane->keys.base, f, n, ferry__now_ms(), r, &e);
+    if (transport_error(lane->d.conn, rc)) {
+        conn_lost(lane, &e);
+        if (reconnect(lane) == 0)
+            rc = ferry__scheduler_on_fetch(lane->d.conn, lane->keys.base, f, n, ferry__now_ms(), r, &e);
+        if (transport_error(lane->d.conn, rc) && lane->d.conn) conn_lost(lane, &e);
     }
     if (rc != 0) {
-        report(w, rc, "worker %s: scheduler next iteration not produced: %s", w->queue, e.message);
+        report(lane, rc, "worker %s: scheduler next iteration not produced: %s", lane->queue, e.message);
         goto out;
     }
     for (i = 0; i < n; i++)
         if (r[i].outcome == FERRY__SCHED_ERROR || r[i].outcome == FERRY__SCHED_LEGACY)
-            report(w, r[i].error.code, "worker %s: scheduler job %s: %s", w->queue, f[i].job_id,
+            report(lane, r[i].error.code, "worker %s: scheduler job %s: %s", lane->queue, f[i].job_id,
                    r[i].error.message);
 out:
     free(f);
@@ -388,23 +388,23 @@ out:
 
 /* Write every pending result and fetch for the free slots, in one round trip. With
  * `mine`, one fetched job is handed to the caller (see take_jobs). */
-static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
-    ferry__disp *d = &w->d;
+static void run_batch(ferry__lane *lane, int fetch_allowed, ferry_job **mine) {
+    ferry__disp *d = &lane->d;
     int64_t now = ferry__mono_ms();
     size_t n = now >= d->retry_at ? ferry__batch_take(d) : 0;
     int fetch_n =
-        fetch_allowed ? (d->free_slots < w->fetch_batch ? d->free_slots : w->fetch_batch) : 0;
+        fetch_allowed ? (d->free_slots < lane->fetch_batch ? d->free_slots : lane->fetch_batch) : 0;
     /* Results kept after a script error (and jobs failed without running) still hold a
      * place in `owned` though their slot is free: never own more than its capacity, which
      * also bounds the results held in memory to 2 * concurrency. */
-    int room = 2 * w->concurrency - d->nowned;
+    int room = 2 * lane->concurrency - d->nowned;
     if (fetch_n > room) fetch_n = room;
     if (fetch_n < 0) fetch_n = 0;
     if (n == 0 && fetch_n == 0) return;
     if (now - d->last_io >= IDLE_CHECK_MS && ferry__conn_check_idle_peer(d->conn)) {
         ferry_error ce = {0};
         ferry__err(&ce, FERRY_EIO, "the server closed it while it was idle");
-        conn_lost(w, &ce);
+        conn_lost(lane, &ce);
         return;
     }
 
@@ -415,7 +415,7 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     if (!jobs || !codes) {
         if (jobs != stack_jobs) free(jobs);
         if (codes != stack_codes) free(codes);
-        report(w, FERRY_ENOMEM, "worker %s: out of memory writing results", w->queue);
+        report(lane, FERRY_ENOMEM, "worker %s: out of memory writing results", lane->queue);
         d->retry_at = now + SCRIPT_ERROR_DELAY_MS;
         return;
     }
@@ -433,9 +433,9 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     ferry_error e = {0};
     /* this thread may have been the one draining the ready queue: keep it moving while we
      * wait for Redis */
-    if (atomic_load(&w->rq_len) > 0) ferry__ready_help(w);
+    if (atomic_load(&lane->rq_len) > 0) ferry__ready_help(lane);
     int64_t sent_ms = ferry__mono_ms();
-    int rc = ferry__batch_run(w, jobs, n, fetch_n, codes, &res, &e);
+    int rc = ferry__batch_run(lane, jobs, n, fetch_n, codes, &res, &e);
     d->last_io = ferry__mono_ms();
     /* Refused unsent as over the request limit: one result per call from now on; a single
      * result that cannot be sent fails its job, leaving the stored stacktrace alone. */
@@ -449,23 +449,23 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
             pending_append(d, jobs[i]);
         }
         if (d->conn && ferry__conn_broken(d->conn)) {
-            conn_lost(w, &e);
+            conn_lost(lane, &e);
         } else {
-            report(w, rc, "worker %s: %s", w->queue, e.message);
+            report(lane, rc, "worker %s: %s", lane->queue, e.message);
             d->retry_at = now + SCRIPT_ERROR_DELAY_MS;
         }
         goto out;
     }
     if (res.has_script_error) {
         ferry_error se = res.script_error;
-        report(w, se.code, "worker %s: %s", w->queue, se.message);
+        report(lane, se.code, "worker %s: %s", lane->queue, se.message);
     }
 
     deltas dl = {0};
     int again = 0;
     for (i = 0; i < n; i++) {
         ferry_job *j = jobs[i];
-        int st = settle(w, j, landed_before(w, j, codes[i], d->last_io), &res, &dl);
+        int st = settle(lane, j, landed_before(lane, j, codes[i], d->last_io), &res, &dl);
         if (st == SETTLE_DONE) {
             own_remove(d, j);
             ferry__job_free(j);
@@ -478,14 +478,14 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
     if (again) d->retry_at = ferry__mono_ms() + SCRIPT_ERROR_DELAY_MS;
     if (dl.completed || dl.failed || dl.retried || dl.lock_lost || dl.retried_later ||
         dl.throttled) {
-        pthread_mutex_lock(&w->mu);
-        w->stats.completed += dl.completed;
-        w->stats.failed += dl.failed;
-        w->stats.retried += dl.retried;
-        w->stats.lock_lost += dl.lock_lost;
-        w->stats.retried_later += dl.retried_later;
-        w->stats.throttled += dl.throttled;
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(&lane->mu);
+        lane->stats.completed += dl.completed;
+        lane->stats.failed += dl.failed;
+        lane->stats.retried += dl.retried;
+        lane->stats.lock_lost += dl.lock_lost;
+        lane->stats.retried_later += dl.retried_later;
+        lane->stats.throttled += dl.throttled;
+        pthread_mutex_unlock(&lane->mu);
     }
 
     /* Rate limited (our own throttle, or the fetch met an exhausted limiter): no fetch
@@ -514,8 +514,8 @@ static void run_batch(ferry_worker *w, int fetch_allowed, ferry_job **mine) {
         }
         for (ferry_job *j = res.fetched; j; j = j->next)
             j->lock_ms = sent_ms;
-        if (res.fetched && conn_ok(d)) produce_next_iterations(w, res.fetched);
-        take_jobs(w, res.fetched, mine);
+        if (res.fetched && conn_ok(d)) produce_next_iterations(lane, res.fetched);
+        take_jobs(lane, res.fetched, mine);
     }
 out:
     if (jobs != stack_jobs) free(jobs);
@@ -524,18 +524,18 @@ out:
 
 /* ---- timers ------------------------------------------------------------------------- */
 
-static void renew_locks(ferry_worker *w) {
-    ferry__disp *d = &w->d;
+static void renew_locks(ferry__lane *lane) {
+    ferry__disp *d = &lane->d;
     if (d->nowned == 0) return;
     size_t *lost = NULL, nlost = 0;
     ferry_error e = {0};
     int64_t sent_ms = ferry__mono_ms();
-    int rc = ferry__batch_extend_locks(w, d->owned, (size_t)d->nowned, &lost, &nlost, &e);
+    int rc = ferry__batch_extend_locks(lane, d->owned, (size_t)d->nowned, &lost, &nlost, &e);
     if (rc != 0) {
         if (d->conn && ferry__conn_broken(d->conn))
-            conn_lost(w, &e);
+            conn_lost(lane, &e);
         else
-            report(w, rc, "worker %s: lock renewal: %s", w->queue, e.message);
+            report(lane, rc, "worker %s: lock renewal: %s", lane->queue, e.message);
         return;
     }
     int64_t now = ferry__mono_ms();
@@ -546,61 +546,61 @@ static void renew_locks(ferry_worker *w) {
         j->lock_ms = INT64_MIN; /* not renewed (see the loop below) */
         if (j->lock_lost) continue;
         /* a finish sent with an unknown outcome released it: its resend settles it */
-        if (j->resent && now < was + w->lock_duration_ms) {
+        if (j->resent && now < was + lane->lock_duration_ms) {
             j->lock_ms = was;
             continue;
         }
         j->lock_lost = 1;
         newly++;
-        report(w, FERRY_ELOCK,
+        report(lane, FERRY_ELOCK,
                "worker %s: job %s: lock lost (renewal refused); its handler keeps running but "
                "its result will be refused",
-               w->queue, j->id);
+               lane->queue, j->id);
     }
     free(lost);
     for (int k = 0; k < d->nowned; k++)
         if (d->owned[k]->lock_ms != INT64_MIN) d->owned[k]->lock_ms = sent_ms;
     if (newly) {
-        pthread_mutex_lock(&w->mu);
-        w->stats.lock_lost += newly;
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(&lane->mu);
+        lane->stats.lock_lost += newly;
+        pthread_mutex_unlock(&lane->mu);
     }
 }
 
-static void check_stalled(ferry_worker *w) {
+static void check_stalled(ferry__lane *lane) {
     redisReply *r = NULL;
     ferry_error e = {0};
-    int rc = ferry__batch_stalled_check(w, &r, &e);
+    int rc = ferry__batch_stalled_check(lane, &r, &e);
     if (rc != 0) {
-        if (w->d.conn && ferry__conn_broken(w->d.conn))
-            conn_lost(w, &e);
+        if (lane->d.conn && ferry__conn_broken(lane->d.conn))
+            conn_lost(lane, &e);
         else
-            report(w, rc, "worker %s: %s", w->queue, e.message);
+            report(lane, rc, "worker %s: %s", lane->queue, e.message);
         return;
     }
     if (r->elements) {
-        pthread_mutex_lock(&w->mu);
-        w->stats.stalled += r->elements;
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(&lane->mu);
+        lane->stats.stalled += r->elements;
+        pthread_mutex_unlock(&lane->mu);
         for (size_t i = 0; i < r->elements; i++)
-            if (w->cb.stalled && r->element[i]->type == REDIS_REPLY_STRING &&
-                ferry__cb_enter(w) == 0) {
-                w->cb.stalled(r->element[i]->str, w->cb_ud);
-                ferry__cb_leave(w);
+            if (lane->cb.stalled && r->element[i]->type == REDIS_REPLY_STRING &&
+                ferry__cb_enter(lane) == 0) {
+                lane->cb.stalled(r->element[i]->str, lane->cb_ud);
+                ferry__cb_leave(lane);
             }
     }
     freeReplyObject(r);
 }
 
-static void unblock_waiter(ferry_worker *w, long long client_id) {
+static void unblock_waiter(ferry__lane *lane, long long client_id) {
     char id[24];
     snprintf(id, sizeof id, "%lld", client_id);
     const char *argv[] = {"CLIENT", "UNBLOCK", id};
     redisReply *r = NULL;
     ferry_error e = {0};
     /* refused by an ACL or unknown: the waiter's own timeout ends its wait */
-    if (ferry__conn_command_argv(w->d.conn, 3, argv, NULL, &r, &e) != 0) {
-        if (ferry__conn_broken(w->d.conn)) conn_lost(w, &e);
+    if (ferry__conn_command_argv(lane->d.conn, 3, argv, NULL, &r, &e) != 0) {
+        if (ferry__conn_broken(lane->d.conn)) conn_lost(lane, &e);
         return;
     }
     freeReplyObject(r);
@@ -608,24 +608,24 @@ static void unblock_waiter(ferry_worker *w, long long client_id) {
 
 /* ---- the loop ----------------------------------------------------------------------- */
 
-static void deliver_posted(ferry_worker *w) {
+static void deliver_posted(ferry__lane *lane) {
     /* called with mu held; drops it while calling back */
     ferry_error posted[FERRY__POSTED_MAX];
-    int n = w->nposted;
-    unsigned long dropped = w->nposted_dropped;
-    memcpy(posted, w->posted, (size_t)n * sizeof posted[0]);
-    w->nposted = 0;
-    w->nposted_dropped = 0;
-    pthread_mutex_unlock(&w->mu);
+    int n = lane->nposted;
+    unsigned long dropped = lane->nposted_dropped;
+    memcpy(posted, lane->posted, (size_t)n * sizeof posted[0]);
+    lane->nposted = 0;
+    lane->nposted_dropped = 0;
+    pthread_mutex_unlock(&lane->mu);
     for (int i = 0; i < n; i++)
-        if (w->cb.error && ferry__cb_enter(w) == 0) {
-            w->cb.error(&posted[i], w->cb_ud);
-            ferry__cb_leave(w);
+        if (lane->cb.error && ferry__cb_enter(lane) == 0) {
+            lane->cb.error(&posted[i], lane->cb_ud);
+            ferry__cb_leave(lane);
         }
     if (dropped)
-        report(w, FERRY_EIO, "worker %s: %lu more blocking-connection errors not shown", w->queue,
+        report(lane, FERRY_EIO, "worker %s: %lu more blocking-connection errors not shown", lane->queue,
                dropped);
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&lane->mu);
 }
 
 static int64_t min_deadline(int64_t a, int64_t b) {
@@ -640,58 +640,58 @@ static int64_t min_deadline(int64_t a, int64_t b) {
  * the waiter watch the marker; give the role up; wake the dispatcher thread when what is
  * left is its business (timers it waits for, a broken connection, results refused for
  * now, a rate limit, a fetch the waiter asked for, close). */
-static void role_release_locked(ferry_worker *w, int by_dispatcher) {
-    ferry__disp *d = &w->d;
+static void role_release_locked(ferry__lane *lane, int by_dispatcher) {
+    ferry__disp *d = &lane->d;
     int64_t now = ferry__mono_ms();
     int ok = conn_ok(d);
-    int stopping = atomic_load(&w->stopping);
+    int stopping = atomic_load(&lane->stopping);
     if (ok && !stopping && d->drained && d->free_slots > 0 && now >= d->limit_until &&
-        !w->wait_req && !w->waiter_busy) {
-        w->wait_req = 1;
-        w->wait_block_until = d->block_until;
-        pthread_cond_signal(&w->waiter_cv);
+        !lane->wait_req && !lane->waiter_busy) {
+        lane->wait_req = 1;
+        lane->wait_block_until = d->block_until;
+        pthread_cond_signal(&lane->waiter_cv);
     }
-    w->role = 0;
+    lane->role = 0;
     if (!by_dispatcher &&
-        (w->role_wanted || !ok || stopping || w->wake_fetch || w->nposted || w->nposted_dropped ||
+        (lane->role_wanted || !ok || stopping || lane->wake_fetch || lane->nposted || lane->nposted_dropped ||
          (d->pending && now < d->retry_at) || d->limit_until > now))
-        pthread_cond_signal(&w->disp_cv);
+        pthread_cond_signal(&lane->disp_cv);
 }
 
-void ferry__watch(ferry_worker *w) {
+void ferry__watch(ferry__lane *lane) {
     /* the dispatcher sets both flags under mu before its last look at `done` and rq_len,
      * and sleeps holding mu until the wait: taking mu here orders this signal after it */
-    if (atomic_load(&w->disp_sleeping) && !atomic_load(&w->disp_watching)) {
-        pthread_mutex_lock(&w->mu);
-        pthread_mutex_unlock(&w->mu);
-        pthread_cond_signal(&w->disp_cv);
+    if (atomic_load(&lane->disp_sleeping) && !atomic_load(&lane->disp_watching)) {
+        pthread_mutex_lock(&lane->mu);
+        pthread_mutex_unlock(&lane->mu);
+        pthread_cond_signal(&lane->disp_cv);
     }
 }
 
-ferry_job *ferry__lead(ferry_worker *w, int keep_one) {
-    ferry__disp *d = &w->d;
+ferry_job *ferry__lead(ferry__lane *lane, int keep_one) {
+    ferry__disp *d = &lane->d;
     ferry_job *mine = NULL;
     int left = 0;
     for (int round = 0; round < LEAD_ROUNDS_MAX; round++) {
-        pthread_mutex_lock(&w->mu);
-        if (w->role || atomic_load(&w->abandon)) {
+        pthread_mutex_lock(&lane->mu);
+        if (lane->role || atomic_load(&lane->abandon)) {
             /* the holder looks at `done` again after it lets go */
-            pthread_mutex_unlock(&w->mu);
+            pthread_mutex_unlock(&lane->mu);
             return mine;
         }
-        w->role = 1;
-        if (w->wake_fetch) {
-            w->wake_fetch = 0;
+        lane->role = 1;
+        if (lane->wake_fetch) {
+            lane->wake_fetch = 0;
             d->drained = 0;
             d->block_until = 0;
         }
-        int stopping = atomic_load(&w->stopping);
-        pthread_mutex_unlock(&w->mu);
+        int stopping = atomic_load(&lane->stopping);
+        pthread_mutex_unlock(&lane->mu);
 
-        collect_done(w);
-        check_suspect(w);
+        collect_done(lane);
+        check_suspect(lane);
         int64_t now = ferry__mono_ms();
-        int ok = conn_ok(d), go = write_now(w, stopping);
+        int ok = conn_ok(d), go = write_now(lane, stopping);
         int send = ok && d->pending && now >= d->retry_at && go;
         /* a finish always asks for the next jobs too, drained or not (as Node's
          * moveToFinished fetchNext does): a queue that was maxed by its global concurrency
@@ -699,17 +699,17 @@ ferry_job *ferry__lead(ferry_worker *w, int keep_one) {
          * for its drain delay with jobs waiting */
         int fetch = ok && !stopping && d->free_slots > 0 && (!d->drained || send) &&
                     now >= d->limit_until && go;
-        if (send || fetch) run_batch(w, fetch, keep_one && !mine ? &mine : NULL);
+        if (send || fetch) run_batch(lane, fetch, keep_one && !mine ? &mine : NULL);
         left = d->pending != NULL;
 
-        pthread_mutex_lock(&w->mu);
-        role_release_locked(w, 0);
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(&lane->mu);
+        role_release_locked(lane, 0);
+        pthread_mutex_unlock(&lane->mu);
         /* results pushed meanwhile by threads that found the role taken are ours to write,
          * unless fetched jobs wait (the next completion writes them) */
-        if (!atomic_load(&w->done) || atomic_load(&w->rq_len) > 0) break;
+        if (!atomic_load(&lane->done) || atomic_load(&lane->rq_len) > 0) break;
     }
-    if (left || atomic_load(&w->done)) ferry__watch(w);
+    if (left || atomic_load(&lane->done)) ferry__watch(lane);
     return mine;
 }
 
@@ -722,44 +722,44 @@ typedef struct turn {
 
 void *ferry__dispatcher_main(void *arg) {
     ferry__thread *t = arg;
-    ferry_worker *w = t->w;
-    ferry__disp *d = &w->d;
-    int64_t renew_every = w->lock_duration_ms / 2 > 0 ? w->lock_duration_ms / 2 : 1;
+    ferry__lane *lane = t->lane;
+    ferry__disp *d = &lane->d;
+    int64_t renew_every = lane->lock_duration_ms / 2 > 0 ? lane->lock_duration_ms / 2 : 1;
     int64_t now = ferry__mono_ms();
     d->next_stalled = now; /* once at start */
     d->next_renew = now + renew_every;
     int have_role = 0;
 
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&lane->mu);
     for (;;) {
-        if (w->nposted || w->nposted_dropped) {
-            deliver_posted(w);
+        if (lane->nposted || lane->nposted_dropped) {
+            deliver_posted(lane);
             continue;
         }
-        if (atomic_load(&w->abandon)) break;
-        int stopping = atomic_load(&w->stopping);
+        if (atomic_load(&lane->abandon)) break;
+        int stopping = atomic_load(&lane->stopping);
         now = ferry__mono_ms();
-        if (w->role) {
+        if (lane->role) {
             /* a handler or the waiter is writing results or fetching. Only this thread
              * writes next_renew / next_stalled, so they can be read without the role. */
             int due = stopping || now >= d->next_renew || now >= d->next_stalled;
-            w->role_wanted = due;
-            ferry__cond_wait_until(&w->disp_cv, &w->mu, due ? 0 : now + WATCH_MS);
-            w->role_wanted = 0;
+            lane->role_wanted = due;
+            ferry__cond_wait_until(&lane->disp_cv, &lane->mu, due ? 0 : now + WATCH_MS);
+            lane->role_wanted = 0;
             continue;
         }
-        w->role = have_role = 1;
-        collect_done(w);
-        if (w->wake_fetch) {
-            w->wake_fetch = 0;
+        lane->role = have_role = 1;
+        collect_done(lane);
+        if (lane->wake_fetch) {
+            lane->wake_fetch = 0;
             d->drained = 0;
             d->block_until = 0;
         }
-        check_suspect(w);
+        check_suspect(lane);
         int ok = conn_ok(d);
-        if (stopping && d->nowned == 0 && (!w->waiter_busy || !ok || !w->bclient_id)) break;
+        if (stopping && d->nowned == 0 && (!lane->waiter_busy || !ok || !lane->bclient_id)) break;
 
-        int go = write_now(w, stopping);
+        int go = write_now(lane, stopping);
         turn tn = {0};
         tn.send = ok && d->pending && now >= d->retry_at && go;
         tn.fetch = ok && !stopping && d->free_slots > 0 && (!d->drained || tn.send) &&
@@ -767,70 +767,70 @@ void *ferry__dispatcher_main(void *arg) {
         tn.renew = ok && d->nowned > 0 && now >= d->next_renew;
         tn.stalled = ok && !stopping && now >= d->next_stalled;
         tn.reconnect = !ok && now >= d->reconnect_at;
-        if (ok && stopping && w->waiter_busy && w->bclient_id &&
+        if (ok && stopping && lane->waiter_busy && lane->bclient_id &&
             now - d->last_unblock >= UNBLOCK_EVERY_MS)
-            tn.unblock_id = w->bclient_id;
+            tn.unblock_id = lane->bclient_id;
         if (tn.send || tn.fetch || tn.renew || tn.stalled || tn.reconnect || tn.unblock_id) {
-            pthread_mutex_unlock(&w->mu);
+            pthread_mutex_unlock(&lane->mu);
             if (tn.reconnect) {
-                reconnect(w);
+                reconnect(lane);
             } else {
                 if (tn.unblock_id) {
                     d->last_unblock = now;
-                    unblock_waiter(w, tn.unblock_id);
+                    unblock_waiter(lane, tn.unblock_id);
                 }
                 if (tn.stalled && conn_ok(d)) {
-                    d->next_stalled = now + w->stalled_interval_ms;
-                    check_stalled(w);
+                    d->next_stalled = now + lane->stalled_interval_ms;
+                    check_stalled(lane);
                 }
                 if (tn.renew && conn_ok(d)) {
                     d->next_renew = now + renew_every;
-                    renew_locks(w);
+                    renew_locks(lane);
                 }
-                if ((tn.send || tn.fetch) && conn_ok(d)) run_batch(w, tn.fetch, NULL);
+                if ((tn.send || tn.fetch) && conn_ok(d)) run_batch(lane, tn.fetch, NULL);
             }
-            pthread_mutex_lock(&w->mu);
-            role_release_locked(w, 1);
+            pthread_mutex_lock(&lane->mu);
+            role_release_locked(lane, 1);
             have_role = 0;
             continue;
         }
 
         /* Nothing to do now: sleep until a timer, a result that must go now, or - while
          * results or queued jobs were left for imminent completions - WATCH_MS. */
-        ferry__ready_kick_stale(w);
-        int watch = (d->pending && now >= d->retry_at) || atomic_load(&w->rq_len) > 0 ||
-                    atomic_load(&w->done);
+        ferry__ready_kick_stale(lane);
+        int watch = (d->pending && now >= d->retry_at) || atomic_load(&lane->rq_len) > 0 ||
+                    atomic_load(&lane->done);
         int64_t dl = 0;
         if (d->pending) dl = min_deadline(dl, d->retry_at);
         if (!ok) dl = min_deadline(dl, d->reconnect_at);
         if (d->nowned > 0) dl = min_deadline(dl, d->next_renew);
         if (!stopping) dl = min_deadline(dl, d->next_stalled);
         if (!stopping && !d->drained && d->limit_until > now) dl = min_deadline(dl, d->limit_until);
-        if (stopping && w->waiter_busy) dl = min_deadline(dl, d->last_unblock + UNBLOCK_EVERY_MS);
+        if (stopping && lane->waiter_busy) dl = min_deadline(dl, d->last_unblock + UNBLOCK_EVERY_MS);
         if (watch) dl = min_deadline(dl, now + WATCH_MS);
-        role_release_locked(w, 1);
+        role_release_locked(lane, 1);
         have_role = 0;
-        atomic_store(&w->disp_watching, watch);
-        atomic_store(&w->disp_sleeping, 1);
+        atomic_store(&lane->disp_watching, watch);
+        atomic_store(&lane->disp_sleeping, 1);
         /* last look (see ferry__watch): a result nobody could write (its thread found the
          * role taken by us), or things left for later while we were not watching */
-        int run_now = atomic_load(&w->done) && atomic_load(&w->rq_len) == 0;
-        int need_watch = !watch && (atomic_load(&w->done) || atomic_load(&w->rq_len) > 0);
-        if (!run_now && !need_watch) ferry__cond_wait_until(&w->disp_cv, &w->mu, dl);
-        atomic_store(&w->disp_sleeping, 0);
-        atomic_store(&w->disp_watching, 0);
+        int run_now = atomic_load(&lane->done) && atomic_load(&lane->rq_len) == 0;
+        int need_watch = !watch && (atomic_load(&lane->done) || atomic_load(&lane->rq_len) > 0);
+        if (!run_now && !need_watch) ferry__cond_wait_until(&lane->disp_cv, &lane->mu, dl);
+        atomic_store(&lane->disp_sleeping, 0);
+        atomic_store(&lane->disp_watching, 0);
     }
     /* Leaving: hold the role for good, so nobody uses the connection closed below. */
-    while (!have_role && w->role) {
-        w->role_wanted = 1;
-        ferry__cond_wait_until(&w->disp_cv, &w->mu, ferry__mono_ms() + WATCH_MS);
+    while (!have_role && lane->role) {
+        lane->role_wanted = 1;
+        ferry__cond_wait_until(&lane->disp_cv, &lane->mu, ferry__mono_ms() + WATCH_MS);
     }
-    w->role = 1;
-    w->role_wanted = 0;
-    w->disp_exited_clean = d->nowned == 0;
-    pthread_cond_broadcast(&w->waiter_cv);
-    pthread_mutex_unlock(&w->mu);
-    ferry__handlers_release(w);
+    lane->role = 1;
+    lane->role_wanted = 0;
+    lane->disp_exited_clean = d->nowned == 0;
+    pthread_cond_broadcast(&lane->waiter_cv);
+    pthread_mutex_unlock(&lane->mu);
+    ferry__handlers_release(lane);
 
     ferry__conn_close(d->conn);
     d->conn = NULL;

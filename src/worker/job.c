@@ -33,7 +33,7 @@ static long counter_of(const char *s) {
     return v < 0 ? 0 : v > 2147483647LL ? 2147483647L : (long)v;
 }
 
-ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const redisReply *hash,
+ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const redisReply *hash,
                                  const char *token) {
     if (!reply_is_str(id) || !hash || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
         return NULL;
@@ -47,7 +47,7 @@ ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const re
     size_t head = sizeof(ferry_job) + 2 * nf * sizeof(char *);
     ferry_job *j = calloc(1, head + strbytes);
     if (!j) return NULL;
-    j->w = w;
+    j->lane = lane;
     j->fname = (const char **)(void *)(j + 1);
     j->fval = j->fname + nf;
     char *p = (char *)j + head;
@@ -128,7 +128,7 @@ void ferry__job_free(ferry_job *j) {
 /* ---- public accessors -------------------------------------------------------------- */
 
 const char *ferry_job_queue(const ferry_job *j) {
-    return j->w->queue;
+    return j->lane->queue;
 }
 const char *ferry_job_id(const ferry_job *j) {
     return j->id;
@@ -329,7 +329,7 @@ ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
 
 const char *ferry__job_unrunnable(const ferry_job *j) {
     if (j->defa) return j->defa;
-    if (j->w->max_started_attempts > 0 && j->w->max_started_attempts < j->attempts_started)
+    if (j->lane->max_started_attempts > 0 && j->lane->max_started_attempts < j->attempts_started)
         return "job started more than allowable limit";
     return NULL;
 }
@@ -419,7 +419,7 @@ static void plan_oom(ferry_job *j) {
     j->value = NULL;
     j->stacktrace = NULL;
     j->kind = FERRY__FIN_FAIL;
-    j->keep = j->w->keep_fail;
+    j->keep = j->lane->keep_fail;
 }
 
 void ferry__opts_cache_free(ferry__opts_cache *c) {
@@ -447,7 +447,7 @@ static const ferry__job_opts *opts_of(const ferry_job *j, ferry__opts_cache *cac
 }
 
 void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache) {
-    ferry_worker *w = j->w;
+    ferry__lane *lane = j->lane;
     ferry__job_opts local;
     const ferry__job_opts *o = opts_of(j, cache, &local);
     j->attempts = o->attempts;
@@ -470,7 +470,7 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
     }
     if (outcome == FERRY_COMPLETED) {
         j->kind = FERRY__FIN_COMPLETE;
-        j->keep = o->remove_on_complete.set ? o->remove_on_complete : w->keep_complete;
+        j->keep = o->remove_on_complete.set ? o->remove_on_complete : lane->keep_complete;
         if (j->ret) {
             j->value = j->ret;
             j->ret = NULL;
@@ -487,7 +487,7 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
          * stored as failedReason (it tells why the job waits). */
         long long delay = j->req_delay_set ? j->req_delay_ms : 0;
         if (outcome == FERRY_THROTTLED && delay <= 0) delay = FERRY_THROTTLE_DEFAULT_MS;
-        j->kind = outcome == FERRY_THROTTLED && w->limiter_max > 0 ? FERRY__FIN_THROTTLE
+        j->kind = outcome == FERRY_THROTTLED && lane->limiter_max > 0 ? FERRY__FIN_THROTTLE
                                                                    : FERRY__FIN_RETRY_LATER;
         j->delay_ms = delay;
         if (j->reason) j->value = strdup(j->reason); /* ENOMEM: just not stored */
@@ -498,13 +498,13 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
     const char *reason = j->reason ? j->reason : "failed";
     char *reason_buf = NULL;
     int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
-                !(w->max_started_attempts > 0 && w->max_started_attempts <= j->attempts_started);
+                !(lane->max_started_attempts > 0 && lane->max_started_attempts <= j->attempts_started);
     long long delay = 0;
     if (retry) {
         ferry_error e = {0};
         j->cur_backoff = &o->backoff;
         int rc = ferry__backoff_resolve(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
-                                        reason, j, w->backoffs, w->nbackoffs, &delay, &e);
+                                        reason, j, lane->backoffs, lane->nbackoffs, &delay, &e);
         j->cur_backoff = NULL;
         if (rc != 0) {
             /* e.g. a custom strategy this worker does not know: fail now, and say why */
@@ -520,7 +520,7 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
     const char *stack = j->stack;
     if (!stack) {
         default_stack = dup_printf("Error: %s\n    at ferry handler (queue %s, job %s)", reason,
-                                   j->w->queue, j->id);
+                                   j->lane->queue, j->id);
         stack = default_stack ? default_stack : "Error";
     }
     long long limit = o->stack_trace_limit >= 0 ? o->stack_trace_limit : STACKTRACE_LIMIT_DEFAULT;
@@ -538,7 +538,7 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
         j->delay_ms = delay;
     } else {
         j->kind = FERRY__FIN_FAIL;
-        j->keep = o->remove_on_fail.set ? o->remove_on_fail : w->keep_fail;
+        j->keep = o->remove_on_fail.set ? o->remove_on_fail : lane->keep_fail;
     }
     if (o == &local) ferry__job_opts_free(&local);
 }
@@ -562,7 +562,7 @@ int ferry__job_plan_refused(ferry_job *j, int code) {
                                         "failed child. moveToFinished",
                                         j->id);
     char *stack = msg ? dup_printf("%s: %s\n    at ferry worker (queue %s, completion refused)",
-                                   code == -4 ? "Error" : "UnrecoverableError", msg, j->w->queue)
+                                   code == -4 ? "Error" : "UnrecoverableError", msg, j->lane->queue)
                       : NULL;
     free(j->reason);
     free(j->stack);
