@@ -1,8 +1,11 @@
 /* gate.c - the callback gate (one per worker, shared by its lanes: user callbacks run one
  * at a time and never after close returned) and the monotonic condition wait every worker
  * thread sleeps in. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "util/printable.h"
 #include "worker/worker_internal.h"
 
 void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_mono_ms) {
@@ -44,4 +47,19 @@ void ferry__cbgate_drop(ferry__cbgate *g) {
     }
 }
 
-/* ---- options ------------------------------------------------------------------------ */
+void ferry__lane_report(ferry__lane *lane, int code, const char *fmt, ...) {
+    if (!lane->cb.error) return;
+    ferry_error e;
+    e.code = code;
+    /* queue names, job ids and server replies may hold any bytes: escaped, so that a
+     * message is one line of text a log cannot be forged with */
+    char raw[FERRY_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    ferryx_printable(raw, e.message, sizeof e.message);
+    if (ferry__cb_enter(lane) != 0) return;
+    lane->cb.error(&e, lane->cb_ud);
+    ferry__cb_leave(lane);
+}

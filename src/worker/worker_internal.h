@@ -373,6 +373,88 @@ int ferry__batch_extend_locks(ferry__lane *lane, ferry_job **jobs, size_t n, siz
 /* moveStalledJobsToWait. *reply receives the hiredis reply (array of ids), caller frees. */
 int ferry__batch_stalled_check(ferry__lane *lane, redisReply **reply, ferry_error *err);
 
+/* ---- owned jobs and pending results (the role's bookkeeping, inline: per job) ------- */
+
+/* A fetched job now owned by the lane (renewed, settled later). [disp] */
+static inline void ferry__own_add(ferry__lane *lane, ferry_job *j) {
+    ferry__disp *d = &lane->d;
+    if (d->nowned >= 2 * lane->concurrency) { /* prevented by ferry__fetch_size's bound */
+        j->own_idx = -1;
+        return;
+    }
+    j->own_idx = d->nowned;
+    d->owned[d->nowned++] = j;
+}
+
+static inline void ferry__own_remove(ferry__disp *d, ferry_job *j) {
+    int i = j->own_idx;
+    if (i < 0 || i >= d->nowned || d->owned[i] != j) return;
+    ferry_job *last = d->owned[--d->nowned];
+    d->owned[i] = last;
+    last->own_idx = i;
+    j->own_idx = -1;
+}
+
+/* A result to write with the next call. [disp] */
+static inline void ferry__pending_append(ferry__disp *d, ferry_job *j) {
+    j->next = NULL;
+    if (d->pending_tail)
+        d->pending_tail->next = j;
+    else
+        d->pending = j;
+    d->pending_tail = j;
+    d->npending++;
+}
+
+/* Results refused for now (script error, out of memory) are sent again after this. */
+#define FERRY__SCRIPT_ERROR_DELAY_MS 1000
+
+/* ---- command.c: the lane's command connection ([disp]) ----------------------------- */
+
+/* Usable: open and not known broken. */
+static inline int ferry__cmd_ok(const ferry__disp *d) {
+    return d->conn && !ferry__conn_broken(d->conn);
+}
+/* Lost (e: why): reported once per outage of this connection, closed, counted in the
+ * link state, a reconnect due at once. */
+void ferry__cmd_lost(ferry__lane *lane, const ferry_error *e);
+/* At the start of a turn: a connection that predates an outage (link.c) and that the
+ * server closed meanwhile is replaced before anything is sent on it, without counting as
+ * a loss; one still open is kept. */
+void ferry__cmd_check_suspect(ferry__lane *lane);
+/* One reconnect attempt; on failure the next is scheduled with backoff. 0 or the error. */
+int ferry__cmd_reconnect(ferry__lane *lane);
+/* Whether rc (from a call over c) means the connection failed under the call. */
+int ferry__cmd_transport_error(const ferry_conn *c, int rc);
+
+/* ---- fetch.c / settle.c / timers.c (the role's work; [disp]) ----------------------- */
+
+/* How many jobs a fetch may ask for now: free slots, at most fetch_batch, never more than
+ * the owned-jobs array holds. */
+int ferry__fetch_size(const ferry__lane *lane);
+/* After a call that went through: the rate limit it met, the drained state, scheduler
+ * iterations for the fetched jobs, and the jobs handed out (one kept in *mine when mine
+ * is given, see ferry__lead). */
+void ferry__fetch_after_call(ferry__lane *lane, const ferry__batch_result *res, int fetch_n,
+                             int64_t sent_ms, ferry_job **mine);
+/* Settle the answers (codes[i] for jobs[i]) of a call that went through: callbacks,
+ * stats, job log; jobs done with are freed, the others pending again. */
+void ferry__settle_written(ferry__lane *lane, ferry_job **jobs, size_t n, const int *codes,
+                           const ferry__batch_result *res);
+/* A call that failed as a whole (rc, e): every result pending again (as possibly written),
+ * the connection given up if broken, else a retry after FERRY__SCRIPT_ERROR_DELAY_MS from
+ * sent_at_ms. */
+void ferry__settle_unsent(ferry__lane *lane, ferry_job **jobs, size_t n, int rc,
+                          const ferry_error *e, int64_t sent_at_ms);
+/* Renew every owned job's lock (jobs whose renewal was refused are reported lost). */
+void ferry__timers_renew_locks(ferry__lane *lane);
+/* moveStalledJobsToWait; callbacks.stalled per job moved. */
+void ferry__timers_check_stalled(ferry__lane *lane);
+
+/* callbacks.error with a message built from fmt and escaped (ferryx_printable) so it is
+ * one line of text; under the callback gate. Any thread that may run callbacks (gate.c). */
+void ferry__lane_report(ferry__lane *lane, int code, const char *fmt, ...) FERRY_PRINTF(3, 4);
+
 /* ---- gate.c / lane.c -------------------------------------------------------------- */
 
 /* A callback gate with one reference (the caller's); drop accepts NULL, the last drop
