@@ -342,6 +342,149 @@ size_t ferry__batch_take(const ferry__disp *d) {
     return n;
 }
 
+static int is_finish(const ferry_job *j) {
+    return j->kind == FERRY__FIN_COMPLETE || j->kind == FERRY__FIN_FAIL;
+}
+
+/* The call's plan: one ITEM_RETRY per retry, the finishes in FINISH_CHUNK chunks (the last
+ * one fetching), or one ITEM_FETCH when nothing finishes; fin[] receives the finishes'
+ * indexes into jobs. Returns the number of items. */
+static size_t plan_items(ferry_job **jobs, size_t njobs, size_t nfin, int fetch_n, size_t *fin,
+                         item *items) {
+    size_t ni = 0, nf = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        if (is_finish(jobs[i]))
+            fin[nf++] = i;
+        else
+            items[ni++] = (item){ITEM_RETRY, i, 1, 0};
+    }
+    size_t nchunks = (nfin + FINISH_CHUNK - 1) / FINISH_CHUNK;
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t first = c * FINISH_CHUNK;
+        size_t count = nfin - first < FINISH_CHUNK ? nfin - first : FINISH_CHUNK;
+        items[ni++] = (item){ITEM_FINISH, first, count, c + 1 == nchunks ? fetch_n : 0};
+    }
+    if (nfin == 0 && fetch_n > 0) items[ni++] = (item){ITEM_FETCH, 0, 0, fetch_n};
+    return ni;
+}
+
+/* A run of jobs into the same set with equal keep settings trims once, after its last job
+ * (the script widens an age trim's limit by the run's length and trims for a last job that
+ * was refused): the resulting set is the same as trimming after each. */
+static void mark_trims(ferry_job **jobs, const size_t *fin, size_t nfin, char *trim) {
+    for (size_t i = 0; i < nfin; i++) {
+        ferry_job *j = jobs[fin[i]];
+        trim[i] = 1;
+        for (size_t k = i + 1; k < nfin; k++) {
+            ferry_job *n = jobs[fin[k]];
+            if ((n->kind == FERRY__FIN_COMPLETE) != (j->kind == FERRY__FIN_COMPLETE)) continue;
+            if (keep_equal(&n->keep, &j->keep)) trim[i] = 0;
+            break;
+        }
+    }
+}
+
+/* The first lock token counter of this call's fetched jobs. Tokens are consumed even if
+ * the reply is lost: a job fetched by a call whose reply never arrived keeps its lock
+ * token, and no later job should share it. */
+static unsigned long long reserve_tokens(ferry__disp *d, int fetch_n) {
+    /* Lua writes the token counter with "%.14g": keep it below 10^14 (a wrap after 10^13
+     * fetched jobs cannot meet a job still holding its old token) */
+    if (d->token_counter + (unsigned long long)fetch_n >= 10000000000000ULL) d->token_counter = 1;
+    unsigned long long start = d->token_counter;
+    if (fetch_n > 0) d->token_counter += (unsigned long long)fetch_n;
+    return start;
+}
+
+/* Pipeline every item and read every reply. 0 or a transport error. */
+static int send_items(ferry_conn *conn, const call_ctx *ctx, const item *items, size_t nitems,
+                      args *a, redisReply **replies, ferry_error *err) {
+    const char *keys[12];
+    int nkeys = 0;
+    int rc = 0;
+    for (size_t i = 0; i < nitems && rc == 0; i++) {
+        const ferry_script *s = build_item(ctx, &items[i], a, keys, &nkeys);
+        rc = args_resolve(a, err);
+        if (rc == 0)
+            rc = ferry__conn_append_evalsha(conn, s, nkeys, keys, (int)a->n, a->v, a->len, err);
+    }
+    return rc == 0 ? ferry__conn_pipeline_read(conn, nitems, replies, err) : rc;
+}
+
+/* The script cache was flushed since we connected: this item did not run; run it again on
+ * its own (ferry__conn_evalsha loads the script). 0 or a transport error (everything
+ * after is unknown too). */
+static int rerun_item(ferry_conn *conn, const call_ctx *ctx, const item *it, args *a,
+                      redisReply **reply, ferry_error *err) {
+    const char *keys[12];
+    int nkeys = 0;
+    freeReplyObject(*reply);
+    *reply = NULL;
+    const ferry_script *s = build_item(ctx, it, a, keys, &nkeys);
+    int rc = args_resolve(a, err);
+    if (rc == 0) rc = ferry__conn_evalsha(conn, s, nkeys, keys, (int)a->n, a->v, a->len, reply, err);
+    return rc;
+}
+
+/* The first script error of a call, for the caller's message. */
+typedef struct first_error {
+    ferry_error e;
+    int have;
+} first_error;
+
+static void decode_retry(ferry_job **jobs, const item *it, const redisReply *r, int *codes,
+                         ferry__batch_result *res, first_error *fe) {
+    if (r->type == REDIS_REPLY_INTEGER) {
+        codes[it->first] = (int)r->integer;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               jobs[it->first]->kind == FERRY__FIN_THROTTLE) {
+        /* throttleJob: {code, limiter pttl}; the limit holds even when refused */
+        codes[it->first] = (int)int_of(r->element[0]);
+        long long ttl = int_of(r->element[1]);
+        if (ttl > res->throttle_ttl) res->throttle_ttl = ttl;
+    } else {
+        codes[it->first] = FERRY__CODE_SCRIPT_ERROR;
+        note_script_error(&fe->e, &fe->have, "retry", r);
+    }
+}
+
+/* moveToFinished {codes, jobs, limiter ttl, next delayed} / moveToActive {jobs, ...}. */
+static void decode_finish_or_fetch(const call_ctx *ctx, const item *it, const redisReply *r,
+                                   int *codes, ferry__batch_result *res, first_error *fe) {
+    int is_fetch = it->kind == ITEM_FETCH;
+    size_t need = is_fetch ? 3 : 4;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != need) {
+        note_script_error(&fe->e, &fe->have, is_fetch ? "moveToActive" : "moveToFinished", r);
+        for (size_t k = 0; !is_fetch && k < it->count; k++)
+            codes[ctx->fin[it->first + k]] = FERRY__CODE_SCRIPT_ERROR;
+        return;
+    }
+    size_t base = 0;
+    if (!is_fetch) {
+        const redisReply *cr = r->element[0];
+        for (size_t k = 0; k < it->count; k++)
+            codes[ctx->fin[it->first + k]] = cr->type == REDIS_REPLY_ARRAY && k < cr->elements
+                                                 ? (int)int_of(cr->element[k])
+                                                 : FERRY__CODE_SCRIPT_ERROR;
+        base = 1;
+    }
+    if (it->fetch_n > 0) {
+        take_fetched(ctx, r->element[base], res, &fe->e, &fe->have);
+        res->rate_limit_ttl = int_of(r->element[base + 1]);
+        res->next_delayed = int_of(r->element[base + 2]);
+    }
+}
+
+static void free_fetched(ferry__batch_result *res) {
+    ferry_job *j = res->fetched;
+    while (j) {
+        ferry_job *n = j->next;
+        ferry__job_free(j);
+        j = n;
+    }
+    res->fetched = res->fetched_tail = NULL;
+}
+
 int ferry__batch_run(ferry__lane *lane, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
                      ferry__batch_result *res, ferry_error *err) {
     memset(res, 0, sizeof *res);
@@ -349,16 +492,13 @@ int ferry__batch_run(ferry__lane *lane, ferry_job **jobs, size_t njobs, int fetc
     char now[24];
     snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
 
-    size_t nfin = 0, nretry = 0;
+    size_t nfin = 0;
     for (size_t i = 0; i < njobs; i++) {
         codes[i] = 0;
-        if (jobs[i]->kind == FERRY__FIN_COMPLETE || jobs[i]->kind == FERRY__FIN_FAIL)
-            nfin++;
-        else
-            nretry++;
+        if (is_finish(jobs[i])) nfin++;
     }
     size_t nchunks = (nfin + FINISH_CHUNK - 1) / FINISH_CHUNK;
-    size_t nitems = nretry + nchunks + (nfin == 0 && fetch_n > 0 ? 1 : 0);
+    size_t nitems = (njobs - nfin) + nchunks + (nfin == 0 && fetch_n > 0 ? 1 : 0);
     if (nitems == 0) return 0;
 
     int rc = 0;
@@ -371,113 +511,28 @@ int ferry__batch_run(ferry__lane *lane, ferry_job **jobs, size_t njobs, int fetc
         rc = ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
         goto out;
     }
-    size_t ni = 0, nf = 0;
-    for (size_t i = 0; i < njobs; i++) {
-        if (jobs[i]->kind == FERRY__FIN_COMPLETE || jobs[i]->kind == FERRY__FIN_FAIL)
-            fin[nf++] = i;
-        else
-            items[ni++] = (item){ITEM_RETRY, i, 1, 0};
-    }
-    /* A run of jobs into the same set with equal keep settings trims once, after its last
-     * job (the script widens an age trim's limit by the run's length and trims for a last
-     * job that was refused): the resulting set is the same as trimming after each. */
-    for (size_t i = 0; i < nfin; i++) {
-        ferry_job *j = jobs[fin[i]];
-        trim[i] = 1;
-        for (size_t k = i + 1; k < nfin; k++) {
-            ferry_job *n = jobs[fin[k]];
-            if ((n->kind == FERRY__FIN_COMPLETE) != (j->kind == FERRY__FIN_COMPLETE)) continue;
-            if (keep_equal(&n->keep, &j->keep)) trim[i] = 0;
-            break;
-        }
-    }
-    for (size_t c = 0; c < nchunks; c++) {
-        size_t first = c * FINISH_CHUNK;
-        size_t count = nfin - first < FINISH_CHUNK ? nfin - first : FINISH_CHUNK;
-        items[ni++] = (item){ITEM_FINISH, first, count, c + 1 == nchunks ? fetch_n : 0};
-    }
-    if (nfin == 0 && fetch_n > 0) items[ni++] = (item){ITEM_FETCH, 0, 0, fetch_n};
-
-    /* Lua writes the token counter with "%.14g": keep it below 10^14 (a wrap after 10^13
-     * fetched jobs cannot meet a job still holding its old token) */
-    if (lane->d.token_counter + (unsigned long long)fetch_n >= 10000000000000ULL)
-        lane->d.token_counter = 1;
-    call_ctx ctx = {lane, jobs, fin, trim, now, lane->d.token_counter};
-    /* Tokens are consumed even if the reply is lost: a job fetched by a call whose reply
-     * never arrived keeps its lock token, and no later job should share it. */
-    if (fetch_n > 0) lane->d.token_counter += (unsigned long long)fetch_n;
+    plan_items(jobs, njobs, nfin, fetch_n, fin, items);
+    mark_trims(jobs, fin, nfin, trim);
+    call_ctx ctx = {lane, jobs, fin, trim, now, reserve_tokens(&lane->d, fetch_n)};
     res->fetch_sent = fetch_n > 0;
 
-    const char *keys[12];
-    int nkeys = 0;
-    for (size_t i = 0; i < nitems && rc == 0; i++) {
-        const ferry_script *s = build_item(&ctx, &items[i], &a, keys, &nkeys);
-        rc = args_resolve(&a, err);
-        if (rc == 0)
-            rc = ferry__conn_append_evalsha(conn, s, nkeys, keys, (int)a.n, a.v, a.len, err);
-    }
-    if (rc == 0) rc = ferry__conn_pipeline_read(conn, nitems, replies, err);
+    rc = send_items(conn, &ctx, items, nitems, &a, replies, err);
     if (rc != 0) goto out;
-
-    ferry_error first = {0};
-    int have_err = 0;
+    first_error fe = {0};
     for (size_t i = 0; i < nitems; i++) {
-        const item *it = &items[i];
         if (is_noscript(replies[i])) {
-            /* script cache flushed since we connected: this call did not run; run it again
-             * on its own (ferry__conn_evalsha loads the script) */
-            freeReplyObject(replies[i]);
-            replies[i] = NULL;
-            const ferry_script *s = build_item(&ctx, it, &a, keys, &nkeys);
-            rc = args_resolve(&a, err);
-            if (rc == 0)
-                rc = ferry__conn_evalsha(conn, s, nkeys, keys, (int)a.n, a.v, a.len, &replies[i],
-                                         err);
-            if (rc != 0) goto out; /* transport: everything after is unknown too */
+            rc = rerun_item(conn, &ctx, &items[i], &a, &replies[i], err);
+            if (rc != 0) goto out;
         }
-        redisReply *r = replies[i];
-        if (it->kind == ITEM_RETRY) {
-            if (r->type == REDIS_REPLY_INTEGER) {
-                codes[it->first] = (int)r->integer;
-            } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                       jobs[it->first]->kind == FERRY__FIN_THROTTLE) {
-                /* throttleJob: {code, limiter pttl}; the limit holds even when refused */
-                codes[it->first] = (int)int_of(r->element[0]);
-                long long ttl = int_of(r->element[1]);
-                if (ttl > res->throttle_ttl) res->throttle_ttl = ttl;
-            } else {
-                codes[it->first] = FERRY__CODE_SCRIPT_ERROR;
-                note_script_error(&first, &have_err, "retry", r);
-            }
-            continue;
-        }
-        int is_fetch = it->kind == ITEM_FETCH;
-        size_t need = is_fetch ? 3 : 4;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != need) {
-            note_script_error(&first, &have_err, is_fetch ? "moveToActive" : "moveToFinished", r);
-            for (size_t k = 0; !is_fetch && k < it->count; k++)
-                codes[fin[it->first + k]] = FERRY__CODE_SCRIPT_ERROR;
-            continue;
-        }
-        size_t base = 0;
-        if (!is_fetch) {
-            const redisReply *cr = r->element[0];
-            for (size_t k = 0; k < it->count; k++)
-                codes[fin[it->first + k]] = cr->type == REDIS_REPLY_ARRAY && k < cr->elements
-                                                ? (int)int_of(cr->element[k])
-                                                : FERRY__CODE_SCRIPT_ERROR;
-            base = 1;
-        }
-        if (it->fetch_n > 0) {
-            take_fetched(&ctx, r->element[base], res, &first, &have_err);
-            res->rate_limit_ttl = int_of(r->element[base + 1]);
-            res->next_delayed = int_of(r->element[base + 2]);
-        }
+        if (items[i].kind == ITEM_RETRY)
+            decode_retry(jobs, &items[i], replies[i], codes, res, &fe);
+        else
+            decode_finish_or_fetch(&ctx, &items[i], replies[i], codes, res, &fe);
     }
     /* a script error is not a transport error: the call returns 0 with per-job codes and
      * the first error's text, so the caller decides per job */
-    if (have_err) {
-        res->script_error = first;
+    if (fe.have) {
+        res->script_error = fe.e;
         res->has_script_error = 1;
     }
 
@@ -489,16 +544,7 @@ out:
     free(trim);
     free(fin);
     args_free(&a);
-    if (rc != 0) {
-        /* the caller treats the whole call as lost */
-        ferry_job *j = res->fetched;
-        while (j) {
-            ferry_job *n = j->next;
-            ferry__job_free(j);
-            j = n;
-        }
-        res->fetched = res->fetched_tail = NULL;
-    }
+    if (rc != 0) free_fetched(res); /* the caller treats the whole call as lost */
     return rc;
 }
 

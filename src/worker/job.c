@@ -446,75 +446,71 @@ static const ferry__job_opts *opts_of(const ferry_job *j, ferry__opts_cache *cac
     return &cache->opts;
 }
 
-void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache) {
+/* A return value too long to store: the attempt fails, saying why (as a Node job whose
+ * completion cannot be written fails). */
+static void plan_return_too_big(ferry_job *j) {
+    char *why = dup_printf("return value of %zu bytes is over the %u-byte limit "
+                           "(FERRY_RETURN_MAX_BYTES)",
+                           j->ret_over, FERRY_RETURN_MAX_BYTES);
+    free(j->reason);
+    free(j->stack);
+    j->reason = why;
+    j->stack = NULL;
+    j->outcome = FERRY_FAILED;
+}
+
+static void plan_completion(ferry_job *j, const ferry__job_opts *o) {
+    j->kind = FERRY__FIN_COMPLETE;
+    j->keep = o->remove_on_complete.set ? o->remove_on_complete : j->lane->keep_complete;
+    if (j->ret) {
+        j->value = j->ret;
+        j->ret = NULL;
+    } else {
+        j->value = strdup("null");
+    }
+    if (!j->value) plan_oom(j);
+}
+
+/* Not a failure: no attempt spent, no stacktrace entry; the reason, when given, is stored
+ * as failedReason (it tells why the job waits). */
+static void plan_wait(ferry_job *j, ferry_outcome outcome) {
+    long long delay = j->req_delay_set ? j->req_delay_ms : 0;
+    if (outcome == FERRY_THROTTLED && delay <= 0) delay = FERRY_THROTTLE_DEFAULT_MS;
+    j->kind = outcome == FERRY_THROTTLED && j->lane->limiter_max > 0 ? FERRY__FIN_THROTTLE
+                                                                      : FERRY__FIN_RETRY_LATER;
+    j->delay_ms = delay;
+    if (j->reason) j->value = strdup(j->reason); /* ENOMEM: just not stored */
+}
+
+/* Whether a failed attempt is retried, and after *delay ms. A backoff that cannot be
+ * resolved (e.g. a custom strategy this worker does not know) fails the job now: *why
+ * receives the reason saying so (malloc'd), else stays NULL. */
+static int plan_retry(ferry_job *j, const ferry__job_opts *o, ferry_outcome outcome,
+                      const char *reason, long long *delay, char **why) {
     ferry__lane *lane = j->lane;
-    ferry__job_opts local;
-    const ferry__job_opts *o = opts_of(j, cache, &local);
-    j->attempts = o->attempts;
-    j->lifo = o->lifo;
-    free(j->value);
-    free(j->stacktrace);
-    j->value = j->stacktrace = NULL;
-
-    if (outcome == FERRY_COMPLETED && j->ret_over) {
-        /* a return value too long to store: the attempt fails, saying why (as a Node job
-         * whose completion cannot be written fails) */
-        char *why = dup_printf("return value of %zu bytes is over the %u-byte limit "
-                               "(FERRY_RETURN_MAX_BYTES)",
-                               j->ret_over, FERRY_RETURN_MAX_BYTES);
-        free(j->reason);
-        free(j->stack);
-        j->reason = why;
-        j->stack = NULL;
-        outcome = j->outcome = FERRY_FAILED;
+    *delay = 0;
+    int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
+                !(lane->max_started_attempts > 0 &&
+                  lane->max_started_attempts <= j->attempts_started);
+    if (!retry) return 0;
+    ferry_error e = {0};
+    j->cur_backoff = &o->backoff;
+    int rc = ferry__backoff_resolve(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
+                                    reason, j, lane->backoffs, lane->nbackoffs, delay, &e);
+    j->cur_backoff = NULL;
+    if (rc != 0) {
+        *why = dup_printf("%s (not retried: %s)", reason, e.message);
+        return 0;
     }
-    if (outcome == FERRY_COMPLETED) {
-        j->kind = FERRY__FIN_COMPLETE;
-        j->keep = o->remove_on_complete.set ? o->remove_on_complete : lane->keep_complete;
-        if (j->ret) {
-            j->value = j->ret;
-            j->ret = NULL;
-        } else {
-            j->value = strdup("null");
-        }
-        if (!j->value) plan_oom(j);
-        if (o == &local) ferry__job_opts_free(&local);
-        return;
-    }
+    return *delay >= 0;
+}
 
-    if (outcome == FERRY_THROTTLED || outcome == FERRY_RETRY_LATER) {
-        /* Not a failure: no attempt spent, no stacktrace entry; the reason, when given, is
-         * stored as failedReason (it tells why the job waits). */
-        long long delay = j->req_delay_set ? j->req_delay_ms : 0;
-        if (outcome == FERRY_THROTTLED && delay <= 0) delay = FERRY_THROTTLE_DEFAULT_MS;
-        j->kind = outcome == FERRY_THROTTLED && lane->limiter_max > 0 ? FERRY__FIN_THROTTLE
-                                                                   : FERRY__FIN_RETRY_LATER;
-        j->delay_ms = delay;
-        if (j->reason) j->value = strdup(j->reason); /* ENOMEM: just not stored */
-        if (o == &local) ferry__job_opts_free(&local);
-        return;
-    }
-
+static void plan_failure(ferry_job *j, const ferry__job_opts *o, ferry_outcome outcome) {
     const char *reason = j->reason ? j->reason : "failed";
     char *reason_buf = NULL;
-    int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
-                !(lane->max_started_attempts > 0 && lane->max_started_attempts <= j->attempts_started);
     long long delay = 0;
-    if (retry) {
-        ferry_error e = {0};
-        j->cur_backoff = &o->backoff;
-        int rc = ferry__backoff_resolve(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
-                                        reason, j, lane->backoffs, lane->nbackoffs, &delay, &e);
-        j->cur_backoff = NULL;
-        if (rc != 0) {
-            /* e.g. a custom strategy this worker does not know: fail now, and say why */
-            retry = 0;
-            reason_buf = dup_printf("%s (not retried: %s)", reason, e.message);
-            if (reason_buf) reason = reason_buf;
-        } else if (delay < 0) {
-            retry = 0;
-        }
-    }
+    int retry = plan_retry(j, o, outcome, reason, &delay, &reason_buf);
+    if (reason_buf) reason = reason_buf;
 
     char *default_stack = NULL;
     const char *stack = j->stack;
@@ -530,7 +526,6 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
     free(reason_buf);
     if (!j->value || !j->stacktrace) {
         plan_oom(j);
-        if (o == &local) ferry__job_opts_free(&local);
         return;
     }
     if (retry) {
@@ -538,8 +533,29 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
         j->delay_ms = delay;
     } else {
         j->kind = FERRY__FIN_FAIL;
-        j->keep = o->remove_on_fail.set ? o->remove_on_fail : lane->keep_fail;
+        j->keep = o->remove_on_fail.set ? o->remove_on_fail : j->lane->keep_fail;
     }
+}
+
+void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache) {
+    ferry__job_opts local;
+    const ferry__job_opts *o = opts_of(j, cache, &local);
+    j->attempts = o->attempts;
+    j->lifo = o->lifo;
+    free(j->value);
+    free(j->stacktrace);
+    j->value = j->stacktrace = NULL;
+
+    if (outcome == FERRY_COMPLETED && j->ret_over) {
+        plan_return_too_big(j);
+        outcome = FERRY_FAILED;
+    }
+    if (outcome == FERRY_COMPLETED)
+        plan_completion(j, o);
+    else if (outcome == FERRY_THROTTLED || outcome == FERRY_RETRY_LATER)
+        plan_wait(j, outcome);
+    else
+        plan_failure(j, o, outcome);
     if (o == &local) ferry__job_opts_free(&local);
 }
 
