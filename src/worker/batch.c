@@ -173,67 +173,79 @@ static void add_fetch_args(args *a, const call_ctx *c, int n) {
     addz(a, lane->pop_many ? "1" : "0");
 }
 
-static const ferry_script *build_item(const call_ctx *c, const item *it, args *a, const char **keys,
-                                      int *nkeys) {
+/* moveToDelayed: a retry after a backoff, or a retry-later (no attempt spent). */
+static const ferry_script *build_delay(const call_ctx *c, const ferry_job *j, args *a,
+                                       const char **keys, int *nkeys) {
     ferry__lane *lane = c->lane;
-    args_reset(a);
-    if (it->kind == ITEM_RETRY) {
-        ferry_job *j = c->jobs[it->first];
-        if (j->kind == FERRY__FIN_RETRY_DELAY || j->kind == FERRY__FIN_RETRY_LATER) {
-            const char *k[] = {lane->key.marker, lane->key.active, lane->key.delayed,
-                               lane->key.events, lane->key.meta,   lane->key.stalled};
-            memcpy(keys, k, sizeof k);
-            *nkeys = 6;
-            add(a, lane->keys.base, lane->keys.base_len);
-            addz(a, c->now);
-            addz(a, j->id);
-            addz(a, j->token);
-            addll(a, j->delay_ms);
-            /* retry-later: BullMQ job.moveToDelayed + DelayedError, no attempt spent */
-            addz(a, j->kind == FERRY__FIN_RETRY_LATER ? "1" : "0");
-            if (j->kind == FERRY__FIN_RETRY_DELAY || j->value) {
-                addz(a, "failedReason");
-                addz(a, j->value);
-            }
-            if (j->kind == FERRY__FIN_RETRY_DELAY && j->stacktrace) {
-                addz(a, "stacktrace");
-                addz(a, j->stacktrace);
-            }
-            return lane->script.delay;
-        }
-        if (j->kind == FERRY__FIN_THROTTLE) {
-            const char *k[] = {lane->key.active,  lane->key.wait,        lane->key.stalled, lane->key.meta,
-                               lane->key.limiter, lane->key.prioritized, lane->key.marker,  lane->key.events};
-            memcpy(keys, k, sizeof k);
-            *nkeys = 8;
-            add(a, lane->keys.base, lane->keys.base_len);
-            addz(a, j->id);
-            addz(a, j->token);
-            addll(a, j->delay_ms > 0 ? j->delay_ms : 1);
-            if (j->value) {
-                addz(a, "failedReason");
-                addz(a, j->value);
-            }
-            return lane->script.throttle;
-        }
-        const char *k[] = {lane->key.active,      lane->key.wait, lane->key.meta,   lane->key.events, lane->key.delayed,
-                           lane->key.prioritized, lane->key.pc,   lane->key.marker, lane->key.stalled};
-        memcpy(keys, k, sizeof k);
-        *nkeys = 9;
-        add(a, lane->keys.base, lane->keys.base_len);
-        addz(a, c->now);
-        addz(a, j->lifo ? "RPUSH" : "LPUSH");
-        addz(a, j->id);
-        addz(a, j->token);
+    const char *k[] = {lane->key.marker, lane->key.active, lane->key.delayed,
+                       lane->key.events, lane->key.meta,   lane->key.stalled};
+    memcpy(keys, k, sizeof k);
+    *nkeys = 6;
+    add(a, lane->keys.base, lane->keys.base_len);
+    addz(a, c->now);
+    addz(a, j->id);
+    addz(a, j->token);
+    addll(a, j->delay_ms);
+    /* retry-later: BullMQ job.moveToDelayed + DelayedError, no attempt spent */
+    addz(a, j->kind == FERRY__FIN_RETRY_LATER ? "1" : "0");
+    if (j->kind == FERRY__FIN_RETRY_DELAY || j->value) {
         addz(a, "failedReason");
         addz(a, j->value);
-        if (j->stacktrace) {
-            addz(a, "stacktrace");
-            addz(a, j->stacktrace);
-        }
-        return lane->script.retry;
     }
+    if (j->kind == FERRY__FIN_RETRY_DELAY && j->stacktrace) {
+        addz(a, "stacktrace");
+        addz(a, j->stacktrace);
+    }
+    return lane->script.delay;
+}
 
+/* throttleJob: the queue limiter, the job back to the front of wait. */
+static const ferry_script *build_throttle(const call_ctx *c, const ferry_job *j, args *a,
+                                          const char **keys, int *nkeys) {
+    ferry__lane *lane = c->lane;
+    const char *k[] = {lane->key.active,  lane->key.wait,        lane->key.stalled,
+                       lane->key.meta,    lane->key.limiter,     lane->key.prioritized,
+                       lane->key.marker,  lane->key.events};
+    memcpy(keys, k, sizeof k);
+    *nkeys = 8;
+    add(a, lane->keys.base, lane->keys.base_len);
+    addz(a, j->id);
+    addz(a, j->token);
+    addll(a, j->delay_ms > 0 ? j->delay_ms : 1);
+    if (j->value) {
+        addz(a, "failedReason");
+        addz(a, j->value);
+    }
+    return lane->script.throttle;
+}
+
+/* retryJob: a retry at once. */
+static const ferry_script *build_retry_now(const call_ctx *c, const ferry_job *j, args *a,
+                                           const char **keys, int *nkeys) {
+    ferry__lane *lane = c->lane;
+    const char *k[] = {lane->key.active,      lane->key.wait, lane->key.meta,
+                       lane->key.events,      lane->key.delayed, lane->key.prioritized,
+                       lane->key.pc,          lane->key.marker, lane->key.stalled};
+    memcpy(keys, k, sizeof k);
+    *nkeys = 9;
+    add(a, lane->keys.base, lane->keys.base_len);
+    addz(a, c->now);
+    addz(a, j->lifo ? "RPUSH" : "LPUSH");
+    addz(a, j->id);
+    addz(a, j->token);
+    addz(a, "failedReason");
+    addz(a, j->value);
+    if (j->stacktrace) {
+        addz(a, "stacktrace");
+        addz(a, j->stacktrace);
+    }
+    return lane->script.retry;
+}
+
+/* moveToActive (ITEM_FETCH) or moveToFinished for a chunk of finishes (ITEM_FINISH). */
+static const ferry_script *build_finish_or_fetch(const call_ctx *c, const item *it, args *a,
+                                                 const char **keys, int *nkeys) {
+    ferry__lane *lane = c->lane;
     const char *k[] = {lane->key.wait,    lane->key.active,  lane->key.prioritized, lane->key.events,
                        lane->key.limiter, lane->key.delayed, lane->key.meta,        lane->key.pc,
                        lane->key.marker,  lane->key.stalled, lane->key.completed,   lane->key.failed};
@@ -266,6 +278,18 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
         addz(a, j->deid);
     }
     return lane->script.finish;
+}
+
+/* The script, keys and arguments of one item (into a, reset first). */
+static const ferry_script *build_item(const call_ctx *c, const item *it, args *a, const char **keys,
+                                      int *nkeys) {
+    args_reset(a);
+    if (it->kind != ITEM_RETRY) return build_finish_or_fetch(c, it, a, keys, nkeys);
+    const ferry_job *j = c->jobs[it->first];
+    if (j->kind == FERRY__FIN_RETRY_DELAY || j->kind == FERRY__FIN_RETRY_LATER)
+        return build_delay(c, j, a, keys, nkeys);
+    if (j->kind == FERRY__FIN_THROTTLE) return build_throttle(c, j, a, keys, nkeys);
+    return build_retry_now(c, j, a, keys, nkeys);
 }
 
 static int keep_equal(const ferry__keep_jobs *x, const ferry__keep_jobs *y) {

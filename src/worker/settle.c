@@ -48,6 +48,40 @@ static int landed_before(ferry__lane *lane, const ferry_job *j, int code, int64_
 
 enum { SETTLE_RESEND_LATER = 0, SETTLE_DONE = 1, SETTLE_RESEND_NOW = 2 };
 
+/* A finish that was written: stats, callbacks.completed / failed, the job log record. */
+static void settle_written_ok(ferry__lane *lane, ferry_job *j, deltas *dl) {
+    switch (j->kind) {
+    case FERRY__FIN_COMPLETE:
+        dl->completed++;
+        if (lane->cb.completed && ferry__cb_enter(lane) == 0) {
+            lane->cb.completed(j, j->value, lane->cb_ud);
+            ferry__cb_leave(lane);
+        }
+        break;
+    case FERRY__FIN_RETRY_LATER:
+        /* BullMQ's DelayedError / RateLimitError: no failed event */
+        dl->retried_later++;
+        break;
+    case FERRY__FIN_THROTTLE:
+        dl->throttled++;
+        break;
+    case FERRY__FIN_FAIL:
+    default: {
+        int final = j->kind == FERRY__FIN_FAIL;
+        if (final)
+            dl->failed++;
+        else
+            dl->retried++;
+        if (lane->cb.failed && ferry__cb_enter(lane) == 0) {
+            lane->cb.failed(j, j->value ? j->value : "", final, lane->cb_ud);
+            ferry__cb_leave(lane);
+        }
+        break;
+    }
+    }
+    ferry__job_log_emit(lane, j, ferry__fin_log_outcome(j));
+}
+
 /* One job's answer: callbacks, stats, and whether the job is done with, or is sent again
  * after a pause or at once (SETTLE_*). */
 static int settle_answer(ferry__lane *lane, ferry_job *j, int code, const ferry__batch_result *res,
@@ -60,36 +94,7 @@ static int settle_answer(ferry__lane *lane, ferry_job *j, int code, const ferry_
         return SETTLE_RESEND_NOW;
     }
     if (code == 0) {
-        switch (j->kind) {
-        case FERRY__FIN_COMPLETE:
-            dl->completed++;
-            if (lane->cb.completed && ferry__cb_enter(lane) == 0) {
-                lane->cb.completed(j, j->value, lane->cb_ud);
-                ferry__cb_leave(lane);
-            }
-            break;
-        case FERRY__FIN_RETRY_LATER:
-            /* BullMQ's DelayedError / RateLimitError: no failed event */
-            dl->retried_later++;
-            break;
-        case FERRY__FIN_THROTTLE:
-            dl->throttled++;
-            break;
-        case FERRY__FIN_FAIL:
-        default: {
-            int final = j->kind == FERRY__FIN_FAIL;
-            if (final)
-                dl->failed++;
-            else
-                dl->retried++;
-            if (lane->cb.failed && ferry__cb_enter(lane) == 0) {
-                lane->cb.failed(j, j->value ? j->value : "", final, lane->cb_ud);
-                ferry__cb_leave(lane);
-            }
-            break;
-        }
-        }
-        ferry__job_log_emit(lane, j, ferry__fin_log_outcome(j));
+        settle_written_ok(lane, j, dl);
         return SETTLE_DONE;
     }
     if (code == FERRY__CODE_SCRIPT_ERROR) {

@@ -110,6 +110,28 @@ static void drop_blocking(ferry__lane *lane) {
     ferry__conn_close(c);
 }
 
+/* The BZPOPMIN timeout for a wait until block_until (wall ms; 0 = drain_delay): seconds,
+ * written as the command's argument into tbuf; 0 when block_until is due already. */
+static double block_timeout(const ferry__lane *lane, long long block_until, char *tbuf,
+                            size_t cap) {
+    long long now = (long long)ferry__now_ms();
+    double timeout_s;
+    if (block_until > 0) {
+        if (block_until - now <= 1) return 0;
+        timeout_s = (double)(block_until - now) / 1000.0;
+    } else {
+        timeout_s = (double)lane->drain_delay_ms / 1000.0;
+    }
+    if (timeout_s > MAX_BLOCK_S) timeout_s = MAX_BLOCK_S;
+    if (timeout_s < lane->min_block_s) timeout_s = lane->min_block_s;
+    if (lane->whole_second_block) timeout_s = ceil(timeout_s);
+    /* seconds with 3 decimals from integer ms: no locale decimal separator */
+    long long tms = llround(timeout_s * 1000.0);
+    snprintf(tbuf, cap, "%lld.%03lld", tms / 1000, tms % 1000);
+    if (lane->whole_second_block) snprintf(tbuf, cap, "%d", (int)timeout_s);
+    return timeout_s;
+}
+
 /* Block until a fetch is worth trying (or the worker stops). */
 static void wait_for_marker(ferry__lane *lane, long long block_until) {
     for (;;) {
@@ -129,22 +151,9 @@ static void wait_for_marker(ferry__lane *lane, long long block_until) {
             }
             lane->bconn_epoch = epoch;
         }
-        long long now = (long long)ferry__now_ms();
-        double timeout_s;
-        if (block_until > 0) {
-            if (block_until - now <= 1) return; /* due */
-            timeout_s = (double)(block_until - now) / 1000.0;
-        } else {
-            timeout_s = (double)lane->drain_delay_ms / 1000.0;
-        }
-        if (timeout_s > MAX_BLOCK_S) timeout_s = MAX_BLOCK_S;
-        if (timeout_s < lane->min_block_s) timeout_s = lane->min_block_s;
-        if (lane->whole_second_block) timeout_s = ceil(timeout_s);
         char tbuf[32];
-        /* seconds with 3 decimals from integer ms: no locale decimal separator */
-        long long tms = llround(timeout_s * 1000.0);
-        snprintf(tbuf, sizeof tbuf, "%lld.%03lld", tms / 1000, tms % 1000);
-        if (lane->whole_second_block) snprintf(tbuf, sizeof tbuf, "%d", (int)timeout_s);
+        double timeout_s = block_timeout(lane, block_until, tbuf, sizeof tbuf);
+        if (timeout_s <= 0) return; /* due */
         ferry__conn_set_timeout(lane->bconn, (int)(timeout_s * 1000) + BLOCK_GUARD_MS);
 
         const char *argv[] = {"BZPOPMIN", lane->key.marker, tbuf};

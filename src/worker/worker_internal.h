@@ -204,7 +204,6 @@ struct ferry__lane {
     double min_block_s; /* smallest BZPOPMIN timeout the server accepts usefully */
     int pop_many;       /* server has RPOP with a count (>= 6.2): fetch pops in one call */
     int whole_second_block;
-    long long bclient_id; /* CLIENT ID of the blocking connection, 0 unknown */
 
     /* Held while a user callback runs; close takes it to set `abandon`, so no callback runs
      * after ferry_worker_close returns (see ferry__cb_enter, gate.c). Shared by the lanes
@@ -221,12 +220,15 @@ struct ferry__lane {
     long long wait_block_until;
     int waiter_busy;                       /* waiter is between a request and its answer */
     int wake_fetch;                        /* waiter says: try a fetch */
+    long long bclient_id;                  /* CLIENT ID of the blocking connection, 0 unknown */
     ferry_error posted[FERRY__POSTED_MAX]; /* error reports from the waiter */
     int nposted;
     unsigned long nposted_dropped;
     ferry_worker_stats stats;
     int refs; /* the handle + live threads; the last one frees */
-    ferry__thread *threads; /* [0] dispatcher, [1] waiter, [2..] handlers (set at launch) */
+
+    /* ---- set at launch, before the lane's threads run (their `exited` is [mu]) ------ */
+    ferry__thread *threads; /* [0] dispatcher, [1] waiter, [2..] handlers */
     int nthreads;
 
     /* ---- atomics, any thread ------------------------------------------------------- */
@@ -320,6 +322,10 @@ int ferry__job_plan_refused(ferry_job *j, int code);
  * from a strategy, else parsed from the stored opts. */
 long long ferry__job_backoff_delay(const ferry_job *j);
 
+/* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
+ * malloc'd, NULL on ENOMEM (job.c). */
+char *ferry__json_quote(const char *s, size_t n);
+
 /* ---- joblog.c ------------------------------------------------------------------- */
 
 /* Longest data text searched for a "traceId" and longest trace id taken from it. */
@@ -335,9 +341,6 @@ char *ferry__job_trace_id(const ferry_job *j);
  * ferry_job_log. Runs the callback under ferry__cb_enter. */
 void ferry__job_log_emit(ferry__lane *lane, const ferry_job *j, const char *outcome);
 
-/* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
- * malloc'd, NULL on ENOMEM. */
-char *ferry__json_quote(const char *s, size_t n);
 
 /* ---- batch.c -------------------------------------------------------------------- */
 
