@@ -33,24 +33,10 @@ static long counter_of(const char *s) {
     return v < 0 ? 0 : v > 2147483647LL ? 2147483647L : (long)v;
 }
 
-ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const redisReply *hash,
-                                 const char *token) {
-    if (!reply_is_str(id) || !hash || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
-        return NULL;
-    size_t nf = hash->elements / 2;
-    size_t toklen = strlen(token);
-    size_t strbytes = id->len + 1 + toklen + 1;
-    for (size_t i = 0; i < hash->elements; i++) {
-        if (!reply_is_str(hash->element[i])) return NULL;
-        strbytes += hash->element[i]->len + 1;
-    }
-    size_t head = sizeof(ferry_job) + 2 * nf * sizeof(char *);
-    ferry_job *j = calloc(1, head + strbytes);
-    if (!j) return NULL;
-    j->lane = lane;
-    j->fname = (const char **)(void *)(j + 1);
-    j->fval = j->fname + nf;
-    char *p = (char *)j + head;
+/* Copy the id, the token and every field name and value into the strings after the job's
+ * header (p: their start; the room was counted by the caller). */
+static void copy_strings(ferry_job *j, char *p, const redisReply *id, const redisReply *hash,
+                         const char *token, size_t toklen) {
 #define COPY_INTO(dst, src, n)                                                                     \
     do {                                                                                           \
         memcpy(p, (src), (n));                                                                     \
@@ -60,20 +46,22 @@ ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const 
     } while (0)
     COPY_INTO(j->id, id->str, id->len);
     COPY_INTO(j->token, token, toklen);
-    for (size_t i = 0; i < nf; i++) {
+    for (size_t i = 0; i < j->nfields; i++) {
         COPY_INTO(j->fname[i], hash->element[2 * i]->str, hash->element[2 * i]->len);
         COPY_INTO(j->fval[i], hash->element[2 * i + 1]->str, hash->element[2 * i + 1]->len);
     }
 #undef COPY_INTO
-    j->nfields = nf;
-    /* one pass for the fields the worker reads (first occurrence wins, as in
-     * ferry_job_field) */
+}
+
+/* One pass for the fields the worker reads (first occurrence wins, as in
+ * ferry_job_field), defaults for the missing ones. */
+static void index_fields(ferry_job *j) {
     const char *atm = NULL, *legacy_atm = NULL, *ats = NULL, *ts = NULL;
 #define TAKE(var, lit)                                                                             \
     do {                                                                                           \
         if (!(var) && !strcmp(n, lit)) (var) = v;                                                  \
     } while (0)
-    for (size_t i = 0; i < nf; i++) {
+    for (size_t i = 0; i < j->nfields; i++) {
         const char *n = j->fname[i], *v = j->fval[i];
         switch (n[0]) {
         case 'n':
@@ -110,6 +98,28 @@ ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const 
     j->attempts_made = atm ? counter_of(atm) : 0;
     j->attempts_started = ats ? counter_of(ats) : 0;
     j->timestamp = ts ? strtoll(ts, NULL, 10) : 0;
+}
+
+ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const redisReply *hash,
+                                 const char *token) {
+    if (!reply_is_str(id) || !hash || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
+        return NULL;
+    size_t nf = hash->elements / 2;
+    size_t toklen = strlen(token);
+    size_t strbytes = id->len + 1 + toklen + 1;
+    for (size_t i = 0; i < hash->elements; i++) {
+        if (!reply_is_str(hash->element[i])) return NULL;
+        strbytes += hash->element[i]->len + 1;
+    }
+    size_t head = sizeof(ferry_job) + 2 * nf * sizeof(char *);
+    ferry_job *j = calloc(1, head + strbytes);
+    if (!j) return NULL;
+    j->lane = lane;
+    j->fname = (const char **)(void *)(j + 1);
+    j->fval = j->fname + nf;
+    j->nfields = nf;
+    copy_strings(j, (char *)j + head, id, hash, token, toklen);
+    index_fields(j);
     j->own_idx = -1;
     return j;
 }
