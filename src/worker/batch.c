@@ -203,9 +203,9 @@ static const ferry_script *build_delay(const call_ctx *c, const ferry_job *j, ar
 static const ferry_script *build_throttle(const call_ctx *c, const ferry_job *j, args *a,
                                           const char **keys, int *nkeys) {
     ferry__lane *lane = c->lane;
-    const char *k[] = {lane->key.active,  lane->key.wait,        lane->key.stalled,
-                       lane->key.meta,    lane->key.limiter,     lane->key.prioritized,
-                       lane->key.marker,  lane->key.events};
+    const char *k[] = {lane->key.active, lane->key.wait,    lane->key.stalled,
+                       lane->key.meta,   lane->key.limiter, lane->key.prioritized,
+                       lane->key.marker, lane->key.events};
     memcpy(keys, k, sizeof k);
     *nkeys = 8;
     add(a, lane->keys.base, lane->keys.base_len);
@@ -223,9 +223,9 @@ static const ferry_script *build_throttle(const call_ctx *c, const ferry_job *j,
 static const ferry_script *build_retry_now(const call_ctx *c, const ferry_job *j, args *a,
                                            const char **keys, int *nkeys) {
     ferry__lane *lane = c->lane;
-    const char *k[] = {lane->key.active,      lane->key.wait, lane->key.meta,
-                       lane->key.events,      lane->key.delayed, lane->key.prioritized,
-                       lane->key.pc,          lane->key.marker, lane->key.stalled};
+    const char *k[] = {lane->key.active, lane->key.wait,    lane->key.meta,
+                       lane->key.events, lane->key.delayed, lane->key.prioritized,
+                       lane->key.pc,     lane->key.marker,  lane->key.stalled};
     memcpy(keys, k, sizeof k);
     *nkeys = 9;
     add(a, lane->keys.base, lane->keys.base_len);
@@ -246,9 +246,10 @@ static const ferry_script *build_retry_now(const call_ctx *c, const ferry_job *j
 static const ferry_script *build_finish_or_fetch(const call_ctx *c, const item *it, args *a,
                                                  const char **keys, int *nkeys) {
     ferry__lane *lane = c->lane;
-    const char *k[] = {lane->key.wait,    lane->key.active,  lane->key.prioritized, lane->key.events,
-                       lane->key.limiter, lane->key.delayed, lane->key.meta,        lane->key.pc,
-                       lane->key.marker,  lane->key.stalled, lane->key.completed,   lane->key.failed};
+    const char *k[] = {lane->key.wait,    lane->key.active,    lane->key.prioritized,
+                       lane->key.events,  lane->key.limiter,   lane->key.delayed,
+                       lane->key.meta,    lane->key.pc,        lane->key.marker,
+                       lane->key.stalled, lane->key.completed, lane->key.failed};
     if (it->kind == ITEM_FETCH) {
         memcpy(keys, k, 9 * sizeof *k);
         *nkeys = 9;
@@ -446,7 +447,8 @@ static int rerun_item(ferry_conn *conn, const call_ctx *ctx, const item *it, arg
     *reply = NULL;
     const ferry_script *s = build_item(ctx, it, a, keys, &nkeys);
     int rc = args_resolve(a, err);
-    if (rc == 0) rc = ferry__conn_evalsha(conn, s, nkeys, keys, (int)a->n, a->v, a->len, reply, err);
+    if (rc == 0)
+        rc = ferry__conn_evalsha(conn, s, nkeys, keys, (int)a->n, a->v, a->len, reply, err);
     return rc;
 }
 
@@ -588,7 +590,8 @@ int ferry__batch_extend_locks(ferry__lane *lane, ferry_job **jobs, size_t n, siz
     const char *keys[] = {lane->key.stalled};
     int rc = args_resolve(&a, err);
     if (rc == 0)
-        rc = ferry__conn_evalsha(lane->d.conn, lane->script.extend, 1, keys, (int)a.n, a.v, a.len, &r, err);
+        rc = ferry__conn_evalsha(lane->d.conn, lane->script.extend, 1, keys, (int)a.n, a.v, a.len,
+                                 &r, err);
     args_free(&a);
     if (rc != 0) return rc;
     if (r->type != REDIS_REPLY_ARRAY) {
@@ -623,10 +626,12 @@ int ferry__batch_stalled_check(ferry__lane *lane, redisReply **reply, ferry_erro
     if (max_stalled == FERRY_STALLED_FAIL_FIRST) max_stalled = 0;
     snprintf(maxst, sizeof maxst, "%lld", max_stalled);
     snprintf(interval, sizeof interval, "%d", lane->stalled_interval_ms);
-    const char *keys[] = {lane->key.stalled, lane->key.wait,   lane->key.active, lane->key.stalled_check,
-                          lane->key.meta,    lane->key.marker, lane->key.events, lane->key.repeat};
+    const char *keys[] = {lane->key.stalled,       lane->key.wait,  lane->key.active,
+                          lane->key.stalled_check, lane->key.meta,  lane->key.marker,
+                          lane->key.events,        lane->key.repeat};
     const char *argv[] = {maxst, lane->keys.base, now, interval};
-    int rc = ferry__conn_evalsha(lane->d.conn, lane->script.stalled, 8, keys, 4, argv, NULL, reply, err);
+    int rc =
+        ferry__conn_evalsha(lane->d.conn, lane->script.stalled, 8, keys, 4, argv, NULL, reply, err);
     if (rc != 0) return rc;
     if ((*reply)->type != REDIS_REPLY_ARRAY) {
         rc = ferry__err(err, FERRY_EREDIS, "worker: stalled check failed: %s",

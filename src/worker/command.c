@@ -12,7 +12,8 @@
 void ferry__cmd_lost(ferry__lane *lane, const ferry_error *e) {
     ferry__disp *d = &lane->d;
     if (!d->reported_broken)
-        ferry__lane_report(lane, e->code, "worker %s: command connection lost: %s", lane->queue, e->message);
+        ferry__lane_report(lane, e->code, "worker %s: command connection lost: %s", lane->queue,
+                           e->message);
     d->reported_broken = 1;
     ferry__conn_close(d->conn);
     d->conn = NULL;
@@ -48,7 +49,8 @@ int ferry__cmd_reconnect(ferry__lane *lane) {
         int n = ++d->reconnect_failures;
         d->reconnect_at = ferry__mono_ms() + ferryx_reconnect_delay_ms(n);
         if ((n & (n - 1)) == 0 || n % 16 == 0)
-            ferry__lane_report(lane, rc, "worker %s: reconnect attempt %d failed: %s", lane->queue, n, e.message);
+            ferry__lane_report(lane, rc, "worker %s: reconnect attempt %d failed: %s", lane->queue,
+                               n, e.message);
         /* a connection replaced quietly (check_suspect) that cannot be renewed is lost */
         ferry__link_lost(lane, &d->link_counted, &e);
         return rc;

@@ -104,8 +104,7 @@ static void take_pending(ferry__disp *d, ferry_job **jobs, size_t n) {
 
 /* Refused unsent as over the request limit: one result per call from now on; a single
  * result that cannot be sent fails its job, leaving the stored stacktrace alone. */
-static void note_too_big(ferry__disp *d, ferry_job **jobs, size_t n, int rc,
-                         const ferry_error *e) {
+static void note_too_big(ferry__disp *d, ferry_job **jobs, size_t n, int rc, const ferry_error *e) {
     if (rc == FERRY_ETOOBIG && !ferry__conn_broken(d->conn) && n == 1)
         ferry__job_plan_unsendable(jobs[0], e->message);
     d->one_result = rc == FERRY_ETOOBIG && !ferry__conn_broken(d->conn) && n > 1;
@@ -187,8 +186,9 @@ static void deliver_posted(ferry__lane *lane) {
             ferry__cb_leave(lane);
         }
     if (dropped)
-        ferry__lane_report(lane, FERRY_EIO, "worker %s: %lu more blocking-connection errors not shown", lane->queue,
-               dropped);
+        ferry__lane_report(lane, FERRY_EIO,
+                           "worker %s: %lu more blocking-connection errors not shown", lane->queue,
+                           dropped);
     pthread_mutex_lock(&lane->mu);
 }
 
@@ -217,8 +217,8 @@ static void role_release_locked(ferry__lane *lane, int by_dispatcher) {
     }
     lane->role = 0;
     if (!by_dispatcher &&
-        (lane->role_wanted || !ok || stopping || lane->wake_fetch || lane->nposted || lane->nposted_dropped ||
-         (d->pending && now < d->retry_at) || d->limit_until > now))
+        (lane->role_wanted || !ok || stopping || lane->wake_fetch || lane->nposted ||
+         lane->nposted_dropped || (d->pending && now < d->retry_at) || d->limit_until > now))
         pthread_cond_signal(&lane->disp_cv);
 }
 
@@ -276,7 +276,6 @@ ferry_job *ferry__lead(ferry__lane *lane, int keep_one) {
     if (left || atomic_load(&lane->done)) ferry__watch(lane);
     return mine;
 }
-
 
 /* ---- the dispatcher thread ----------------------------------------------------------- */
 

@@ -70,7 +70,8 @@ static void produce_next_iterations(ferry__lane *lane, ferry_job *list) {
     ferry__sched_fetched *f = calloc(n, sizeof *f);
     ferry__sched_result *r = calloc(n, sizeof *r);
     if (!f || !r) {
-        ferry__lane_report(lane, FERRY_ENOMEM, "worker %s: no memory to produce scheduler iterations", lane->queue);
+        ferry__lane_report(lane, FERRY_ENOMEM,
+                           "worker %s: no memory to produce scheduler iterations", lane->queue);
         goto out;
     }
     size_t i = 0;
@@ -83,17 +84,19 @@ static void produce_next_iterations(ferry__lane *lane, ferry_job *list) {
     if (ferry__cmd_transport_error(lane->d.conn, rc)) {
         ferry__cmd_lost(lane, &e);
         if (ferry__cmd_reconnect(lane) == 0)
-            rc = ferry__scheduler_on_fetch(lane->d.conn, lane->keys.base, f, n, ferry__now_ms(), r, &e);
+            rc = ferry__scheduler_on_fetch(lane->d.conn, lane->keys.base, f, n, ferry__now_ms(), r,
+                                           &e);
         if (ferry__cmd_transport_error(lane->d.conn, rc) && lane->d.conn) ferry__cmd_lost(lane, &e);
     }
     if (rc != 0) {
-        ferry__lane_report(lane, rc, "worker %s: scheduler next iteration not produced: %s", lane->queue, e.message);
+        ferry__lane_report(lane, rc, "worker %s: scheduler next iteration not produced: %s",
+                           lane->queue, e.message);
         goto out;
     }
     for (i = 0; i < n; i++)
         if (r[i].outcome == FERRY__SCHED_ERROR || r[i].outcome == FERRY__SCHED_LEGACY)
-            ferry__lane_report(lane, r[i].error.code, "worker %s: scheduler job %s: %s", lane->queue, f[i].job_id,
-                   r[i].error.message);
+            ferry__lane_report(lane, r[i].error.code, "worker %s: scheduler job %s: %s",
+                               lane->queue, f[i].job_id, r[i].error.message);
 out:
     free(f);
     free(r);

@@ -38,7 +38,8 @@ static int handler_wanted(ferry__lane *lane, int64_t now_us) {
     return now_us - lane->rq_head->ready_us >= STALE_READY_US;
 }
 
-void ferry__ready_push(ferry__lane *lane, ferry_job *head, ferry_job *tail, int n, int pusher_runs) {
+void ferry__ready_push(ferry__lane *lane, ferry_job *head, ferry_job *tail, int n,
+                       int pusher_runs) {
     int64_t now = ferry__now_us();
     for (ferry_job *j = head; j; j = j->next)
         j->ready_us = now;
@@ -144,7 +145,8 @@ void *ferry__handler_main(void *arg) {
          * to be written with theirs (the last one to finish writes them all; at high
          * concurrency, also the one completing half a batch). Otherwise write now, from
          * this thread, and run the next fetched job here too. */
-        if (atomic_load(&lane->rq_len) == 0 || (lane->split_at && atomic_load(&lane->ndone) >= lane->split_at))
+        if (atomic_load(&lane->rq_len) == 0 ||
+            (lane->split_at && atomic_load(&lane->ndone) >= lane->split_at))
             j = ferry__lead(lane, 1);
         else
             ferry__watch(lane);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/json_text.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "worker/backoff.h"
 #include "worker/worker_internal.h"
 
@@ -487,7 +487,7 @@ static void plan_wait(ferry_job *j, ferry_outcome outcome) {
     long long delay = j->req_delay_set ? j->req_delay_ms : 0;
     if (outcome == FERRY_THROTTLED && delay <= 0) delay = FERRY_THROTTLE_DEFAULT_MS;
     j->kind = outcome == FERRY_THROTTLED && j->lane->limiter_max > 0 ? FERRY__FIN_THROTTLE
-                                                                      : FERRY__FIN_RETRY_LATER;
+                                                                     : FERRY__FIN_RETRY_LATER;
     j->delay_ms = delay;
     if (j->reason) j->value = strdup(j->reason); /* ENOMEM: just not stored */
 }
@@ -499,9 +499,9 @@ static int plan_retry(ferry_job *j, const ferry__job_opts *o, ferry_outcome outc
                       const char *reason, long long *delay, char **why) {
     ferry__lane *lane = j->lane;
     *delay = 0;
-    int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
-                !(lane->max_started_attempts > 0 &&
-                  lane->max_started_attempts <= j->attempts_started);
+    int retry =
+        outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
+        !(lane->max_started_attempts > 0 && lane->max_started_attempts <= j->attempts_started);
     if (!retry) return 0;
     ferry_error e = {0};
     j->cur_backoff = &o->backoff;

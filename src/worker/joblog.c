@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/json_text.h"
 #include "util/clock.h"
+#include "util/json_text.h"
 #include "worker/worker_internal.h"
 
 /* ---- trace id ----------------------------------------------------------------------- */

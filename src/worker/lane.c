@@ -177,7 +177,8 @@ static void copy_options(ferry__lane *lane, const char *queue, const ferry_worke
     if (lane->fetch_batch > lane->concurrency) lane->fetch_batch = lane->concurrency;
     lane->cb = opts->callbacks;
     lane->cb_ud = opts->userdata;
-    atomic_init(&lane->handler_ns, FERRY__EAGER_HANDLER_US * 1000); /* unknown: start every thread */
+    atomic_init(&lane->handler_ns,
+                FERRY__EAGER_HANDLER_US * 1000); /* unknown: start every thread */
     lane->min_block_s = 0.002;
 }
 
@@ -190,8 +191,7 @@ static int find_scripts(ferry__lane_scripts *s) {
     s->extend = ferry__script_get("extendLocks");
     s->stalled = ferry__script_get("moveStalledJobsToWait");
     s->throttle = ferry__script_get("throttleJob");
-    return s->fetch && s->finish && s->delay && s->retry && s->extend && s->stalled &&
-                   s->throttle
+    return s->fetch && s->finish && s->delay && s->retry && s->extend && s->stalled && s->throttle
                ? 0
                : -1;
 }

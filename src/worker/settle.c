@@ -39,7 +39,8 @@ static int in_active(ferry__lane *lane, const ferry_job *j) {
  * active: the refusal stands. -6 (another token) stands too: a job put back and taken again
  * is in active as well. A job whose lock was reported lost keeps its refusal. */
 static int landed_before(ferry__lane *lane, const ferry_job *j, int code, int64_t answered_ms) {
-    if (!j->resent || j->lock_lost || answered_ms >= j->lock_ms + lane->lock_duration_ms) return code;
+    if (!j->resent || j->lock_lost || answered_ms >= j->lock_ms + lane->lock_duration_ms)
+        return code;
     int deletes = (j->kind == FERRY__FIN_COMPLETE || j->kind == FERRY__FIN_FAIL) && j->keep.set &&
                   j->keep.count == 0;
     if (code != -2 && !(code == -1 && deletes)) return code;
@@ -85,12 +86,13 @@ static void settle_written_ok(ferry__lane *lane, ferry_job *j, deltas *dl) {
 /* One job's answer: callbacks, stats, and whether the job is done with, or is sent again
  * after a pause or at once (SETTLE_*). */
 static int settle_answer(ferry__lane *lane, ferry_job *j, int code, const ferry__batch_result *res,
-                  deltas *dl) {
+                         deltas *dl) {
     if ((code == -4 || code == -9) && ferry__job_plan_refused(j, code)) {
         /* refused for its children, lock still held (checked after): Node's worker emits
          * the error and fails the job with it rather than leave it active till it stalls */
-        ferry__lane_report(lane, FERRY_ESTATE, "worker %s: job %s: completion refused (%d: %s): %s", lane->queue,
-               j->id, code, ferry__fin_code_text(code), j->value ? j->value : "");
+        ferry__lane_report(lane, FERRY_ESTATE, "worker %s: job %s: completion refused (%d: %s): %s",
+                           lane->queue, j->id, code, ferry__fin_code_text(code),
+                           j->value ? j->value : "");
         return SETTLE_RESEND_NOW;
     }
     if (code == 0) {
@@ -103,21 +105,23 @@ static int settle_answer(ferry__lane *lane, ferry_job *j, int code, const ferry_
         if (++j->send_tries < SCRIPT_ERROR_RETRIES) return SETTLE_RESEND_LATER;
         /* not written: its lock expires and it runs again elsewhere, as after a lost lock */
         ferry__job_log_emit(lane, j, "lock-lost");
-        ferry__lane_report(lane, FERRY_EREDIS,
-               "worker %s: job %s: %s given up after %d script errors (%s); its lock expires and "
-               "it is recovered as stalled",
-               lane->queue, j->id, ferry__fin_kind_text(j->kind), SCRIPT_ERROR_RETRIES,
-               res->has_script_error ? res->script_error.message : "");
+        ferry__lane_report(
+            lane, FERRY_EREDIS,
+            "worker %s: job %s: %s given up after %d script errors (%s); its lock expires and "
+            "it is recovered as stalled",
+            lane->queue, j->id, ferry__fin_kind_text(j->kind), SCRIPT_ERROR_RETRIES,
+            res->has_script_error ? res->script_error.message : "");
         return SETTLE_DONE;
     }
     if ((code == -2 || code == -6) && !j->lock_lost) dl->lock_lost++;
     ferry__job_log_emit(lane, j, "lock-lost");
-    ferry__lane_report(lane, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
-           "worker %s: job %s: %s refused (%d: %s)%s", lane->queue, j->id,
-           ferry__fin_kind_text(j->kind), code, ferry__fin_code_text(code),
-           j->resent ? "; sent again (after a broken connection or a script error), so it may "
-                       "have been written already"
-                     : "");
+    ferry__lane_report(
+        lane, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
+        "worker %s: job %s: %s refused (%d: %s)%s", lane->queue, j->id,
+        ferry__fin_kind_text(j->kind), code, ferry__fin_code_text(code),
+        j->resent ? "; sent again (after a broken connection or a script error), so it may "
+                    "have been written already"
+                  : "");
     return SETTLE_DONE;
 }
 

@@ -37,10 +37,11 @@ void ferry__timers_renew_locks(ferry__lane *lane) {
         }
         j->lock_lost = 1;
         newly++;
-        ferry__lane_report(lane, FERRY_ELOCK,
-               "worker %s: job %s: lock lost (renewal refused); its handler keeps running but "
-               "its result will be refused",
-               lane->queue, j->id);
+        ferry__lane_report(
+            lane, FERRY_ELOCK,
+            "worker %s: job %s: lock lost (renewal refused); its handler keeps running but "
+            "its result will be refused",
+            lane->queue, j->id);
     }
     free(lost);
     for (int k = 0; k < d->nowned; k++)

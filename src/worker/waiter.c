@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/retry_delay.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/numtext.h"
 #include "util/printable.h"
+#include "util/retry_delay.h"
 #include "worker/worker_internal.h"
 
 #define MAX_BLOCK_S 10.0

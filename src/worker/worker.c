@@ -26,7 +26,8 @@ static int check_range(ferry_error *err, const char *what, int v, int lo, int hi
 static int validate_name(const char *name, ferry_error *err) {
     size_t n = strlen(name);
     if (n == 0 || n > FERRY_WORKER_NAME_MAX)
-        return ferry__err(err, FERRY_EINVAL, "worker: name must be 1..%d bytes", FERRY_WORKER_NAME_MAX);
+        return ferry__err(err, FERRY_EINVAL, "worker: name must be 1..%d bytes",
+                          FERRY_WORKER_NAME_MAX);
     if (!ferry__redis_name_chars_ok(name))
         return ferry__err(err, FERRY_EINVAL,
                           "worker: name may hold only printable ASCII without spaces (it is "

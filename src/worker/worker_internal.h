@@ -150,8 +150,8 @@ typedef struct ferry__disp {
     int64_t last_io; /* mono ms of the last batch call (idle connections are checked) */
     int reconnect_failures;
     int reported_broken;
-    int link_counted;     /* this connection is counted in cbg->link_nlost (link.c) */
-    unsigned conn_epoch;  /* cbg->link_epoch when the connection was opened or checked */
+    int link_counted;    /* this connection is counted in cbg->link_nlost (link.c) */
+    unsigned conn_epoch; /* cbg->link_epoch when the connection was opened or checked */
 } ferry__disp;
 
 /* The Redis keys a lane uses, "<prefix>:<queue>:<suffix>": built once at create in a
@@ -213,8 +213,8 @@ struct ferry__lane {
     /* ---- guarded by mu ------------------------------------------------------------- */
     pthread_mutex_t mu;
     pthread_cond_t disp_cv, waiter_cv, exit_cv;
-    int role;            /* a thread acts as dispatcher (owns `d` and the command connection) */
-    int role_wanted;     /* the dispatcher thread waits for the role */
+    int role;              /* a thread acts as dispatcher (owns `d` and the command connection) */
+    int role_wanted;       /* the dispatcher thread waits for the role */
     int disp_exited_clean; /* every owned job was written or given up before leaving */
     int wait_req;          /* dispatcher asks the waiter to block */
     long long wait_block_until;
@@ -232,9 +232,9 @@ struct ferry__lane {
     int nthreads;
 
     /* ---- atomics, any thread ------------------------------------------------------- */
-    atomic_int stopping; /* stop fetching (ferry_worker_stop / close) */
-    atomic_int abandon;  /* close deadline passed: every thread leaves at once */
-    atomic_int ndone;    /* results pushed on `done` and not collected yet */
+    atomic_int stopping;       /* stop fetching (ferry_worker_stop / close) */
+    atomic_int abandon;        /* close deadline passed: every thread leaves at once */
+    atomic_int ndone;          /* results pushed on `done` and not collected yet */
     atomic_int handler_ns;     /* moving average of handler run time, ns (<= 1 s) */
     _Atomic(ferry_job *) done; /* handled jobs (lock-free stack, newest first) */
     atomic_int busy;           /* handlers running now */
@@ -340,7 +340,6 @@ char *ferry__job_trace_id(const ferry_job *j);
 /* Call callbacks.job_log (if set) for a settled job: `outcome` is one of the names in
  * ferry_job_log. Runs the callback under ferry__cb_enter. */
 void ferry__job_log_emit(ferry__lane *lane, const ferry_job *j, const char *outcome);
-
 
 /* ---- batch.c -------------------------------------------------------------------- */
 
@@ -542,7 +541,7 @@ void ferry__handlers_release(ferry__lane *lane);
  * handlers no other thread needs waking); otherwise at least one sleeper is woken. */
 void ferry__ready_push(ferry__lane *lane, ferry_job *head, ferry_job *tail, int n, int pusher_runs);
 
-/* Thread bookkeeping: mark *t exited, drop its reference, free the worker if last. */
+/* Thread bookkeeping: mark *t exited, drop its reference, free the lane if last. */
 void ferry__thread_exit(ferry__thread *t);
 
 /* Bracket every user callback: enter returns 0 (and holds cbg->mu) when callbacks may still
@@ -555,7 +554,7 @@ void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t dea
 
 /* ---- link.c ---------------------------------------------------------------------- */
 
-/* A connection of lane w, not counted yet (*counted = 0), was found lost (e: why) or could
+/* A connection of `lane`, not counted yet (*counted = 0), was found lost (e: why) or could
  * not be renewed: count it (*counted = 1) and, if it is the first of an outage, bump the
  * epoch and send REDIS_LOST. Any worker thread, holding no worker lock. */
 void ferry__link_lost(ferry__lane *lane, int *counted, const ferry_error *e);
@@ -568,7 +567,7 @@ unsigned ferry__link_epoch(const ferry__lane *lane);
 /* Whether a connection opened at `epoch` must be checked before use (an outage began
  * since). */
 int ferry__link_suspect(const ferry__lane *lane, unsigned epoch);
-/* At start, on the calling thread: read the maxmemory policy over c (lane w's command
+/* At start, on the calling thread: read the maxmemory policy over c (the lane's command
  * connection) and send FERRY_NOTICE_EVICTION_POLICY if it may evict jobs. */
 void ferry__link_check_eviction(ferry__lane *lane, ferry_conn *c);
 /* ferryx_printable copy of the queue name for messages (cut to fit out[cap]). */
