@@ -102,10 +102,10 @@ int ferry__backoff_resolve(const ferry__backoff *b, long attempt, double rnd, co
     for (size_t i = 0; i < nreg; i++) {
         if (strcmp(reg[i].name, b->type) != 0) continue;
         /* under the callback lock: a worker closed (its user data maybe freed) calls nobody */
-        if (job && ferry__cb_enter(job->w) != 0)
+        if (job && ferry__cb_enter(job->lane) != 0)
             return ferry__err(err, FERRY_ESTATE, "worker closed");
         long long d = reg[i].fn(attempt, b->type, reason ? reason : "", job, reg[i].userdata);
-        if (job) ferry__cb_leave(job->w);
+        if (job) ferry__cb_leave(job->lane);
         *delay_ms = d < 0 ? -1 : d > FERRY_BACKOFF_MAX_MS ? FERRY_BACKOFF_MAX_MS : d;
         return 0;
     }

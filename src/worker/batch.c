@@ -146,7 +146,7 @@ typedef struct item {
 } item;
 
 typedef struct call_ctx {
-    ferry_worker *w;
+    ferry__lane *lane;
     ferry_job **jobs;
     size_t *fin;     /* indexes of COMPLETE/FAIL jobs */
     char *trim;      /* per fin entry */
@@ -155,93 +155,106 @@ typedef struct call_ctx {
 } call_ctx;
 
 static void add_fetch_args(args *a, const call_ctx *c, int n) {
-    ferry_worker *w = c->w;
-    add(a, w->keys.base, w->keys.base_len);
+    ferry__lane *lane = c->lane;
+    add(a, lane->keys.base, lane->keys.base_len);
     addz(a, c->now);
     addll(a, n);
-    addz(a, w->token_prefix);
+    addz(a, lane->token_prefix);
     addll(a, (long long)c->tok_start);
-    addll(a, w->lock_duration_ms);
-    addz(a, w->name);
-    if (w->limiter_max > 0) {
-        addll(a, w->limiter_max);
-        addll(a, w->limiter_duration_ms);
+    addll(a, lane->lock_duration_ms);
+    addz(a, lane->name);
+    if (lane->limiter_max > 0) {
+        addll(a, lane->limiter_max);
+        addll(a, lane->limiter_duration_ms);
     } else {
         addz(a, ""); /* no worker limiter (a queue meta max is still honoured) */
         addz(a, "");
     }
-    addz(a, w->pop_many ? "1" : "0");
+    addz(a, lane->pop_many ? "1" : "0");
 }
 
-static const ferry_script *build_item(const call_ctx *c, const item *it, args *a, const char **keys,
-                                      int *nkeys) {
-    ferry_worker *w = c->w;
-    args_reset(a);
-    if (it->kind == ITEM_RETRY) {
-        ferry_job *j = c->jobs[it->first];
-        if (j->kind == FERRY__FIN_RETRY_DELAY || j->kind == FERRY__FIN_RETRY_LATER) {
-            const char *k[] = {w->k_marker, w->k_active, w->k_delayed,
-                               w->k_events, w->k_meta,   w->k_stalled};
-            memcpy(keys, k, sizeof k);
-            *nkeys = 6;
-            add(a, w->keys.base, w->keys.base_len);
-            addz(a, c->now);
-            addz(a, j->id);
-            addz(a, j->token);
-            addll(a, j->delay_ms);
-            /* retry-later: BullMQ job.moveToDelayed + DelayedError, no attempt spent */
-            addz(a, j->kind == FERRY__FIN_RETRY_LATER ? "1" : "0");
-            if (j->kind == FERRY__FIN_RETRY_DELAY || j->value) {
-                addz(a, "failedReason");
-                addz(a, j->value);
-            }
-            if (j->kind == FERRY__FIN_RETRY_DELAY && j->stacktrace) {
-                addz(a, "stacktrace");
-                addz(a, j->stacktrace);
-            }
-            return w->s_delay;
-        }
-        if (j->kind == FERRY__FIN_THROTTLE) {
-            const char *k[] = {w->k_active,  w->k_wait,        w->k_stalled, w->k_meta,
-                               w->k_limiter, w->k_prioritized, w->k_marker,  w->k_events};
-            memcpy(keys, k, sizeof k);
-            *nkeys = 8;
-            add(a, w->keys.base, w->keys.base_len);
-            addz(a, j->id);
-            addz(a, j->token);
-            addll(a, j->delay_ms > 0 ? j->delay_ms : 1);
-            if (j->value) {
-                addz(a, "failedReason");
-                addz(a, j->value);
-            }
-            return w->s_throttle;
-        }
-        const char *k[] = {w->k_active,      w->k_wait, w->k_meta,   w->k_events, w->k_delayed,
-                           w->k_prioritized, w->k_pc,   w->k_marker, w->k_stalled};
-        memcpy(keys, k, sizeof k);
-        *nkeys = 9;
-        add(a, w->keys.base, w->keys.base_len);
-        addz(a, c->now);
-        addz(a, j->lifo ? "RPUSH" : "LPUSH");
-        addz(a, j->id);
-        addz(a, j->token);
+/* moveToDelayed: a retry after a backoff, or a retry-later (no attempt spent). */
+static const ferry_script *build_delay(const call_ctx *c, const ferry_job *j, args *a,
+                                       const char **keys, int *nkeys) {
+    ferry__lane *lane = c->lane;
+    const char *k[] = {lane->key.marker, lane->key.active, lane->key.delayed,
+                       lane->key.events, lane->key.meta,   lane->key.stalled};
+    memcpy(keys, k, sizeof k);
+    *nkeys = 6;
+    add(a, lane->keys.base, lane->keys.base_len);
+    addz(a, c->now);
+    addz(a, j->id);
+    addz(a, j->token);
+    addll(a, j->delay_ms);
+    /* retry-later: BullMQ job.moveToDelayed + DelayedError, no attempt spent */
+    addz(a, j->kind == FERRY__FIN_RETRY_LATER ? "1" : "0");
+    if (j->kind == FERRY__FIN_RETRY_DELAY || j->value) {
         addz(a, "failedReason");
         addz(a, j->value);
-        if (j->stacktrace) {
-            addz(a, "stacktrace");
-            addz(a, j->stacktrace);
-        }
-        return w->s_retry;
     }
+    if (j->kind == FERRY__FIN_RETRY_DELAY && j->stacktrace) {
+        addz(a, "stacktrace");
+        addz(a, j->stacktrace);
+    }
+    return lane->script.delay;
+}
 
-    const char *k[] = {w->k_wait,    w->k_active,  w->k_prioritized, w->k_events,
-                       w->k_limiter, w->k_delayed, w->k_meta,        w->k_pc,
-                       w->k_marker,  w->k_stalled, w->k_completed,   w->k_failed};
+/* throttleJob: the queue limiter, the job back to the front of wait. */
+static const ferry_script *build_throttle(const call_ctx *c, const ferry_job *j, args *a,
+                                          const char **keys, int *nkeys) {
+    ferry__lane *lane = c->lane;
+    const char *k[] = {lane->key.active, lane->key.wait,    lane->key.stalled,
+                       lane->key.meta,   lane->key.limiter, lane->key.prioritized,
+                       lane->key.marker, lane->key.events};
+    memcpy(keys, k, sizeof k);
+    *nkeys = 8;
+    add(a, lane->keys.base, lane->keys.base_len);
+    addz(a, j->id);
+    addz(a, j->token);
+    addll(a, j->delay_ms > 0 ? j->delay_ms : 1);
+    if (j->value) {
+        addz(a, "failedReason");
+        addz(a, j->value);
+    }
+    return lane->script.throttle;
+}
+
+/* retryJob: a retry at once. */
+static const ferry_script *build_retry_now(const call_ctx *c, const ferry_job *j, args *a,
+                                           const char **keys, int *nkeys) {
+    ferry__lane *lane = c->lane;
+    const char *k[] = {lane->key.active, lane->key.wait,    lane->key.meta,
+                       lane->key.events, lane->key.delayed, lane->key.prioritized,
+                       lane->key.pc,     lane->key.marker,  lane->key.stalled};
+    memcpy(keys, k, sizeof k);
+    *nkeys = 9;
+    add(a, lane->keys.base, lane->keys.base_len);
+    addz(a, c->now);
+    addz(a, j->lifo ? "RPUSH" : "LPUSH");
+    addz(a, j->id);
+    addz(a, j->token);
+    addz(a, "failedReason");
+    addz(a, j->value);
+    if (j->stacktrace) {
+        addz(a, "stacktrace");
+        addz(a, j->stacktrace);
+    }
+    return lane->script.retry;
+}
+
+/* moveToActive (ITEM_FETCH) or moveToFinished for a chunk of finishes (ITEM_FINISH). */
+static const ferry_script *build_finish_or_fetch(const call_ctx *c, const item *it, args *a,
+                                                 const char **keys, int *nkeys) {
+    ferry__lane *lane = c->lane;
+    const char *k[] = {lane->key.wait,    lane->key.active,    lane->key.prioritized,
+                       lane->key.events,  lane->key.limiter,   lane->key.delayed,
+                       lane->key.meta,    lane->key.pc,        lane->key.marker,
+                       lane->key.stalled, lane->key.completed, lane->key.failed};
     if (it->kind == ITEM_FETCH) {
         memcpy(keys, k, 9 * sizeof *k);
         *nkeys = 9;
         add_fetch_args(a, c, it->fetch_n);
-        return w->s_fetch;
+        return lane->script.fetch;
     }
     memcpy(keys, k, sizeof k);
     *nkeys = 12;
@@ -265,7 +278,19 @@ static const ferry_script *build_item(const call_ctx *c, const item *it, args *a
         addz(a, c->trim[i] ? "1" : "0");
         addz(a, j->deid);
     }
-    return w->s_finish;
+    return lane->script.finish;
+}
+
+/* The script, keys and arguments of one item (into a, reset first). */
+static const ferry_script *build_item(const call_ctx *c, const item *it, args *a, const char **keys,
+                                      int *nkeys) {
+    args_reset(a);
+    if (it->kind != ITEM_RETRY) return build_finish_or_fetch(c, it, a, keys, nkeys);
+    const ferry_job *j = c->jobs[it->first];
+    if (j->kind == FERRY__FIN_RETRY_DELAY || j->kind == FERRY__FIN_RETRY_LATER)
+        return build_delay(c, j, a, keys, nkeys);
+    if (j->kind == FERRY__FIN_THROTTLE) return build_throttle(c, j, a, keys, nkeys);
+    return build_retry_now(c, j, a, keys, nkeys);
 }
 
 static int keep_equal(const ferry__keep_jobs *x, const ferry__keep_jobs *y) {
@@ -291,10 +316,10 @@ static void take_fetched(const call_ctx *c, const redisReply *arr, ferry__batch_
     if (!arr || arr->type != REDIS_REPLY_ARRAY) return;
     for (size_t i = 0; i + 1 < arr->elements; i += 2) {
         char token[96]; /* prefix (< 48) + counter */
-        size_t plen = strlen(c->w->token_prefix);
-        memcpy(token, c->w->token_prefix, plen);
+        size_t plen = strlen(c->lane->token_prefix);
+        memcpy(token, c->lane->token_prefix, plen);
         fmt_ll(token + plen, (long long)(c->tok_start + i / 2));
-        ferry_job *j = ferry__job_from_reply(c->w, arr->element[i], arr->element[i + 1], token);
+        ferry_job *j = ferry__job_from_reply(c->lane, arr->element[i], arr->element[i + 1], token);
         if (!j) {
             /* its lock expires and the stalled checker gives it to somebody */
             if (!*have_err) {
@@ -342,23 +367,164 @@ size_t ferry__batch_take(const ferry__disp *d) {
     return n;
 }
 
-int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
+static int is_finish(const ferry_job *j) {
+    return j->kind == FERRY__FIN_COMPLETE || j->kind == FERRY__FIN_FAIL;
+}
+
+/* The call's plan: one ITEM_RETRY per retry, the finishes in FINISH_CHUNK chunks (the last
+ * one fetching), or one ITEM_FETCH when nothing finishes; fin[] receives the finishes'
+ * indexes into jobs. Returns the number of items. */
+static size_t plan_items(ferry_job **jobs, size_t njobs, size_t nfin, int fetch_n, size_t *fin,
+                         item *items) {
+    size_t ni = 0, nf = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        if (is_finish(jobs[i]))
+            fin[nf++] = i;
+        else
+            items[ni++] = (item){ITEM_RETRY, i, 1, 0};
+    }
+    size_t nchunks = (nfin + FINISH_CHUNK - 1) / FINISH_CHUNK;
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t first = c * FINISH_CHUNK;
+        size_t count = nfin - first < FINISH_CHUNK ? nfin - first : FINISH_CHUNK;
+        items[ni++] = (item){ITEM_FINISH, first, count, c + 1 == nchunks ? fetch_n : 0};
+    }
+    if (nfin == 0 && fetch_n > 0) items[ni++] = (item){ITEM_FETCH, 0, 0, fetch_n};
+    return ni;
+}
+
+/* A run of jobs into the same set with equal keep settings trims once, after its last job
+ * (the script widens an age trim's limit by the run's length and trims for a last job that
+ * was refused): the resulting set is the same as trimming after each. */
+static void mark_trims(ferry_job **jobs, const size_t *fin, size_t nfin, char *trim) {
+    for (size_t i = 0; i < nfin; i++) {
+        ferry_job *j = jobs[fin[i]];
+        trim[i] = 1;
+        for (size_t k = i + 1; k < nfin; k++) {
+            ferry_job *n = jobs[fin[k]];
+            if ((n->kind == FERRY__FIN_COMPLETE) != (j->kind == FERRY__FIN_COMPLETE)) continue;
+            if (keep_equal(&n->keep, &j->keep)) trim[i] = 0;
+            break;
+        }
+    }
+}
+
+/* The first lock token counter of this call's fetched jobs. Tokens are consumed even if
+ * the reply is lost: a job fetched by a call whose reply never arrived keeps its lock
+ * token, and no later job should share it. */
+static unsigned long long reserve_tokens(ferry__disp *d, int fetch_n) {
+    /* Lua writes the token counter with "%.14g": keep it below 10^14 (a wrap after 10^13
+     * fetched jobs cannot meet a job still holding its old token) */
+    if (d->token_counter + (unsigned long long)fetch_n >= 10000000000000ULL) d->token_counter = 1;
+    unsigned long long start = d->token_counter;
+    if (fetch_n > 0) d->token_counter += (unsigned long long)fetch_n;
+    return start;
+}
+
+/* Pipeline every item and read every reply. 0 or a transport error. */
+static int send_items(ferry_conn *conn, const call_ctx *ctx, const item *items, size_t nitems,
+                      args *a, redisReply **replies, ferry_error *err) {
+    const char *keys[12];
+    int nkeys = 0;
+    int rc = 0;
+    for (size_t i = 0; i < nitems && rc == 0; i++) {
+        const ferry_script *s = build_item(ctx, &items[i], a, keys, &nkeys);
+        rc = args_resolve(a, err);
+        if (rc == 0)
+            rc = ferry__conn_append_evalsha(conn, s, nkeys, keys, (int)a->n, a->v, a->len, err);
+    }
+    return rc == 0 ? ferry__conn_pipeline_read(conn, nitems, replies, err) : rc;
+}
+
+/* The script cache was flushed since we connected: this item did not run; run it again on
+ * its own (ferry__conn_evalsha loads the script). 0 or a transport error (everything
+ * after is unknown too). */
+static int rerun_item(ferry_conn *conn, const call_ctx *ctx, const item *it, args *a,
+                      redisReply **reply, ferry_error *err) {
+    const char *keys[12];
+    int nkeys = 0;
+    freeReplyObject(*reply);
+    *reply = NULL;
+    const ferry_script *s = build_item(ctx, it, a, keys, &nkeys);
+    int rc = args_resolve(a, err);
+    if (rc == 0)
+        rc = ferry__conn_evalsha(conn, s, nkeys, keys, (int)a->n, a->v, a->len, reply, err);
+    return rc;
+}
+
+/* The first script error of a call, for the caller's message. */
+typedef struct first_error {
+    ferry_error e;
+    int have;
+} first_error;
+
+static void decode_retry(ferry_job **jobs, const item *it, const redisReply *r, int *codes,
+                         ferry__batch_result *res, first_error *fe) {
+    if (r->type == REDIS_REPLY_INTEGER) {
+        codes[it->first] = (int)r->integer;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               jobs[it->first]->kind == FERRY__FIN_THROTTLE) {
+        /* throttleJob: {code, limiter pttl}; the limit holds even when refused */
+        codes[it->first] = (int)int_of(r->element[0]);
+        long long ttl = int_of(r->element[1]);
+        if (ttl > res->throttle_ttl) res->throttle_ttl = ttl;
+    } else {
+        codes[it->first] = FERRY__CODE_SCRIPT_ERROR;
+        note_script_error(&fe->e, &fe->have, "retry", r);
+    }
+}
+
+/* moveToFinished {codes, jobs, limiter ttl, next delayed} / moveToActive {jobs, ...}. */
+static void decode_finish_or_fetch(const call_ctx *ctx, const item *it, const redisReply *r,
+                                   int *codes, ferry__batch_result *res, first_error *fe) {
+    int is_fetch = it->kind == ITEM_FETCH;
+    size_t need = is_fetch ? 3 : 4;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != need) {
+        note_script_error(&fe->e, &fe->have, is_fetch ? "moveToActive" : "moveToFinished", r);
+        for (size_t k = 0; !is_fetch && k < it->count; k++)
+            codes[ctx->fin[it->first + k]] = FERRY__CODE_SCRIPT_ERROR;
+        return;
+    }
+    size_t base = 0;
+    if (!is_fetch) {
+        const redisReply *cr = r->element[0];
+        for (size_t k = 0; k < it->count; k++)
+            codes[ctx->fin[it->first + k]] = cr->type == REDIS_REPLY_ARRAY && k < cr->elements
+                                                 ? (int)int_of(cr->element[k])
+                                                 : FERRY__CODE_SCRIPT_ERROR;
+        base = 1;
+    }
+    if (it->fetch_n > 0) {
+        take_fetched(ctx, r->element[base], res, &fe->e, &fe->have);
+        res->rate_limit_ttl = int_of(r->element[base + 1]);
+        res->next_delayed = int_of(r->element[base + 2]);
+    }
+}
+
+static void free_fetched(ferry__batch_result *res) {
+    ferry_job *j = res->fetched;
+    while (j) {
+        ferry_job *n = j->next;
+        ferry__job_free(j);
+        j = n;
+    }
+    res->fetched = res->fetched_tail = NULL;
+}
+
+int ferry__batch_run(ferry__lane *lane, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
                      ferry__batch_result *res, ferry_error *err) {
     memset(res, 0, sizeof *res);
-    ferry_conn *conn = w->d.conn;
+    ferry_conn *conn = lane->d.conn;
     char now[24];
     snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
 
-    size_t nfin = 0, nretry = 0;
+    size_t nfin = 0;
     for (size_t i = 0; i < njobs; i++) {
         codes[i] = 0;
-        if (jobs[i]->kind == FERRY__FIN_COMPLETE || jobs[i]->kind == FERRY__FIN_FAIL)
-            nfin++;
-        else
-            nretry++;
+        if (is_finish(jobs[i])) nfin++;
     }
     size_t nchunks = (nfin + FINISH_CHUNK - 1) / FINISH_CHUNK;
-    size_t nitems = nretry + nchunks + (nfin == 0 && fetch_n > 0 ? 1 : 0);
+    size_t nitems = (njobs - nfin) + nchunks + (nfin == 0 && fetch_n > 0 ? 1 : 0);
     if (nitems == 0) return 0;
 
     int rc = 0;
@@ -371,113 +537,28 @@ int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_
         rc = ferry__err(err, FERRY_ENOMEM, "worker: out of memory");
         goto out;
     }
-    size_t ni = 0, nf = 0;
-    for (size_t i = 0; i < njobs; i++) {
-        if (jobs[i]->kind == FERRY__FIN_COMPLETE || jobs[i]->kind == FERRY__FIN_FAIL)
-            fin[nf++] = i;
-        else
-            items[ni++] = (item){ITEM_RETRY, i, 1, 0};
-    }
-    /* A run of jobs into the same set with equal keep settings trims once, after its last
-     * job (the script widens an age trim's limit by the run's length and trims for a last
-     * job that was refused): the resulting set is the same as trimming after each. */
-    for (size_t i = 0; i < nfin; i++) {
-        ferry_job *j = jobs[fin[i]];
-        trim[i] = 1;
-        for (size_t k = i + 1; k < nfin; k++) {
-            ferry_job *n = jobs[fin[k]];
-            if ((n->kind == FERRY__FIN_COMPLETE) != (j->kind == FERRY__FIN_COMPLETE)) continue;
-            if (keep_equal(&n->keep, &j->keep)) trim[i] = 0;
-            break;
-        }
-    }
-    for (size_t c = 0; c < nchunks; c++) {
-        size_t first = c * FINISH_CHUNK;
-        size_t count = nfin - first < FINISH_CHUNK ? nfin - first : FINISH_CHUNK;
-        items[ni++] = (item){ITEM_FINISH, first, count, c + 1 == nchunks ? fetch_n : 0};
-    }
-    if (nfin == 0 && fetch_n > 0) items[ni++] = (item){ITEM_FETCH, 0, 0, fetch_n};
-
-    /* Lua writes the token counter with "%.14g": keep it below 10^14 (a wrap after 10^13
-     * fetched jobs cannot meet a job still holding its old token) */
-    if (w->d.token_counter + (unsigned long long)fetch_n >= 10000000000000ULL)
-        w->d.token_counter = 1;
-    call_ctx ctx = {w, jobs, fin, trim, now, w->d.token_counter};
-    /* Tokens are consumed even if the reply is lost: a job fetched by a call whose reply
-     * never arrived keeps its lock token, and no later job should share it. */
-    if (fetch_n > 0) w->d.token_counter += (unsigned long long)fetch_n;
+    plan_items(jobs, njobs, nfin, fetch_n, fin, items);
+    mark_trims(jobs, fin, nfin, trim);
+    call_ctx ctx = {lane, jobs, fin, trim, now, reserve_tokens(&lane->d, fetch_n)};
     res->fetch_sent = fetch_n > 0;
 
-    const char *keys[12];
-    int nkeys = 0;
-    for (size_t i = 0; i < nitems && rc == 0; i++) {
-        const ferry_script *s = build_item(&ctx, &items[i], &a, keys, &nkeys);
-        rc = args_resolve(&a, err);
-        if (rc == 0)
-            rc = ferry__conn_append_evalsha(conn, s, nkeys, keys, (int)a.n, a.v, a.len, err);
-    }
-    if (rc == 0) rc = ferry__conn_pipeline_read(conn, nitems, replies, err);
+    rc = send_items(conn, &ctx, items, nitems, &a, replies, err);
     if (rc != 0) goto out;
-
-    ferry_error first = {0};
-    int have_err = 0;
+    first_error fe = {0};
     for (size_t i = 0; i < nitems; i++) {
-        const item *it = &items[i];
         if (is_noscript(replies[i])) {
-            /* script cache flushed since we connected: this call did not run; run it again
-             * on its own (ferry__conn_evalsha loads the script) */
-            freeReplyObject(replies[i]);
-            replies[i] = NULL;
-            const ferry_script *s = build_item(&ctx, it, &a, keys, &nkeys);
-            rc = args_resolve(&a, err);
-            if (rc == 0)
-                rc = ferry__conn_evalsha(conn, s, nkeys, keys, (int)a.n, a.v, a.len, &replies[i],
-                                         err);
-            if (rc != 0) goto out; /* transport: everything after is unknown too */
+            rc = rerun_item(conn, &ctx, &items[i], &a, &replies[i], err);
+            if (rc != 0) goto out;
         }
-        redisReply *r = replies[i];
-        if (it->kind == ITEM_RETRY) {
-            if (r->type == REDIS_REPLY_INTEGER) {
-                codes[it->first] = (int)r->integer;
-            } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                       jobs[it->first]->kind == FERRY__FIN_THROTTLE) {
-                /* throttleJob: {code, limiter pttl}; the limit holds even when refused */
-                codes[it->first] = (int)int_of(r->element[0]);
-                long long ttl = int_of(r->element[1]);
-                if (ttl > res->throttle_ttl) res->throttle_ttl = ttl;
-            } else {
-                codes[it->first] = FERRY__CODE_SCRIPT_ERROR;
-                note_script_error(&first, &have_err, "retry", r);
-            }
-            continue;
-        }
-        int is_fetch = it->kind == ITEM_FETCH;
-        size_t need = is_fetch ? 3 : 4;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != need) {
-            note_script_error(&first, &have_err, is_fetch ? "moveToActive" : "moveToFinished", r);
-            for (size_t k = 0; !is_fetch && k < it->count; k++)
-                codes[fin[it->first + k]] = FERRY__CODE_SCRIPT_ERROR;
-            continue;
-        }
-        size_t base = 0;
-        if (!is_fetch) {
-            const redisReply *cr = r->element[0];
-            for (size_t k = 0; k < it->count; k++)
-                codes[fin[it->first + k]] = cr->type == REDIS_REPLY_ARRAY && k < cr->elements
-                                                ? (int)int_of(cr->element[k])
-                                                : FERRY__CODE_SCRIPT_ERROR;
-            base = 1;
-        }
-        if (it->fetch_n > 0) {
-            take_fetched(&ctx, r->element[base], res, &first, &have_err);
-            res->rate_limit_ttl = int_of(r->element[base + 1]);
-            res->next_delayed = int_of(r->element[base + 2]);
-        }
+        if (items[i].kind == ITEM_RETRY)
+            decode_retry(jobs, &items[i], replies[i], codes, res, &fe);
+        else
+            decode_finish_or_fetch(&ctx, &items[i], replies[i], codes, res, &fe);
     }
     /* a script error is not a transport error: the call returns 0 with per-job codes and
      * the first error's text, so the caller decides per job */
-    if (have_err) {
-        res->script_error = first;
+    if (fe.have) {
+        res->script_error = fe.e;
         res->has_script_error = 1;
     }
 
@@ -489,36 +570,28 @@ out:
     free(trim);
     free(fin);
     args_free(&a);
-    if (rc != 0) {
-        /* the caller treats the whole call as lost */
-        ferry_job *j = res->fetched;
-        while (j) {
-            ferry_job *n = j->next;
-            ferry__job_free(j);
-            j = n;
-        }
-        res->fetched = res->fetched_tail = NULL;
-    }
+    if (rc != 0) free_fetched(res); /* the caller treats the whole call as lost */
     return rc;
 }
 
-int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_t **lost,
+int ferry__batch_extend_locks(ferry__lane *lane, ferry_job **jobs, size_t n, size_t **lost,
                               size_t *nlost, ferry_error *err) {
     *lost = NULL;
     *nlost = 0;
     if (n == 0) return 0;
     args a = {0};
-    add(&a, w->keys.base, w->keys.base_len);
-    addll(&a, w->lock_duration_ms);
+    add(&a, lane->keys.base, lane->keys.base_len);
+    addll(&a, lane->lock_duration_ms);
     for (size_t i = 0; i < n; i++) {
         addz(&a, jobs[i]->id);
         addz(&a, jobs[i]->token);
     }
     redisReply *r = NULL;
-    const char *keys[] = {w->k_stalled};
+    const char *keys[] = {lane->key.stalled};
     int rc = args_resolve(&a, err);
     if (rc == 0)
-        rc = ferry__conn_evalsha(w->d.conn, w->s_extend, 1, keys, (int)a.n, a.v, a.len, &r, err);
+        rc = ferry__conn_evalsha(lane->d.conn, lane->script.extend, 1, keys, (int)a.n, a.v, a.len,
+                                 &r, err);
     args_free(&a);
     if (rc != 0) return rc;
     if (r->type != REDIS_REPLY_ARRAY) {
@@ -544,19 +617,21 @@ int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_
     return 0;
 }
 
-int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error *err) {
+int ferry__batch_stalled_check(ferry__lane *lane, redisReply **reply, ferry_error *err) {
     char now[24], maxst[24], interval[24];
     snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
     /* never fail stalled jobs: a count no job reaches; fail at the first stall: 0 */
-    long long max_stalled = w->max_stalled_count;
+    long long max_stalled = lane->max_stalled_count;
     if (max_stalled == FERRY_STALLED_NEVER_FAIL) max_stalled = 9007199254740991LL;
     if (max_stalled == FERRY_STALLED_FAIL_FIRST) max_stalled = 0;
     snprintf(maxst, sizeof maxst, "%lld", max_stalled);
-    snprintf(interval, sizeof interval, "%d", w->stalled_interval_ms);
-    const char *keys[] = {w->k_stalled, w->k_wait,   w->k_active, w->k_stalled_check,
-                          w->k_meta,    w->k_marker, w->k_events, w->k_repeat};
-    const char *argv[] = {maxst, w->keys.base, now, interval};
-    int rc = ferry__conn_evalsha(w->d.conn, w->s_stalled, 8, keys, 4, argv, NULL, reply, err);
+    snprintf(interval, sizeof interval, "%d", lane->stalled_interval_ms);
+    const char *keys[] = {lane->key.stalled,       lane->key.wait,  lane->key.active,
+                          lane->key.stalled_check, lane->key.meta,  lane->key.marker,
+                          lane->key.events,        lane->key.repeat};
+    const char *argv[] = {maxst, lane->keys.base, now, interval};
+    int rc =
+        ferry__conn_evalsha(lane->d.conn, lane->script.stalled, 8, keys, 4, argv, NULL, reply, err);
     if (rc != 0) return rc;
     if ((*reply)->type != REDIS_REPLY_ARRAY) {
         rc = ferry__err(err, FERRY_EREDIS, "worker: stalled check failed: %s",

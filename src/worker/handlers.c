@@ -17,114 +17,115 @@
 #define PER_JOB_OVERHEAD_US 3
 #define STALE_READY_US 1000 /* = dispatch.c WATCH_MS */
 
-void ferry__handlers_release(ferry_worker *w) {
-    pthread_mutex_lock(&w->rq_mu);
-    w->rq_exit = 1;
-    pthread_cond_broadcast(&w->rq_cv);
-    pthread_mutex_unlock(&w->rq_mu);
+void ferry__handlers_release(ferry__lane *lane) {
+    pthread_mutex_lock(&lane->rq_mu);
+    lane->rq_exit = 1;
+    pthread_cond_broadcast(&lane->rq_cv);
+    pthread_mutex_unlock(&lane->rq_mu);
 }
 
 /* Should one more sleeping handler be woken for the jobs queued now? [rq_mu] */
-static int handler_wanted(ferry_worker *w, int64_t now_us) {
-    if (!w->rq_head || w->rq_sleepers == 0) return 0;
-    int64_t per_job = atomic_load_explicit(&w->handler_ns, memory_order_relaxed) / 1000;
+static int handler_wanted(ferry__lane *lane, int64_t now_us) {
+    if (!lane->rq_head || lane->rq_sleepers == 0) return 0;
+    int64_t per_job = atomic_load_explicit(&lane->handler_ns, memory_order_relaxed) / 1000;
     if (per_job >= FERRY__EAGER_HANDLER_US) return 1;
     /* threads not asleep here are running a handler or about to take a job */
-    int awake = w->concurrency - w->rq_sleepers;
+    int awake = lane->concurrency - lane->rq_sleepers;
     per_job += PER_JOB_OVERHEAD_US;
-    if ((int64_t)atomic_load(&w->rq_len) * per_job >
+    if ((int64_t)atomic_load(&lane->rq_len) * per_job >
         (int64_t)DRAIN_BUDGET_US * (awake > 0 ? awake : 1))
         return 1;
-    return now_us - w->rq_head->ready_us >= STALE_READY_US;
+    return now_us - lane->rq_head->ready_us >= STALE_READY_US;
 }
 
-void ferry__ready_push(ferry_worker *w, ferry_job *head, ferry_job *tail, int n, int pusher_runs) {
+void ferry__ready_push(ferry__lane *lane, ferry_job *head, ferry_job *tail, int n,
+                       int pusher_runs) {
     int64_t now = ferry__now_us();
     for (ferry_job *j = head; j; j = j->next)
         j->ready_us = now;
-    pthread_mutex_lock(&w->rq_mu);
-    if (w->rq_tail)
-        w->rq_tail->next = head;
+    pthread_mutex_lock(&lane->rq_mu);
+    if (lane->rq_tail)
+        lane->rq_tail->next = head;
     else
-        w->rq_head = head;
-    w->rq_tail = tail;
-    atomic_fetch_add(&w->rq_len, n);
-    int wake = w->rq_sleepers > 0 && (!pusher_runs || handler_wanted(w, now));
-    pthread_mutex_unlock(&w->rq_mu);
+        lane->rq_head = head;
+    lane->rq_tail = tail;
+    atomic_fetch_add(&lane->rq_len, n);
+    int wake = lane->rq_sleepers > 0 && (!pusher_runs || handler_wanted(lane, now));
+    pthread_mutex_unlock(&lane->rq_mu);
     /* one sleeper; the rest follow in a chain while handler_wanted says so. Signalled after
      * unlocking (the sleeper is registered in the condvar already) so it does not wake into
      * a held mutex. */
-    if (wake) pthread_cond_signal(&w->rq_cv);
+    if (wake) pthread_cond_signal(&lane->rq_cv);
     /* jobs left for the threads already awake: if those turn out slow, the dispatcher
      * wakes more (ferry__ready_kick_stale) */
-    if (!wake) ferry__watch(w);
+    if (!wake) ferry__watch(lane);
 }
 
-void ferry__ready_help(ferry_worker *w) {
-    pthread_mutex_lock(&w->rq_mu);
-    int wake = w->rq_head && w->rq_sleepers > 0;
-    pthread_mutex_unlock(&w->rq_mu);
-    if (wake) pthread_cond_signal(&w->rq_cv);
+void ferry__ready_help(ferry__lane *lane) {
+    pthread_mutex_lock(&lane->rq_mu);
+    int wake = lane->rq_head && lane->rq_sleepers > 0;
+    pthread_mutex_unlock(&lane->rq_mu);
+    if (wake) pthread_cond_signal(&lane->rq_cv);
 }
 
-void ferry__ready_kick_stale(ferry_worker *w) {
-    pthread_mutex_lock(&w->rq_mu);
-    int wake = w->rq_head && w->rq_sleepers > 0 &&
-               ferry__now_us() - w->rq_head->ready_us >= STALE_READY_US;
-    pthread_mutex_unlock(&w->rq_mu);
-    if (wake) pthread_cond_signal(&w->rq_cv);
+void ferry__ready_kick_stale(ferry__lane *lane) {
+    pthread_mutex_lock(&lane->rq_mu);
+    int wake = lane->rq_head && lane->rq_sleepers > 0 &&
+               ferry__now_us() - lane->rq_head->ready_us >= STALE_READY_US;
+    pthread_mutex_unlock(&lane->rq_mu);
+    if (wake) pthread_cond_signal(&lane->rq_cv);
 }
 
 /* Next job from the ready queue, sleeping while it is empty. NULL = leave. */
-static ferry_job *ready_take(ferry_worker *w) {
-    pthread_mutex_lock(&w->rq_mu);
-    while (!w->rq_head && !w->rq_exit && !atomic_load(&w->abandon)) {
-        w->rq_sleepers++;
-        pthread_cond_wait(&w->rq_cv, &w->rq_mu);
-        w->rq_sleepers--;
+static ferry_job *ready_take(ferry__lane *lane) {
+    pthread_mutex_lock(&lane->rq_mu);
+    while (!lane->rq_head && !lane->rq_exit && !atomic_load(&lane->abandon)) {
+        lane->rq_sleepers++;
+        pthread_cond_wait(&lane->rq_cv, &lane->rq_mu);
+        lane->rq_sleepers--;
     }
-    if (atomic_load(&w->abandon) || !w->rq_head) { /* queued jobs are freed by destroy */
-        pthread_mutex_unlock(&w->rq_mu);
+    if (atomic_load(&lane->abandon) || !lane->rq_head) { /* queued jobs are freed by destroy */
+        pthread_mutex_unlock(&lane->rq_mu);
         return NULL;
     }
-    ferry_job *j = w->rq_head;
-    w->rq_head = j->next;
-    if (!w->rq_head) w->rq_tail = NULL;
+    ferry_job *j = lane->rq_head;
+    lane->rq_head = j->next;
+    if (!lane->rq_head) lane->rq_tail = NULL;
     j->next = NULL;
-    atomic_fetch_sub(&w->rq_len, 1);
-    int wake = handler_wanted(w, ferry__now_us());
-    int left = !wake && w->rq_head;
-    pthread_mutex_unlock(&w->rq_mu);
-    if (wake) pthread_cond_signal(&w->rq_cv);
+    atomic_fetch_sub(&lane->rq_len, 1);
+    int wake = handler_wanted(lane, ferry__now_us());
+    int left = !wake && lane->rq_head;
+    pthread_mutex_unlock(&lane->rq_mu);
+    if (wake) pthread_cond_signal(&lane->rq_cv);
     /* jobs left for this thread to run after j: if j turns out slow, the dispatcher wakes
      * another thread for them (ferry__ready_kick_stale) */
-    if (left) ferry__watch(w);
+    if (left) ferry__watch(lane);
     return j;
 }
 
-static void push_done(ferry_worker *w, ferry_job *j) {
-    ferry_job *head = atomic_load(&w->done);
+static void push_done(ferry__lane *lane, ferry_job *j) {
+    ferry_job *head = atomic_load(&lane->done);
     do {
         j->next = head;
-    } while (!atomic_compare_exchange_weak(&w->done, &head, j));
-    atomic_fetch_add(&w->ndone, 1);
+    } while (!atomic_compare_exchange_weak(&lane->done, &head, j));
+    atomic_fetch_add(&lane->ndone, 1);
 }
 
 void *ferry__handler_main(void *arg) {
     ferry__thread *t = arg;
-    ferry_worker *w = t->w;
+    ferry__lane *lane = t->lane;
     ferry_job *j = NULL;
     ferry__opts_cache cache = {0};
     for (;;) {
-        if (!j && !(j = ready_take(w))) break;
-        atomic_fetch_add(&w->busy, 1);
+        if (!j && !(j = ready_take(lane))) break;
+        atomic_fetch_add(&lane->busy, 1);
         int64_t t0 = ferry__now_us();
-        ferry_outcome oc = w->handler(j, w->handler_ud);
+        ferry_outcome oc = lane->handler(j, lane->handler_ud);
         int64_t took = ferry__now_us() - t0;
         /* moving average over ~8 jobs; concurrent updates may lose one, which is fine */
-        int64_t avg = atomic_load_explicit(&w->handler_ns, memory_order_relaxed);
+        int64_t avg = atomic_load_explicit(&lane->handler_ns, memory_order_relaxed);
         int64_t sample = took < 1000000 ? took * 1000 : 1000000000;
-        atomic_store_explicit(&w->handler_ns, (int)(avg + (sample - avg) / 8),
+        atomic_store_explicit(&lane->handler_ns, (int)(avg + (sample - avg) / 8),
                               memory_order_relaxed);
         if (oc != FERRY_COMPLETED && oc != FERRY_FAILED && oc != FERRY_FAILED_PERMANENT &&
             oc != FERRY_RETRY_LATER && oc != FERRY_THROTTLED) {
@@ -135,21 +136,22 @@ void *ferry__handler_main(void *arg) {
         j->ran = 1;
         j->run_us = took;
         /* parsed here, not on the thread that settles results for everybody */
-        if (w->cb.job_log) j->trace_id = ferry__job_trace_id(j);
+        if (lane->cb.job_log) j->trace_id = ferry__job_trace_id(j);
         ferry__job_plan(j, oc, &cache);
-        atomic_fetch_sub(&w->busy, 1);
-        push_done(w, j);
+        atomic_fetch_sub(&lane->busy, 1);
+        push_done(lane, j);
         j = NULL;
         /* More fetched jobs waiting means more completions are imminent: leave this result
          * to be written with theirs (the last one to finish writes them all; at high
          * concurrency, also the one completing half a batch). Otherwise write now, from
          * this thread, and run the next fetched job here too. */
-        if (atomic_load(&w->rq_len) == 0 || (w->split_at && atomic_load(&w->ndone) >= w->split_at))
-            j = ferry__lead(w, 1);
+        if (atomic_load(&lane->rq_len) == 0 ||
+            (lane->split_at && atomic_load(&lane->ndone) >= lane->split_at))
+            j = ferry__lead(lane, 1);
         else
-            ferry__watch(w);
-        if (j && atomic_load(&w->abandon)) {
-            ferry__ready_push(w, j, j, 1, 1); /* freed with the queue by destroy */
+            ferry__watch(lane);
+        if (j && atomic_load(&lane->abandon)) {
+            ferry__ready_push(lane, j, j, 1, 1); /* freed with the queue by destroy */
             j = NULL;
         }
     }

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/json_text.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "worker/backoff.h"
 #include "worker/worker_internal.h"
 
@@ -33,24 +33,10 @@ static long counter_of(const char *s) {
     return v < 0 ? 0 : v > 2147483647LL ? 2147483647L : (long)v;
 }
 
-ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const redisReply *hash,
-                                 const char *token) {
-    if (!reply_is_str(id) || !hash || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
-        return NULL;
-    size_t nf = hash->elements / 2;
-    size_t toklen = strlen(token);
-    size_t strbytes = id->len + 1 + toklen + 1;
-    for (size_t i = 0; i < hash->elements; i++) {
-        if (!reply_is_str(hash->element[i])) return NULL;
-        strbytes += hash->element[i]->len + 1;
-    }
-    size_t head = sizeof(ferry_job) + 2 * nf * sizeof(char *);
-    ferry_job *j = calloc(1, head + strbytes);
-    if (!j) return NULL;
-    j->w = w;
-    j->fname = (const char **)(void *)(j + 1);
-    j->fval = j->fname + nf;
-    char *p = (char *)j + head;
+/* Copy the id, the token and every field name and value into the strings after the job's
+ * header (p: their start; the room was counted by the caller). */
+static void copy_strings(ferry_job *j, char *p, const redisReply *id, const redisReply *hash,
+                         const char *token, size_t toklen) {
 #define COPY_INTO(dst, src, n)                                                                     \
     do {                                                                                           \
         memcpy(p, (src), (n));                                                                     \
@@ -60,20 +46,22 @@ ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const re
     } while (0)
     COPY_INTO(j->id, id->str, id->len);
     COPY_INTO(j->token, token, toklen);
-    for (size_t i = 0; i < nf; i++) {
+    for (size_t i = 0; i < j->nfields; i++) {
         COPY_INTO(j->fname[i], hash->element[2 * i]->str, hash->element[2 * i]->len);
         COPY_INTO(j->fval[i], hash->element[2 * i + 1]->str, hash->element[2 * i + 1]->len);
     }
 #undef COPY_INTO
-    j->nfields = nf;
-    /* one pass for the fields the worker reads (first occurrence wins, as in
-     * ferry_job_field) */
+}
+
+/* One pass for the fields the worker reads (first occurrence wins, as in
+ * ferry_job_field), defaults for the missing ones. */
+static void index_fields(ferry_job *j) {
     const char *atm = NULL, *legacy_atm = NULL, *ats = NULL, *ts = NULL;
 #define TAKE(var, lit)                                                                             \
     do {                                                                                           \
         if (!(var) && !strcmp(n, lit)) (var) = v;                                                  \
     } while (0)
-    for (size_t i = 0; i < nf; i++) {
+    for (size_t i = 0; i < j->nfields; i++) {
         const char *n = j->fname[i], *v = j->fval[i];
         switch (n[0]) {
         case 'n':
@@ -110,6 +98,28 @@ ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const re
     j->attempts_made = atm ? counter_of(atm) : 0;
     j->attempts_started = ats ? counter_of(ats) : 0;
     j->timestamp = ts ? strtoll(ts, NULL, 10) : 0;
+}
+
+ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const redisReply *hash,
+                                 const char *token) {
+    if (!reply_is_str(id) || !hash || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2)
+        return NULL;
+    size_t nf = hash->elements / 2;
+    size_t toklen = strlen(token);
+    size_t strbytes = id->len + 1 + toklen + 1;
+    for (size_t i = 0; i < hash->elements; i++) {
+        if (!reply_is_str(hash->element[i])) return NULL;
+        strbytes += hash->element[i]->len + 1;
+    }
+    size_t head = sizeof(ferry_job) + 2 * nf * sizeof(char *);
+    ferry_job *j = calloc(1, head + strbytes);
+    if (!j) return NULL;
+    j->lane = lane;
+    j->fname = (const char **)(void *)(j + 1);
+    j->fval = j->fname + nf;
+    j->nfields = nf;
+    copy_strings(j, (char *)j + head, id, hash, token, toklen);
+    index_fields(j);
     j->own_idx = -1;
     return j;
 }
@@ -128,7 +138,7 @@ void ferry__job_free(ferry_job *j) {
 /* ---- public accessors -------------------------------------------------------------- */
 
 const char *ferry_job_queue(const ferry_job *j) {
-    return j->w->queue;
+    return j->lane->queue;
 }
 const char *ferry_job_id(const ferry_job *j) {
     return j->id;
@@ -329,7 +339,7 @@ ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
 
 const char *ferry__job_unrunnable(const ferry_job *j) {
     if (j->defa) return j->defa;
-    if (j->w->max_started_attempts > 0 && j->w->max_started_attempts < j->attempts_started)
+    if (j->lane->max_started_attempts > 0 && j->lane->max_started_attempts < j->attempts_started)
         return "job started more than allowable limit";
     return NULL;
 }
@@ -419,7 +429,7 @@ static void plan_oom(ferry_job *j) {
     j->value = NULL;
     j->stacktrace = NULL;
     j->kind = FERRY__FIN_FAIL;
-    j->keep = j->w->keep_fail;
+    j->keep = j->lane->keep_fail;
 }
 
 void ferry__opts_cache_free(ferry__opts_cache *c) {
@@ -446,81 +456,77 @@ static const ferry__job_opts *opts_of(const ferry_job *j, ferry__opts_cache *cac
     return &cache->opts;
 }
 
-void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache) {
-    ferry_worker *w = j->w;
-    ferry__job_opts local;
-    const ferry__job_opts *o = opts_of(j, cache, &local);
-    j->attempts = o->attempts;
-    j->lifo = o->lifo;
-    free(j->value);
-    free(j->stacktrace);
-    j->value = j->stacktrace = NULL;
+/* A return value too long to store: the attempt fails, saying why (as a Node job whose
+ * completion cannot be written fails). */
+static void plan_return_too_big(ferry_job *j) {
+    char *why = dup_printf("return value of %zu bytes is over the %u-byte limit "
+                           "(FERRY_RETURN_MAX_BYTES)",
+                           j->ret_over, FERRY_RETURN_MAX_BYTES);
+    free(j->reason);
+    free(j->stack);
+    j->reason = why;
+    j->stack = NULL;
+    j->outcome = FERRY_FAILED;
+}
 
-    if (outcome == FERRY_COMPLETED && j->ret_over) {
-        /* a return value too long to store: the attempt fails, saying why (as a Node job
-         * whose completion cannot be written fails) */
-        char *why = dup_printf("return value of %zu bytes is over the %u-byte limit "
-                               "(FERRY_RETURN_MAX_BYTES)",
-                               j->ret_over, FERRY_RETURN_MAX_BYTES);
-        free(j->reason);
-        free(j->stack);
-        j->reason = why;
-        j->stack = NULL;
-        outcome = j->outcome = FERRY_FAILED;
+static void plan_completion(ferry_job *j, const ferry__job_opts *o) {
+    j->kind = FERRY__FIN_COMPLETE;
+    j->keep = o->remove_on_complete.set ? o->remove_on_complete : j->lane->keep_complete;
+    if (j->ret) {
+        j->value = j->ret;
+        j->ret = NULL;
+    } else {
+        j->value = strdup("null");
     }
-    if (outcome == FERRY_COMPLETED) {
-        j->kind = FERRY__FIN_COMPLETE;
-        j->keep = o->remove_on_complete.set ? o->remove_on_complete : w->keep_complete;
-        if (j->ret) {
-            j->value = j->ret;
-            j->ret = NULL;
-        } else {
-            j->value = strdup("null");
-        }
-        if (!j->value) plan_oom(j);
-        if (o == &local) ferry__job_opts_free(&local);
-        return;
-    }
+    if (!j->value) plan_oom(j);
+}
 
-    if (outcome == FERRY_THROTTLED || outcome == FERRY_RETRY_LATER) {
-        /* Not a failure: no attempt spent, no stacktrace entry; the reason, when given, is
-         * stored as failedReason (it tells why the job waits). */
-        long long delay = j->req_delay_set ? j->req_delay_ms : 0;
-        if (outcome == FERRY_THROTTLED && delay <= 0) delay = FERRY_THROTTLE_DEFAULT_MS;
-        j->kind = outcome == FERRY_THROTTLED && w->limiter_max > 0 ? FERRY__FIN_THROTTLE
-                                                                   : FERRY__FIN_RETRY_LATER;
-        j->delay_ms = delay;
-        if (j->reason) j->value = strdup(j->reason); /* ENOMEM: just not stored */
-        if (o == &local) ferry__job_opts_free(&local);
-        return;
-    }
+/* Not a failure: no attempt spent, no stacktrace entry; the reason, when given, is stored
+ * as failedReason (it tells why the job waits). */
+static void plan_wait(ferry_job *j, ferry_outcome outcome) {
+    long long delay = j->req_delay_set ? j->req_delay_ms : 0;
+    if (outcome == FERRY_THROTTLED && delay <= 0) delay = FERRY_THROTTLE_DEFAULT_MS;
+    j->kind = outcome == FERRY_THROTTLED && j->lane->limiter_max > 0 ? FERRY__FIN_THROTTLE
+                                                                     : FERRY__FIN_RETRY_LATER;
+    j->delay_ms = delay;
+    if (j->reason) j->value = strdup(j->reason); /* ENOMEM: just not stored */
+}
 
+/* Whether a failed attempt is retried, and after *delay ms. A backoff that cannot be
+ * resolved (e.g. a custom strategy this worker does not know) fails the job now: *why
+ * receives the reason saying so (malloc'd), else stays NULL. */
+static int plan_retry(ferry_job *j, const ferry__job_opts *o, ferry_outcome outcome,
+                      const char *reason, long long *delay, char **why) {
+    ferry__lane *lane = j->lane;
+    *delay = 0;
+    int retry =
+        outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
+        !(lane->max_started_attempts > 0 && lane->max_started_attempts <= j->attempts_started);
+    if (!retry) return 0;
+    ferry_error e = {0};
+    j->cur_backoff = &o->backoff;
+    int rc = ferry__backoff_resolve(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
+                                    reason, j, lane->backoffs, lane->nbackoffs, delay, &e);
+    j->cur_backoff = NULL;
+    if (rc != 0) {
+        *why = dup_printf("%s (not retried: %s)", reason, e.message);
+        return 0;
+    }
+    return *delay >= 0;
+}
+
+static void plan_failure(ferry_job *j, const ferry__job_opts *o, ferry_outcome outcome) {
     const char *reason = j->reason ? j->reason : "failed";
     char *reason_buf = NULL;
-    int retry = outcome == FERRY_FAILED && j->attempts_made + 1 < o->attempts &&
-                !(w->max_started_attempts > 0 && w->max_started_attempts <= j->attempts_started);
     long long delay = 0;
-    if (retry) {
-        ferry_error e = {0};
-        j->cur_backoff = &o->backoff;
-        int rc = ferry__backoff_resolve(&o->backoff, j->attempts_made + 1, ferry__backoff_random(),
-                                        reason, j, w->backoffs, w->nbackoffs, &delay, &e);
-        j->cur_backoff = NULL;
-        if (rc != 0) {
-            /* e.g. a custom strategy this worker does not know: fail now, and say why */
-            retry = 0;
-            reason_buf = dup_printf("%s (not retried: %s)", reason, e.message);
-            if (reason_buf) reason = reason_buf;
-        } else if (delay < 0) {
-            retry = 0;
-        }
-    }
+    int retry = plan_retry(j, o, outcome, reason, &delay, &reason_buf);
+    if (reason_buf) reason = reason_buf;
 
     char *default_stack = NULL;
     const char *stack = j->stack;
     if (!stack) {
         default_stack = dup_printf("Error: %s\n    at ferry handler (queue %s, job %s)", reason,
-                                   j->w->queue, j->id);
+                                   j->lane->queue, j->id);
         stack = default_stack ? default_stack : "Error";
     }
     long long limit = o->stack_trace_limit >= 0 ? o->stack_trace_limit : STACKTRACE_LIMIT_DEFAULT;
@@ -530,7 +536,6 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
     free(reason_buf);
     if (!j->value || !j->stacktrace) {
         plan_oom(j);
-        if (o == &local) ferry__job_opts_free(&local);
         return;
     }
     if (retry) {
@@ -538,8 +543,29 @@ void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cac
         j->delay_ms = delay;
     } else {
         j->kind = FERRY__FIN_FAIL;
-        j->keep = o->remove_on_fail.set ? o->remove_on_fail : w->keep_fail;
+        j->keep = o->remove_on_fail.set ? o->remove_on_fail : j->lane->keep_fail;
     }
+}
+
+void ferry__job_plan(ferry_job *j, ferry_outcome outcome, ferry__opts_cache *cache) {
+    ferry__job_opts local;
+    const ferry__job_opts *o = opts_of(j, cache, &local);
+    j->attempts = o->attempts;
+    j->lifo = o->lifo;
+    free(j->value);
+    free(j->stacktrace);
+    j->value = j->stacktrace = NULL;
+
+    if (outcome == FERRY_COMPLETED && j->ret_over) {
+        plan_return_too_big(j);
+        outcome = FERRY_FAILED;
+    }
+    if (outcome == FERRY_COMPLETED)
+        plan_completion(j, o);
+    else if (outcome == FERRY_THROTTLED || outcome == FERRY_RETRY_LATER)
+        plan_wait(j, outcome);
+    else
+        plan_failure(j, o, outcome);
     if (o == &local) ferry__job_opts_free(&local);
 }
 
@@ -562,7 +588,7 @@ int ferry__job_plan_refused(ferry_job *j, int code) {
                                         "failed child. moveToFinished",
                                         j->id);
     char *stack = msg ? dup_printf("%s: %s\n    at ferry worker (queue %s, completion refused)",
-                                   code == -4 ? "Error" : "UnrecoverableError", msg, j->w->queue)
+                                   code == -4 ? "Error" : "UnrecoverableError", msg, j->lane->queue)
                       : NULL;
     free(j->reason);
     free(j->stack);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/json_text.h"
 #include "util/clock.h"
+#include "util/json_text.h"
 #include "worker/worker_internal.h"
 
 /* ---- trace id ----------------------------------------------------------------------- */
@@ -41,11 +41,11 @@ char *ferry__job_trace_id(const ferry_job *j) {
 
 /* ---- emitting ----------------------------------------------------------------------- */
 
-void ferry__job_log_emit(ferry_worker *w, const ferry_job *j, const char *outcome) {
-    if (!w->cb.job_log) return;
+void ferry__job_log_emit(ferry__lane *lane, const ferry_job *j, const char *outcome) {
+    if (!lane->cb.job_log) return;
     ferry_job_log rec;
     memset(&rec, 0, sizeof rec);
-    rec.queue = w->queue;
+    rec.queue = lane->queue;
     rec.name = j->name;
     rec.id = j->id;
     rec.attempt = j->attempts_made + 1;
@@ -57,10 +57,10 @@ void ferry__job_log_emit(ferry_worker *w, const ferry_job *j, const char *outcom
         rec.trace_id = j->trace_id;
     } else {
         /* the fallback: job-<queue>-<id> */
-        size_t need = 4 + strlen(w->queue) + 1 + strlen(j->id) + 1;
+        size_t need = 4 + strlen(lane->queue) + 1 + strlen(j->id) + 1;
         char *b = need <= sizeof dflt ? dflt : (heap = malloc(need));
         if (b) {
-            snprintf(b, need, "job-%s-%s", w->queue, j->id);
+            snprintf(b, need, "job-%s-%s", lane->queue, j->id);
             rec.trace_id = b;
         } else {
             rec.trace_id = "job";
@@ -86,9 +86,9 @@ void ferry__job_log_emit(ferry_worker *w, const ferry_job *j, const char *outcom
     long long now = (long long)ferry__now_ms();
     rec.age_ms = j->timestamp > 0 && now > j->timestamp ? now - j->timestamp : 0;
 
-    if (ferry__cb_enter(w) == 0) {
-        w->cb.job_log(&rec, w->cb_ud);
-        ferry__cb_leave(w);
+    if (ferry__cb_enter(lane) == 0) {
+        lane->cb.job_log(&rec, lane->cb_ud);
+        ferry__cb_leave(lane);
     }
     free(heap);
 }

@@ -20,49 +20,49 @@
 
 #define QUEUE_SHOWN_MAX 160
 
-const char *ferry__worker_queue_shown(const ferry_worker *w, char *out, size_t cap) {
-    return ferryx_printable(w->queue, out, cap);
+const char *ferry__lane_queue_shown(const ferry__lane *lane, char *out, size_t cap) {
+    return ferryx_printable(lane->queue, out, cap);
 }
 
-unsigned ferry__link_epoch(const ferry_worker *w) {
-    return atomic_load(&w->cbg->link_epoch);
+unsigned ferry__link_epoch(const ferry__lane *lane) {
+    return atomic_load(&lane->cbg->link_epoch);
 }
 
-int ferry__link_suspect(const ferry_worker *w, unsigned epoch) {
-    return epoch != ferry__link_epoch(w);
+int ferry__link_suspect(const ferry__lane *lane, unsigned epoch) {
+    return epoch != ferry__link_epoch(lane);
 }
 
-void ferry__link_lost(ferry_worker *w, int *counted, const ferry_error *e) {
+void ferry__link_lost(ferry__lane *lane, int *counted, const ferry_error *e) {
     if (*counted) return;
     *counted = 1;
-    if (ferry__cb_enter(w) != 0) return; /* abandoned by close: nobody listens any more */
-    ferry__cbgate *g = w->cbg;
+    if (ferry__cb_enter(lane) != 0) return; /* abandoned by close: nobody listens any more */
+    ferry__cbgate *g = lane->cbg;
     g->link_nlost++;
     if (!g->link_down) {
         g->link_down = 1;
         g->link_down_since = ferry__mono_ms();
         atomic_fetch_add(&g->link_epoch, 1);
-        if (w->cb.notice) {
+        if (lane->cb.notice) {
             char q[QUEUE_SHOWN_MAX], why[FERRY_ERROR_MESSAGE_MAX],
                 msg[FERRY_ERROR_MESSAGE_MAX + 256];
             ferryx_printable(e && e->message[0] ? e->message : ferry_strerror(e ? e->code : 0), why,
                              sizeof why);
             snprintf(msg, sizeof msg, "worker %s: Redis connection lost (%s); reconnecting",
-                     ferry__worker_queue_shown(w, q, sizeof q), why);
+                     ferry__lane_queue_shown(lane, q, sizeof q), why);
             ferry_worker_notice n = {FERRY_NOTICE_REDIS_LOST, msg, e ? e->code : FERRY_EIO, 0,
                                      NULL};
-            w->cb.notice(&n, w->cb_ud);
+            lane->cb.notice(&n, lane->cb_ud);
         }
     }
-    ferry__cb_leave(w);
+    ferry__cb_leave(lane);
 }
 
-void ferry__link_back(ferry_worker *w, int *counted, unsigned *epoch, unsigned epoch_at_open) {
+void ferry__link_back(ferry__lane *lane, int *counted, unsigned *epoch, unsigned epoch_at_open) {
     *epoch = epoch_at_open;
     if (!*counted) return;
     *counted = 0;
-    if (ferry__cb_enter(w) != 0) return;
-    ferry__cbgate *g = w->cbg;
+    if (ferry__cb_enter(lane) != 0) return;
+    ferry__cbgate *g = lane->cbg;
     if (g->link_nlost > 0) g->link_nlost--;
     if (g->link_nlost == 0 && g->link_down) {
         g->link_down = 0;
@@ -72,19 +72,19 @@ void ferry__link_back(ferry_worker *w, int *counted, unsigned *epoch, unsigned e
          * outage. (The ones just reopened pass that check at the cost of one peek.) */
         atomic_fetch_add(&g->link_epoch, 1);
         long long down_ms = (long long)(ferry__mono_ms() - g->link_down_since);
-        if (w->cb.notice) {
+        if (lane->cb.notice) {
             char q[QUEUE_SHOWN_MAX], msg[QUEUE_SHOWN_MAX + 128];
             snprintf(msg, sizeof msg, "worker %s: Redis connection restored after %lld ms",
-                     ferry__worker_queue_shown(w, q, sizeof q), down_ms);
+                     ferry__lane_queue_shown(lane, q, sizeof q), down_ms);
             ferry_worker_notice n = {FERRY_NOTICE_REDIS_RESTORED, msg, 0, down_ms, NULL};
-            w->cb.notice(&n, w->cb_ud);
+            lane->cb.notice(&n, lane->cb_ud);
         }
     }
-    ferry__cb_leave(w);
+    ferry__cb_leave(lane);
 }
 
-void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c) {
-    if (!w->cb.notice || !c) return;
+void ferry__link_check_eviction(ferry__lane *lane, ferry_conn *c) {
+    if (!lane->cb.notice || !c) return;
     char policy[64], warn[512];
     ferry_error e = {0};
     /* unknown (INFO refused) or a transport failure (the dispatcher finds the connection
@@ -93,11 +93,11 @@ void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c) {
     if (!ferry__redis_eviction_warning(policy, warn, sizeof warn)) return;
     char q[QUEUE_SHOWN_MAX], shown[sizeof policy * 4], msg[sizeof warn + QUEUE_SHOWN_MAX + 16];
     ferryx_printable(policy, shown, sizeof shown);
-    snprintf(msg, sizeof msg, "worker %s: %s", ferry__worker_queue_shown(w, q, sizeof q), warn);
+    snprintf(msg, sizeof msg, "worker %s: %s", ferry__lane_queue_shown(lane, q, sizeof q), warn);
     ferry_worker_notice n = {FERRY_NOTICE_EVICTION_POLICY, msg, 0, 0, shown};
-    if (ferry__cb_enter(w) != 0) return;
-    w->cb.notice(&n, w->cb_ud);
-    ferry__cb_leave(w);
+    if (ferry__cb_enter(lane) != 0) return;
+    lane->cb.notice(&n, lane->cb_ud);
+    ferry__cb_leave(lane);
 }
 
 /* A Redis error reply text that passes by itself: `word` right after ": " (how ferry's

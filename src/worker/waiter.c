@@ -15,48 +15,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/retry_delay.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/numtext.h"
 #include "util/printable.h"
+#include "util/retry_delay.h"
 #include "worker/worker_internal.h"
 
 #define MAX_BLOCK_S 10.0
 #define BLOCK_GUARD_MS 3000 /* client-side deadline beyond the server-side timeout */
 
-void ferry__worker_post_error(ferry_worker *w, const ferry_error *e) {
-    pthread_mutex_lock(&w->mu);
-    if (w->nposted < FERRY__POSTED_MAX)
-        w->posted[w->nposted++] = *e;
+void ferry__lane_post_error(ferry__lane *lane, const ferry_error *e) {
+    pthread_mutex_lock(&lane->mu);
+    if (lane->nposted < FERRY__POSTED_MAX)
+        lane->posted[lane->nposted++] = *e;
     else
-        w->nposted_dropped++;
-    pthread_cond_signal(&w->disp_cv);
-    pthread_mutex_unlock(&w->mu);
+        lane->nposted_dropped++;
+    pthread_cond_signal(&lane->disp_cv);
+    pthread_mutex_unlock(&lane->mu);
 }
 
-static void post(ferry_worker *w, int code, const char *what, const char *msg) {
+static void post(ferry__lane *lane, int code, const char *what, const char *msg) {
     ferry_error e;
     e.code = code;
     /* precisions keep the parts inside the message buffer (a long queue name is cut); the
      * whole is escaped (queue names and server replies may hold any bytes) */
     char raw[FERRY_ERROR_MESSAGE_MAX];
-    snprintf(raw, sizeof raw, "worker %.100s: blocking connection: %.64s%.300s", w->queue, what,
+    snprintf(raw, sizeof raw, "worker %.100s: blocking connection: %.64s%.300s", lane->queue, what,
              msg);
     ferryx_printable(raw, e.message, sizeof e.message);
-    ferry__worker_post_error(w, &e);
+    ferry__lane_post_error(lane, &e);
 }
 
-static int leaving(ferry_worker *w) {
-    return atomic_load(&w->stopping) || atomic_load(&w->abandon);
+static int leaving(ferry__lane *lane) {
+    return atomic_load(&lane->stopping) || atomic_load(&lane->abandon);
 }
 
 /* Sleep until the deadline or until the worker stops. */
-static void pause_until(ferry_worker *w, int64_t deadline) {
-    pthread_mutex_lock(&w->mu);
-    while (!leaving(w) && ferry__mono_ms() < deadline)
-        ferry__cond_wait_until(&w->waiter_cv, &w->mu, deadline);
-    pthread_mutex_unlock(&w->mu);
+static void pause_until(ferry__lane *lane, int64_t deadline) {
+    pthread_mutex_lock(&lane->mu);
+    while (!leaving(lane) && ferry__mono_ms() < deadline)
+        ferry__cond_wait_until(&lane->waiter_cv, &lane->mu, deadline);
+    pthread_mutex_unlock(&lane->mu);
 }
 
 static long long client_id(ferry_conn *c) {
@@ -72,98 +72,107 @@ static long long client_id(ferry_conn *c) {
 
 /* (Re)open the blocking connection, retrying with backoff until it works or the worker
  * stops. Returns 0 when connected. */
-static int connect_blocking(ferry_worker *w) {
+static int connect_blocking(ferry__lane *lane) {
     for (int failures = 0;;) {
-        if (leaving(w)) return -1;
+        if (leaving(lane)) return -1;
         ferry_error e = {0};
         ferry_conn *c = NULL;
-        unsigned epoch = ferry__link_epoch(w);
-        int rc = ferry__conn_open(&w->redis, w->bconn_name, &c, &e);
+        unsigned epoch = ferry__link_epoch(lane);
+        int rc = ferry__conn_open(&lane->redis, lane->bconn_name, &c, &e);
         if (rc == 0) {
             long long id = client_id(c);
-            pthread_mutex_lock(&w->mu);
-            w->bconn = c;
-            w->bclient_id = id;
-            pthread_mutex_unlock(&w->mu);
-            ferry__link_back(w, &w->bconn_counted, &w->bconn_epoch, epoch);
+            pthread_mutex_lock(&lane->mu);
+            lane->bconn = c;
+            lane->bclient_id = id;
+            pthread_mutex_unlock(&lane->mu);
+            ferry__link_back(lane, &lane->bconn_counted, &lane->bconn_epoch, epoch);
             return 0;
         }
         /* a connection replaced quietly (suspect, see wait_for_marker) that cannot be
          * renewed is lost */
-        ferry__link_lost(w, &w->bconn_counted, &e);
+        ferry__link_lost(lane, &lane->bconn_counted, &e);
         failures++;
         if ((failures & (failures - 1)) == 0 || failures % 16 == 0) {
             char what[64];
             snprintf(what, sizeof what, "reconnect attempt %d failed: ", failures);
-            post(w, rc, what, e.message);
+            post(lane, rc, what, e.message);
         }
-        pause_until(w, ferry__mono_ms() + ferryx_reconnect_delay_ms(failures));
+        pause_until(lane, ferry__mono_ms() + ferryx_reconnect_delay_ms(failures));
     }
 }
 
-static void drop_blocking(ferry_worker *w) {
-    pthread_mutex_lock(&w->mu);
-    ferry_conn *c = w->bconn;
-    w->bconn = NULL;
-    w->bclient_id = 0;
-    pthread_mutex_unlock(&w->mu);
+static void drop_blocking(ferry__lane *lane) {
+    pthread_mutex_lock(&lane->mu);
+    ferry_conn *c = lane->bconn;
+    lane->bconn = NULL;
+    lane->bclient_id = 0;
+    pthread_mutex_unlock(&lane->mu);
     ferry__conn_close(c);
 }
 
+/* The BZPOPMIN timeout for a wait until block_until (wall ms; 0 = drain_delay): seconds,
+ * written as the command's argument into tbuf; 0 when block_until is due already. */
+static double block_timeout(const ferry__lane *lane, long long block_until, char *tbuf,
+                            size_t cap) {
+    long long now = (long long)ferry__now_ms();
+    double timeout_s;
+    if (block_until > 0) {
+        if (block_until - now <= 1) return 0;
+        timeout_s = (double)(block_until - now) / 1000.0;
+    } else {
+        timeout_s = (double)lane->drain_delay_ms / 1000.0;
+    }
+    if (timeout_s > MAX_BLOCK_S) timeout_s = MAX_BLOCK_S;
+    if (timeout_s < lane->min_block_s) timeout_s = lane->min_block_s;
+    if (lane->whole_second_block) timeout_s = ceil(timeout_s);
+    /* seconds with 3 decimals from integer ms: no locale decimal separator */
+    long long tms = llround(timeout_s * 1000.0);
+    snprintf(tbuf, cap, "%lld.%03lld", tms / 1000, tms % 1000);
+    if (lane->whole_second_block) snprintf(tbuf, cap, "%d", (int)timeout_s);
+    return timeout_s;
+}
+
 /* Block until a fetch is worth trying (or the worker stops). */
-static void wait_for_marker(ferry_worker *w, long long block_until) {
+static void wait_for_marker(ferry__lane *lane, long long block_until) {
     for (;;) {
-        if (leaving(w)) return;
-        if (!w->bconn) {
+        if (leaving(lane)) return;
+        if (!lane->bconn) {
             /* After a reconnect, fetch at once: markers may have come and gone. */
-            connect_blocking(w);
+            connect_blocking(lane);
             return;
         }
-        if (ferry__link_suspect(w, w->bconn_epoch)) {
+        if (ferry__link_suspect(lane, lane->bconn_epoch)) {
             /* an outage began since it was opened (link.c): if the server closed it, open
              * a new one quietly rather than count a second outage */
-            unsigned epoch = ferry__link_epoch(w);
-            if (ferry__conn_check_idle_peer(w->bconn)) {
-                drop_blocking(w);
+            unsigned epoch = ferry__link_epoch(lane);
+            if (ferry__conn_check_idle_peer(lane->bconn)) {
+                drop_blocking(lane);
                 continue;
             }
-            w->bconn_epoch = epoch;
+            lane->bconn_epoch = epoch;
         }
-        long long now = (long long)ferry__now_ms();
-        double timeout_s;
-        if (block_until > 0) {
-            if (block_until - now <= 1) return; /* due */
-            timeout_s = (double)(block_until - now) / 1000.0;
-        } else {
-            timeout_s = (double)w->drain_delay_ms / 1000.0;
-        }
-        if (timeout_s > MAX_BLOCK_S) timeout_s = MAX_BLOCK_S;
-        if (timeout_s < w->min_block_s) timeout_s = w->min_block_s;
-        if (w->whole_second_block) timeout_s = ceil(timeout_s);
         char tbuf[32];
-        /* seconds with 3 decimals from integer ms: no locale decimal separator */
-        long long tms = llround(timeout_s * 1000.0);
-        snprintf(tbuf, sizeof tbuf, "%lld.%03lld", tms / 1000, tms % 1000);
-        if (w->whole_second_block) snprintf(tbuf, sizeof tbuf, "%d", (int)timeout_s);
-        ferry__conn_set_timeout(w->bconn, (int)(timeout_s * 1000) + BLOCK_GUARD_MS);
+        double timeout_s = block_timeout(lane, block_until, tbuf, sizeof tbuf);
+        if (timeout_s <= 0) return; /* due */
+        ferry__conn_set_timeout(lane->bconn, (int)(timeout_s * 1000) + BLOCK_GUARD_MS);
 
-        const char *argv[] = {"BZPOPMIN", w->k_marker, tbuf};
+        const char *argv[] = {"BZPOPMIN", lane->key.marker, tbuf};
         redisReply *r = NULL;
         ferry_error e = {0};
-        int rc = ferry__conn_command_argv(w->bconn, 3, argv, NULL, &r, &e);
+        int rc = ferry__conn_command_argv(lane->bconn, 3, argv, NULL, &r, &e);
         if (rc != 0) {
-            if (!leaving(w)) {
-                post(w, rc, "lost: ", e.message);
-                ferry__link_lost(w, &w->bconn_counted, &e);
+            if (!leaving(lane)) {
+                post(lane, rc, "lost: ", e.message);
+                ferry__link_lost(lane, &lane->bconn_counted, &e);
             }
-            drop_blocking(w);
+            drop_blocking(lane);
             continue;
         }
         if (r->type == REDIS_REPLY_ERROR) {
             /* e.g. the marker key holds another type; fetch anyway, but not in a tight loop */
-            post(w, FERRY_EREDIS, "BZPOPMIN: ", r->str);
+            post(lane, FERRY_EREDIS, "BZPOPMIN: ", r->str);
             freeReplyObject(r);
-            pause_until(w, ferry__mono_ms() + 1000);
+            pause_until(lane, ferry__mono_ms() + 1000);
             return;
         }
         if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) {
@@ -183,36 +192,36 @@ static void wait_for_marker(ferry_worker *w, long long block_until) {
 
 void *ferry__waiter_main(void *arg) {
     ferry__thread *t = arg;
-    ferry_worker *w = t->w;
-    pthread_mutex_lock(&w->mu);
+    ferry__lane *lane = t->lane;
+    pthread_mutex_lock(&lane->mu);
     for (;;) {
-        while (!w->wait_req && !leaving(w))
-            pthread_cond_wait(&w->waiter_cv, &w->mu);
-        if (leaving(w)) break;
-        long long until = w->wait_block_until;
-        w->wait_req = 0;
-        w->waiter_busy = 1;
-        pthread_mutex_unlock(&w->mu);
+        while (!lane->wait_req && !leaving(lane))
+            pthread_cond_wait(&lane->waiter_cv, &lane->mu);
+        if (leaving(lane)) break;
+        long long until = lane->wait_block_until;
+        lane->wait_req = 0;
+        lane->waiter_busy = 1;
+        pthread_mutex_unlock(&lane->mu);
 
-        wait_for_marker(w, until);
+        wait_for_marker(lane, until);
 
-        pthread_mutex_lock(&w->mu);
-        w->waiter_busy = 0;
-        w->wake_fetch = 1;
-        if (leaving(w)) {
-            pthread_cond_signal(&w->disp_cv);
+        pthread_mutex_lock(&lane->mu);
+        lane->waiter_busy = 0;
+        lane->wake_fetch = 1;
+        if (leaving(lane)) {
+            pthread_cond_signal(&lane->disp_cv);
             continue;
         }
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_unlock(&lane->mu);
         /* it asks us to block again (wait_req) when this fetch finds nothing */
-        ferry__lead(w, 0);
-        pthread_mutex_lock(&w->mu);
-        if (w->wake_fetch) pthread_cond_signal(&w->disp_cv); /* the role was taken */
+        ferry__lead(lane, 0);
+        pthread_mutex_lock(&lane->mu);
+        if (lane->wake_fetch) pthread_cond_signal(&lane->disp_cv); /* the role was taken */
     }
-    w->waiter_busy = 0;
-    pthread_cond_signal(&w->disp_cv);
-    pthread_mutex_unlock(&w->mu);
-    drop_blocking(w);
+    lane->waiter_busy = 0;
+    pthread_cond_signal(&lane->disp_cv);
+    pthread_mutex_unlock(&lane->mu);
+    drop_blocking(lane);
     ferry__thread_exit(t);
     return NULL;
 }

@@ -1,5 +1,8 @@
 /* worker_internal.h - state shared by the worker's files:
- *   worker.c    public API, options, lanes, thread start/stop
+ *   worker.c    the public handle (a shell around 1..FERRY__MAX_LANES lanes): create,
+ *               start, stop, close, free, stats
+ *   lane.c      one lane: create, connect, launch its threads, stop, close, free
+ *   gate.c      the callback gate shared by the lanes, the monotonic condition wait
  *   handlers.c  the handler threads and the ready queue of fetched jobs
  *   dispatch.c  the dispatcher thread (owns the command connection): collects results,
  *               runs the batched finish+fetch calls, timers, reconnects
@@ -7,12 +10,14 @@
  *   waiter.c    the waiter thread (owns the blocking connection): BZPOPMIN on the marker
  *   job.c       ferry_job: accessors, parsing a fetched job, planning its finish
  *   joblog.c    callbacks.job_log records and ferry_job_log_format
+ *   link.c      the worker's view of its Redis link (REDIS_LOST / REDIS_RESTORED)
  *   backoff.c   retry delays (built-in and registered strategies)
  *
- * Locking: `mu` guards every field marked [mu]. Fields marked [disp] belong to whichever
- * thread holds the dispatcher role (`role`, see dispatch.c: the dispatcher thread, a handler
- * thread writing results it just produced, or the waiter fetching after a marker), [wait]
- * to the waiter thread, [const] never change after create. */
+ * Locking: a lane's `mu` guards every field marked [mu] (and its sections so labelled).
+ * Fields marked [disp] belong to whichever thread holds the lane's dispatcher role
+ * (`role`, see dispatch.c: the dispatcher thread, a handler thread writing results it just
+ * produced, or the waiter fetching after a marker), [wait] to the waiter thread, [rq_mu]
+ * to the ready queue's lock. The shell's own `mu` guards its start/close state only. */
 #ifndef FERRY_WORKER_INTERNAL_H
 #define FERRY_WORKER_INTERNAL_H
 
@@ -41,6 +46,8 @@
  * the lanes share for the same reason: one REDIS_LOST / REDIS_RESTORED pair per outage.
  * Reference counted: each lane holds one and drops it when it is destroyed (a lane may
  * outlive the public handle while abandoned threads finish). */
+typedef struct ferry__lane ferry__lane;
+
 typedef struct ferry__cbgate {
     pthread_mutex_t mu;
     atomic_int refs;
@@ -68,7 +75,7 @@ typedef enum ferry__fin_kind {
 
 struct ferry_job {
     struct ferry_job *next; /* link in done / pending / fetched lists */
-    ferry_worker *w;
+    ferry__lane *lane;
     /* From the fetch; immutable afterwards (the dispatcher reads id/token for lock
      * renewal while the handler runs). Strings live in the same allocation. */
     const char *id;
@@ -119,7 +126,7 @@ struct ferry_job {
 };
 
 typedef struct ferry__thread {
-    ferry_worker *w;
+    ferry__lane *lane;
     pthread_t tid;
     int started;
     int exited; /* [mu] */
@@ -143,15 +150,34 @@ typedef struct ferry__disp {
     int64_t last_io; /* mono ms of the last batch call (idle connections are checked) */
     int reconnect_failures;
     int reported_broken;
-    int link_counted;     /* this connection is counted in cbg->link_nlost (link.c) */
-    unsigned conn_epoch;  /* cbg->link_epoch when the connection was opened or checked */
+    int link_counted;    /* this connection is counted in cbg->link_nlost (link.c) */
+    unsigned conn_epoch; /* cbg->link_epoch when the connection was opened or checked */
 } ferry__disp;
 
-struct ferry_worker {
-    /* [const] configuration */
+/* The Redis keys a lane uses, "<prefix>:<queue>:<suffix>": built once at create in a
+ * single allocation (`block`, which every pointer points into), read-only afterwards. */
+typedef struct ferry__lane_keys {
+    const char *wait, *active, *prioritized, *events, *limiter, *delayed, *meta, *pc, *marker,
+        *stalled, *completed, *failed, *stalled_check, *repeat;
+    char *block;
+} ferry__lane_keys;
+
+/* The scripts a lane calls (the embedded registry's, not owned). */
+typedef struct ferry__lane_scripts {
+    const ferry_script *fetch, *finish, *delay, *retry, *extend, *stalled, *throttle;
+} ferry__lane_scripts;
+
+/* One lane: a complete worker of the queue with its own two connections, dispatcher,
+ * waiter and share of the handler threads (lane.c). Every internal function of the worker
+ * takes a lane. The configuration is each lane's own copy (not a pointer into the shell):
+ * a lane abandoned by a timed-out close outlives the public handle until its last thread
+ * leaves. */
+struct ferry__lane {
+    /* ---- set at create, read-only after start ------------------------------------- */
     ferry__keys keys;
     char *queue;
-    ferry_redis_options redis; /* deep copy */
+    ferry_redis_options redis; /* deep copy (its connect timeout is cut while connecting,
+                                  before any thread of the lane runs) */
     char *name;                /* NULL = none */
     int concurrency, lock_duration_ms, stalled_interval_ms, max_stalled_count;
     int max_started_attempts, drain_delay_ms, fetch_batch;
@@ -169,59 +195,28 @@ struct ferry_worker {
      * Queue.getWorkers() lists a worker once, as it lists a Node Worker (one blocking
      * connection each): NULL = unnamed, else client_name */
     const char *bconn_name;
-    /* key strings: "<prefix>:<queue>:<suffix>" */
-    char *k_wait, *k_active, *k_prioritized, *k_events, *k_limiter, *k_delayed, *k_meta, *k_pc,
-        *k_marker, *k_stalled, *k_completed, *k_failed, *k_stalled_check, *k_repeat;
-    const ferry_script *s_fetch, *s_finish, *s_delay, *s_retry, *s_extend, *s_stalled, *s_throttle;
+    ferry__lane_keys key;
+    ferry__lane_scripts script;
+    /* write this many results without waiting for the rest of a batch (0 = never): at
+     * high concurrency the handlers then run one half while Redis works on the other */
+    int split_at;
+    /* server features, probed at start before the threads run */
     double min_block_s; /* smallest BZPOPMIN timeout the server accepts usefully */
     int pop_many;       /* server has RPOP with a count (>= 6.2): fetch pops in one call */
     int whole_second_block;
 
-    /* [const] A worker of two or more lanes (ferry_worker_options.lanes) is a shell around
-     * them: each lane is a complete worker of the same queue (its own connections,
-     * dispatcher, waiter and share of the handler threads) and the shell uses nothing but
-     * these fields and mu/started/closed. nlanes = 0 for a lane or a one-lane worker. */
-    int nlanes;
-    ferry_worker *lanes[FERRY__MAX_LANES];
-
     /* Held while a user callback runs; close takes it to set `abandon`, so no callback runs
-     * after ferry_worker_close returns (see ferry__cb_enter). Shared by the lanes. */
+     * after ferry_worker_close returns (see ferry__cb_enter, gate.c). Shared by the lanes
+     * of one worker. */
     ferry__cbgate *cbg;
 
-    /* [mu] shared state */
+    /* ---- guarded by mu ------------------------------------------------------------- */
     pthread_mutex_t mu;
     pthread_cond_t disp_cv, waiter_cv, exit_cv;
-    int started, closed;
-    int close_rc; /* [mu] what the first ferry_worker_close returned: later calls repeat it
-                     (a timed-out close left handlers running that may still use userdata) */
-    /* [mu] start got past connecting and launches threads / start was called off before
-     * that (ferry__worker_abort_start) */
-    int launching, start_aborted;
-    int role;            /* a thread acts as dispatcher (owns `d` and the command connection) */
-    int role_wanted;     /* the dispatcher thread waits for the role */
-    atomic_int stopping; /* stop fetching (ferry_worker_stop / close) */
-    atomic_int abandon;  /* close deadline passed: every thread leaves at once */
-    /* Ready queue of fetched jobs waiting for a handler thread. Waking a thread costs more
-     * than a fast handler, so sleepers are woken only when the jobs need them (see
-     * handlers.c: handler_wanted): always for slow handlers, for fast ones only when the
-     * queue is longer than the awake threads drain quickly or a job has waited a while. */
-    pthread_mutex_t rq_mu;
-    pthread_cond_t rq_cv;
-    ferry_job *rq_head, *rq_tail; /* [rq_mu] */
-    int rq_sleepers;              /* [rq_mu] */
-    int rq_exit;                  /* [rq_mu] handlers leave once the queue is empty */
-    atomic_int rq_len;            /* jobs in the ready queue (written under rq_mu) */
-    atomic_int ndone;             /* results pushed on `done` and not collected yet */
-    /* [const] write this many results without waiting for the rest of a batch (0 = never):
-     * at high concurrency the handlers then run one half while Redis works on the other */
-    int split_at;
-    atomic_int handler_ns;     /* moving average of handler run time, ns (<= 1 s) */
-    _Atomic(ferry_job *) done; /* handled jobs (lock-free stack, newest first) */
-    atomic_int busy;           /* handlers running now */
-    atomic_int disp_sleeping;  /* dispatcher waits on disp_cv (set/cleared under mu) */
-    atomic_int disp_watching;  /* ... with a deadline of at most WATCH_MS (dispatch.c) */
-    int disp_exited_clean;     /* every owned job was written or given up before leaving */
-    int wait_req;              /* dispatcher asks the waiter to block */
+    int role;              /* a thread acts as dispatcher (owns `d` and the command connection) */
+    int role_wanted;       /* the dispatcher thread waits for the role */
+    int disp_exited_clean; /* every owned job was written or given up before leaving */
+    int wait_req;          /* dispatcher asks the waiter to block */
     long long wait_block_until;
     int waiter_busy;                       /* waiter is between a request and its answer */
     int wake_fetch;                        /* waiter says: try a fetch */
@@ -230,22 +225,66 @@ struct ferry_worker {
     int nposted;
     unsigned long nposted_dropped;
     ferry_worker_stats stats;
-    int refs; /* owner + live threads; the last one frees */
+    int refs; /* the handle + live threads; the last one frees */
 
+    /* ---- set at launch, before the lane's threads run (their `exited` is [mu]) ------ */
     ferry__thread *threads; /* [0] dispatcher, [1] waiter, [2..] handlers */
     int nthreads;
 
-    ferry__disp d;     /* [disp] */
-    ferry_conn *bconn; /* [wait] blocking connection */
-    int bconn_counted; /* [wait] counted in cbg->link_nlost, as d.link_counted */
+    /* ---- atomics, any thread ------------------------------------------------------- */
+    atomic_int stopping;       /* stop fetching (ferry_worker_stop / close) */
+    atomic_int abandon;        /* close deadline passed: every thread leaves at once */
+    atomic_int ndone;          /* results pushed on `done` and not collected yet */
+    atomic_int handler_ns;     /* moving average of handler run time, ns (<= 1 s) */
+    _Atomic(ferry_job *) done; /* handled jobs (lock-free stack, newest first) */
+    atomic_int busy;           /* handlers running now */
+    atomic_int disp_sleeping;  /* dispatcher waits on disp_cv (set/cleared under mu) */
+    atomic_int disp_watching;  /* ... with a deadline of at most WATCH_MS (dispatch.c) */
+
+    /* ---- guarded by rq_mu: the ready queue of fetched jobs waiting for a handler ---- */
+    /* Waking a thread costs more than a fast handler, so sleepers are woken only when the
+     * jobs need them (see handlers.c: handler_wanted): always for slow handlers, for fast
+     * ones only when the queue is longer than the awake threads drain quickly or a job has
+     * waited a while. */
+    pthread_mutex_t rq_mu;
+    pthread_cond_t rq_cv;
+    ferry_job *rq_head, *rq_tail; /* [rq_mu] */
+    int rq_sleepers;              /* [rq_mu] */
+    int rq_exit;                  /* [rq_mu] handlers leave once the queue is empty */
+    atomic_int rq_len;            /* jobs in the ready queue (written under rq_mu) */
+
+    /* ---- owned by the thread holding the dispatcher role --------------------------- */
+    ferry__disp d; /* [disp] */
+
+    /* ---- owned by the waiter thread ------------------------------------------------ */
+    ferry_conn *bconn;    /* [wait] blocking connection */
+    int bconn_counted;    /* [wait] counted in cbg->link_nlost, as d.link_counted */
     unsigned bconn_epoch; /* [wait] as d.conn_epoch */
+};
+
+/* The public handle: a shell around 1..FERRY__MAX_LANES lanes (worker.c). The public
+ * functions act on every lane; start connects every lane before any lane starts a thread,
+ * close gives all lanes one deadline. */
+struct ferry_worker {
+    /* ---- set at create, read-only after -------------------------------------------- */
+    int nlanes; /* >= 1 */
+    ferry__lane *lanes[FERRY__MAX_LANES];
+
+    /* ---- guarded by mu ------------------------------------------------------------- */
+    pthread_mutex_t mu;
+    int started, closed;
+    int close_rc; /* what the first ferry_worker_close returned: later calls repeat it
+                     (a timed-out close left handlers running that may still use userdata) */
+    /* start got past connecting and launches threads / start was called off before that
+     * (ferry__worker_abort_start) */
+    int launching, start_aborted;
 };
 
 /* ---- job.c ---------------------------------------------------------------------- */
 
 /* Build a job from a fetched id + HGETALL reply, with its lock token. NULL on ENOMEM or
  * a malformed reply. Free with ferry__job_free. */
-ferry_job *ferry__job_from_reply(ferry_worker *w, const redisReply *id, const redisReply *hash,
+ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const redisReply *hash,
                                  const char *token);
 void ferry__job_free(ferry_job *j);
 
@@ -283,6 +322,10 @@ int ferry__job_plan_refused(ferry_job *j, int code);
  * from a strategy, else parsed from the stored opts. */
 long long ferry__job_backoff_delay(const ferry_job *j);
 
+/* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
+ * malloc'd, NULL on ENOMEM (job.c). */
+char *ferry__json_quote(const char *s, size_t n);
+
 /* ---- joblog.c ------------------------------------------------------------------- */
 
 /* Longest data text searched for a "traceId" and longest trace id taken from it. */
@@ -296,11 +339,7 @@ char *ferry__job_trace_id(const ferry_job *j);
 
 /* Call callbacks.job_log (if set) for a settled job: `outcome` is one of the names in
  * ferry_job_log. Runs the callback under ferry__cb_enter. */
-void ferry__job_log_emit(ferry_worker *w, const ferry_job *j, const char *outcome);
-
-/* JSON string literal for s[0..n) (quotes added; invalid UTF-8 bytes become U+FFFD).
- * malloc'd, NULL on ENOMEM. */
-char *ferry__json_quote(const char *s, size_t n);
+void ferry__job_log_emit(ferry__lane *lane, const ferry_job *j, const char *outcome);
 
 /* ---- batch.c -------------------------------------------------------------------- */
 
@@ -325,18 +364,130 @@ typedef struct ferry__batch_result {
 size_t ferry__batch_take(const ferry__disp *d);
 
 #define FERRY__CODE_SCRIPT_ERROR (-1000)
-int ferry__batch_run(ferry_worker *w, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
+int ferry__batch_run(ferry__lane *lane, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
                      ferry__batch_result *res, ferry_error *err);
 
 /* extendLocks for the given jobs; *lost receives a malloc'd array of indexes (into jobs)
  * whose lock was lost, *nlost its length. 0 or a ferry_err (script error = FERRY_EREDIS). */
-int ferry__batch_extend_locks(ferry_worker *w, ferry_job **jobs, size_t n, size_t **lost,
+int ferry__batch_extend_locks(ferry__lane *lane, ferry_job **jobs, size_t n, size_t **lost,
                               size_t *nlost, ferry_error *err);
 
 /* moveStalledJobsToWait. *reply receives the hiredis reply (array of ids), caller frees. */
-int ferry__batch_stalled_check(ferry_worker *w, redisReply **reply, ferry_error *err);
+int ferry__batch_stalled_check(ferry__lane *lane, redisReply **reply, ferry_error *err);
 
-/* ---- dispatch.c / waiter.c / worker.c -------------------------------------------- */
+/* ---- owned jobs and pending results (the role's bookkeeping, inline: per job) ------- */
+
+/* A fetched job now owned by the lane (renewed, settled later). [disp] */
+static inline void ferry__own_add(ferry__lane *lane, ferry_job *j) {
+    ferry__disp *d = &lane->d;
+    if (d->nowned >= 2 * lane->concurrency) { /* prevented by ferry__fetch_size's bound */
+        j->own_idx = -1;
+        return;
+    }
+    j->own_idx = d->nowned;
+    d->owned[d->nowned++] = j;
+}
+
+static inline void ferry__own_remove(ferry__disp *d, ferry_job *j) {
+    int i = j->own_idx;
+    if (i < 0 || i >= d->nowned || d->owned[i] != j) return;
+    ferry_job *last = d->owned[--d->nowned];
+    d->owned[i] = last;
+    last->own_idx = i;
+    j->own_idx = -1;
+}
+
+/* A result to write with the next call. [disp] */
+static inline void ferry__pending_append(ferry__disp *d, ferry_job *j) {
+    j->next = NULL;
+    if (d->pending_tail)
+        d->pending_tail->next = j;
+    else
+        d->pending = j;
+    d->pending_tail = j;
+    d->npending++;
+}
+
+/* Results refused for now (script error, out of memory) are sent again after this. */
+#define FERRY__SCRIPT_ERROR_DELAY_MS 1000
+
+/* ---- command.c: the lane's command connection ([disp]) ----------------------------- */
+
+/* Usable: open and not known broken. */
+static inline int ferry__cmd_ok(const ferry__disp *d) {
+    return d->conn && !ferry__conn_broken(d->conn);
+}
+/* Lost (e: why): reported once per outage of this connection, closed, counted in the
+ * link state, a reconnect due at once. */
+void ferry__cmd_lost(ferry__lane *lane, const ferry_error *e);
+/* At the start of a turn: a connection that predates an outage (link.c) and that the
+ * server closed meanwhile is replaced before anything is sent on it, without counting as
+ * a loss; one still open is kept. */
+void ferry__cmd_check_suspect(ferry__lane *lane);
+/* One reconnect attempt; on failure the next is scheduled with backoff. 0 or the error. */
+int ferry__cmd_reconnect(ferry__lane *lane);
+/* Whether rc (from a call over c) means the connection failed under the call. */
+int ferry__cmd_transport_error(const ferry_conn *c, int rc);
+
+/* ---- fetch.c / settle.c / timers.c (the role's work; [disp]) ----------------------- */
+
+/* How many jobs a fetch may ask for now: free slots, at most fetch_batch, never more than
+ * the owned-jobs array holds. */
+int ferry__fetch_size(const ferry__lane *lane);
+/* After a call that went through: the rate limit it met, the drained state, scheduler
+ * iterations for the fetched jobs, and the jobs handed out (one kept in *mine when mine
+ * is given, see ferry__lead). */
+void ferry__fetch_after_call(ferry__lane *lane, const ferry__batch_result *res, int fetch_n,
+                             int64_t sent_ms, ferry_job **mine);
+/* Settle the answers (codes[i] for jobs[i]) of a call that went through: callbacks,
+ * stats, job log; jobs done with are freed, the others pending again. */
+void ferry__settle_written(ferry__lane *lane, ferry_job **jobs, size_t n, const int *codes,
+                           const ferry__batch_result *res);
+/* A call that failed as a whole (rc, e): every result pending again (as possibly written),
+ * the connection given up if broken, else a retry after FERRY__SCRIPT_ERROR_DELAY_MS from
+ * sent_at_ms. */
+void ferry__settle_unsent(ferry__lane *lane, ferry_job **jobs, size_t n, int rc,
+                          const ferry_error *e, int64_t sent_at_ms);
+/* Renew every owned job's lock (jobs whose renewal was refused are reported lost). */
+void ferry__timers_renew_locks(ferry__lane *lane);
+/* moveStalledJobsToWait; callbacks.stalled per job moved. */
+void ferry__timers_check_stalled(ferry__lane *lane);
+
+/* callbacks.error with a message built from fmt and escaped (ferryx_printable) so it is
+ * one line of text; under the callback gate. Any thread that may run callbacks (gate.c). */
+void ferry__lane_report(ferry__lane *lane, int code, const char *fmt, ...) FERRY_PRINTF(3, 4);
+
+/* ---- gate.c / lane.c -------------------------------------------------------------- */
+
+/* A callback gate with one reference (the caller's); drop accepts NULL, the last drop
+ * frees. */
+ferry__cbgate *ferry__cbgate_new(void);
+void ferry__cbgate_drop(ferry__cbgate *g);
+
+/* One lane: the options already validated by ferry_worker_create, `concurrency` its share
+ * of the handler threads, `cbg` the worker's callback gate (a reference is taken). The
+ * lane holds one reference for the handle: ferry__lane_release drops it. */
+int ferry__lane_create(const char *queue, const ferry_worker_options *opts, int concurrency,
+                       ferry__cbgate *cbg, ferry_handler_fn handler, void *handler_userdata,
+                       ferry__lane **out, ferry_error *err);
+/* Open a lane's two connections and probe the server, all cut to `deadline` (mono ms; 0 =
+ * none). Nothing stays open on failure. No thread of the lane runs yet. */
+int ferry__lane_connect(ferry__lane *lane, long long deadline, ferry_error *err);
+void ferry__lane_disconnect(ferry__lane *lane);
+/* Start a connected lane's threads. On failure the lane is closed again and may only be
+ * freed. */
+int ferry__lane_launch(ferry__lane *lane, ferry_error *err);
+/* Stop fetching (the threads finish what they hold). Any thread. */
+void ferry__lane_stop(ferry__lane *lane);
+/* Stop, then wait for the lane's threads until deadline_ms from now; threads still
+ * running then are abandoned (no callback runs after the return) and detached. 0 when
+ * every thread left cleanly, else FERRY_ETIMEDOUT. 0 at once for a lane never launched. */
+int ferry__lane_close(ferry__lane *lane, int deadline_ms);
+/* Drop the handle's reference (the last reference frees the lane). NULL accepted. */
+void ferry__lane_release(ferry__lane *lane);
+void ferry__lane_get_stats(ferry__lane *lane, ferry_worker_stats *out);
+
+/* ---- dispatch.c / waiter.c / handlers.c -------------------------------------------- */
 
 /* Thread entry points (dispatch.c, waiter.c, handlers.c). `arg` is the thread's
  * ferry__thread, which holds a reference on its worker (lane); each drops it with
@@ -364,63 +515,63 @@ static inline int64_t ferry__now_us(void) {
  * fetch for the free slots in one round trip (what the dispatcher thread would do, without
  * waking it). With keep_one, one fetched job is returned for the caller to run itself
  * instead of going through the ready queue; NULL when none. Never blocks on the role. */
-ferry_job *ferry__lead(ferry_worker *w, int keep_one);
+ferry_job *ferry__lead(ferry__lane *lane, int keep_one);
 
 /* Make sure the dispatcher thread looks again within WATCH_MS: called when a result or a
  * queued job was left for later (more completions were imminent), so neither can be held
  * longer than that if the handlers turn out slow. Cheap when it already watches. */
-void ferry__watch(ferry_worker *w);
+void ferry__watch(ferry__lane *lane);
 
 /* Wake one sleeping handler if the oldest queued job waited WATCH_MS or more. */
-void ferry__ready_kick_stale(ferry_worker *w);
+void ferry__ready_kick_stale(ferry__lane *lane);
 /* Wake one sleeping handler if jobs are queued: called before a thread that may be the
  * only one draining the queue blocks on Redis. */
-void ferry__ready_help(ferry_worker *w);
+void ferry__ready_help(ferry__lane *lane);
 
 /* Queue an error report for callbacks.error from a thread other than the dispatcher
  * (callbacks run on the dispatcher thread only; it delivers queued reports on its next
  * turn). At most FERRY__POSTED_MAX are kept; later ones are counted and summarised. */
-void ferry__worker_post_error(ferry_worker *w, const ferry_error *e);
+void ferry__lane_post_error(ferry__lane *lane, const ferry_error *e);
 
 /* Tell the handler threads to leave once the ready queue is empty (or at once when the
  * worker is abandoned). */
-void ferry__handlers_release(ferry_worker *w);
+void ferry__handlers_release(ferry__lane *lane);
 /* Append jobs (a NULL-terminated list linked by next) to the ready queue. `pusher_runs`:
  * the caller is a handler thread that takes jobs from the queue after its own (so for fast
  * handlers no other thread needs waking); otherwise at least one sleeper is woken. */
-void ferry__ready_push(ferry_worker *w, ferry_job *head, ferry_job *tail, int n, int pusher_runs);
+void ferry__ready_push(ferry__lane *lane, ferry_job *head, ferry_job *tail, int n, int pusher_runs);
 
-/* Thread bookkeeping: mark *t exited, drop its reference, free the worker if last. */
+/* Thread bookkeeping: mark *t exited, drop its reference, free the lane if last. */
 void ferry__thread_exit(ferry__thread *t);
 
 /* Bracket every user callback: enter returns 0 (and holds cbg->mu) when callbacks may still
  * run, -1 once the worker was abandoned by close (nothing held). */
-int ferry__cb_enter(ferry_worker *w);
-void ferry__cb_leave(ferry_worker *w);
+int ferry__cb_enter(ferry__lane *lane);
+void ferry__cb_leave(ferry__lane *lane);
 
 /* Timed wait on cv (CLOCK_MONOTONIC deadline in ms; <= 0 = wait without timeout). */
 void ferry__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_mono_ms);
 
 /* ---- link.c ---------------------------------------------------------------------- */
 
-/* A connection of lane w, not counted yet (*counted = 0), was found lost (e: why) or could
+/* A connection of `lane`, not counted yet (*counted = 0), was found lost (e: why) or could
  * not be renewed: count it (*counted = 1) and, if it is the first of an outage, bump the
  * epoch and send REDIS_LOST. Any worker thread, holding no worker lock. */
-void ferry__link_lost(ferry_worker *w, int *counted, const ferry_error *e);
+void ferry__link_lost(ferry__lane *lane, int *counted, const ferry_error *e);
 /* A connection is open: record the epoch it belongs to in *epoch and, if it was counted,
  * uncount it; the last one back ends the outage (REDIS_RESTORED). `epoch_at_open` is
  * ferry__link_epoch() read before the connection was opened. */
-void ferry__link_back(ferry_worker *w, int *counted, unsigned *epoch, unsigned epoch_at_open);
+void ferry__link_back(ferry__lane *lane, int *counted, unsigned *epoch, unsigned epoch_at_open);
 /* The current outage epoch. */
-unsigned ferry__link_epoch(const ferry_worker *w);
+unsigned ferry__link_epoch(const ferry__lane *lane);
 /* Whether a connection opened at `epoch` must be checked before use (an outage began
  * since). */
-int ferry__link_suspect(const ferry_worker *w, unsigned epoch);
-/* At start, on the calling thread: read the maxmemory policy over c (lane w's command
+int ferry__link_suspect(const ferry__lane *lane, unsigned epoch);
+/* At start, on the calling thread: read the maxmemory policy over c (the lane's command
  * connection) and send FERRY_NOTICE_EVICTION_POLICY if it may evict jobs. */
-void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c);
+void ferry__link_check_eviction(ferry__lane *lane, ferry_conn *c);
 /* ferryx_printable copy of the queue name for messages (cut to fit out[cap]). */
-const char *ferry__worker_queue_shown(const ferry_worker *w, char *out, size_t cap);
+const char *ferry__lane_queue_shown(const ferry__lane *lane, char *out, size_t cap);
 
 /* For a CLI stopping while ferry_worker_start may still be connecting (which can take the
  * whole command timeout): 1 when no lane thread was launched, and start will now launch none
