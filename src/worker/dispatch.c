@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/scheduler_internal.h"
+#include "sched/sched_module.h"
 #include "util/retry_delay.h"
 #include "util/clock.h"
 #include "util/error.h"

@@ -14,7 +14,7 @@
 
 #include "outbox/relay/relay_internal.h"
 #include "outbox/routes.h"
-#include "queue/queue_internal.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
+#include "queue/queue_module.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
 #include "redis/eviction.h"
 #include "util/clock.h"
 #include "util/retry_delay.h"
@@ -465,10 +465,7 @@ static void warn_eviction(ferry_relay *r) {
     ferry_queue *q = r->queues[0];
     char policy[64], msg[512];
     ferry_error e = {0};
-    pthread_mutex_lock(&q->mu);
-    int rc = ferry__queue_connect(q, ferry__mono_ms() + q->connect_ms + q->command_ms, &e);
-    if (!rc) rc = ferry__redis_eviction_policy(q->conn, policy, sizeof policy, &e);
-    pthread_mutex_unlock(&q->mu);
+    int rc = ferry__queue_eviction_policy(q, policy, sizeof policy, &e);
     if (rc == 1)
         ferry__relay_log(r, FERRY_LOG_INFO,
                          "relay: Redis does not report its maxmemory-policy (INFO refused); it "

@@ -26,7 +26,7 @@
 #include "outbox/relay/relay_internal.h"
 #include "outbox/routes.h"
 #include "util/json_text.h"
-#include "queue/queue_internal.h"
+#include "queue/queue_module.h"
 #include "util/clock.h"
 #include "util/error.h"
 
