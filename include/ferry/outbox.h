@@ -137,8 +137,8 @@ FERRY_API int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts
  *     order.placed      payments:capture-payment  notifications:order-confirmation
  *     order.cancelled   payments:void-authorization
  * Limits: 1 MiB per file, 4096 bytes per line, 10000 topics, 64 targets per topic;
- * names as ferry_outbox_event.topic; queue names without ':' (at most 255 bytes), job
- * names at most 1024 bytes. A topic may appear once, and a queue at most once per topic
+ * names as ferry_outbox_event.topic; queue names without ':' (at most
+ * FERRY_QUEUE_NAME_MAX bytes, as every queue), job names at most FERRY_JOB_NAME_MAX bytes. A topic may appear once, and a queue at most once per topic
  * (its jobs share the event id as jobId, so a second job in the same queue would be
  * dropped as a duplicate). */
 typedef struct ferry_routes ferry_routes;

@@ -448,7 +448,7 @@ static int open_queues(ferry_relay *r, ferry_error *err) {
         qo.max_payload_bytes = r->max_envelope;
         ferry_error e = {0};
         int rc = ferry_queue_open(r->queue_names[i], &qo, &r->queues[i], &e);
-        char shown[4 * 256 + 8];
+        char shown[4 * FERRY_QUEUE_NAME_MAX + 8];
         if (rc)
             return ferry__err(err, rc, "queue %s: %s",
                               ferryx_printable(r->queue_names[i], shown, sizeof shown), e.message);
