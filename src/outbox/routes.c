@@ -14,8 +14,8 @@
 #include "ferry/outbox.h"
 #include "ferry/queue.h"
 #include "outbox/routes.h"
-#include "util/json_text.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 #define SHOW_MAX 64 /* bytes of a name quoted in a message */
 

@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "ferry/outbox.h"
+#include "outbox/relay/relay_internal.h"
 #include "pg/migrations.h"
 #include "pg/pg.h"
-#include "outbox/relay/relay_internal.h"
 #include "util/error.h"
 #include "util/numtext.h"
 #include "util/printable.h"
+#include "util/range.h"
 
 #define CLEANUP_BATCH_MAX 100000
 
@@ -154,9 +155,8 @@ int ferry_outbox_cleanup(PGconn *conn, const char *schema, long long older_than_
     if (deleted) *deleted = 0;
     if (!conn) return ferry__err(err, FERRY_EINVAL, "ferry_outbox_cleanup: NULL connection");
     if (older_than_s < 0) return ferry__err(err, FERRY_EINVAL, "cleanup: negative age");
-    if (batch < 0 || batch > CLEANUP_BATCH_MAX)
-        return ferry__err(err, FERRY_EINVAL, "cleanup: batch %d out of range 0..%d", batch,
-                          CLEANUP_BATCH_MAX);
+    if (ferry__check_range(err, "cleanup", "batch", batch, 0, CLEANUP_BATCH_MAX))
+        return FERRY_EINVAL;
     if (max_batches < 0) return ferry__err(err, FERRY_EINVAL, "cleanup: negative max_batches");
     char qs[FERRY__QSCHEMA_MAX];
     int rc = ferry__pg_quote_schema(schema, qs, err);

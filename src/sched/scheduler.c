@@ -8,13 +8,13 @@
 
 #include "ferry/scheduler.h"
 #include "queue/job_opts_ext.h"
-#include "util/json_text.h"
 #include "queue/queue_module.h"
 #include "sched/cron.h"
 #include "sched/scheduler_internal.h"
 #include "sched/tz.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 #define DUE_MS_MAX 2199023255551LL /* 2^41 - 1: due * 4096 stays an exact double */
 #define UPSERT_KEYS 4
@@ -123,8 +123,8 @@ static void built_free(built *b) {
 }
 
 /* Template opts merged over the queue defaults as Node does ({...defaultJobOptions,
- * ...template.opts}), validated strictly, then the first iteration's opts. Caller holds the queue's lock
- * (the defaults object is shared). */
+ * ...template.opts}), validated strictly, then the first iteration's opts. Caller holds the queue's
+ * lock (the defaults object is shared). */
 static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec *s, int64_t now,
                       long long next, built *b, ferry_error *err) {
     ferry_error e = {0};
@@ -137,7 +137,8 @@ static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec
                             "scheduler: opts.%s cannot be set on a job scheduler's template",
                             FORBIDDEN[i]);
     const json_t *ua = json_object_get(user, "attempts");
-    const json_t *da = ferry__queue_defaults(q) ? json_object_get(ferry__queue_defaults(q), "attempts") : NULL;
+    const json_t *da =
+        ferry__queue_defaults(q) ? json_object_get(ferry__queue_defaults(q), "attempts") : NULL;
     int had_attempts = (ua && !json_is_null(ua)) || (da && !json_is_null(da));
     /* a numeric backoff stays a number, as Node stores it (the strict parser normalises it to
      * {type: fixed, delay}; Node's worker does that only when it reads the job) */
@@ -218,7 +219,8 @@ static int run_upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec
     char *kbuf = malloc(klen);
     if (!kbuf) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     snprintf(kbuf, klen, "%srepeat:%s", ferry__queue_keys(q)->base, id);
-    const char *keys[UPSERT_KEYS] = {ferry__queue_key(q, QK_REPEAT), kbuf, ferry__queue_key(q, QK_META), ferry__queue_key(q, QK_EVENTS)};
+    const char *keys[UPSERT_KEYS] = {ferry__queue_key(q, QK_REPEAT), kbuf,
+                                     ferry__queue_key(q, QK_META), ferry__queue_key(q, QK_EVENTS)};
     char nowb[24], nextb[24], every[24], offset[24], start[24], end[24], limit[24], prio[24];
     fmt_ll(nowb, sizeof nowb, now, 1);
     fmt_ll(nextb, sizeof nextb, next, s->pattern != NULL);
@@ -252,13 +254,14 @@ static int run_upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec
     free(kbuf);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "upsert job scheduler", err);
     if (rc == 0 && r->type == REDIS_REPLY_INTEGER)
-        rc = ferry__err(
-            err, FERRY_ESTATE, "queue %s: scheduler %s: %s (BullMQ code %lld)", ferry__queue_keys(q)->queue, id,
-            r->integer == -10 ? "the next slot is held by an iteration that is running or "
-                                "finished"
-                              : "the next slot and the 32 after it are held by earlier "
-                                "iterations",
-            r->integer);
+        rc = ferry__err(err, FERRY_ESTATE, "queue %s: scheduler %s: %s (BullMQ code %lld)",
+                        ferry__queue_keys(q)->queue, id,
+                        r->integer == -10
+                            ? "the next slot is held by an iteration that is running or "
+                              "finished"
+                            : "the next slot and the 32 after it are held by earlier "
+                              "iterations",
+                        r->integer);
     else if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
                          r->element[0]->type != REDIS_REPLY_STRING ||
                          r->element[1]->type != REDIS_REPLY_INTEGER))
@@ -355,7 +358,8 @@ int ferry_scheduler_remove(ferry_queue *q, const char *id, ferry_error *err) {
     char *kbuf = malloc(klen);
     if (!kbuf) return ferry__err(err, FERRY_ENOMEM, "out of memory");
     snprintf(kbuf, klen, "%srepeat:%s", ferry__queue_keys(q)->base, id);
-    const char *keys[] = {ferry__queue_key(q, QK_REPEAT), kbuf, ferry__queue_key(q, QK_META), ferry__queue_key(q, QK_EVENTS)};
+    const char *keys[] = {ferry__queue_key(q, QK_REPEAT), kbuf, ferry__queue_key(q, QK_META),
+                          ferry__queue_key(q, QK_EVENTS)};
     const char *args[] = {ferry__queue_keys(q)->base, id};
     redisReply *r = NULL;
     ferry__queue_lock(q);
@@ -368,7 +372,8 @@ int ferry_scheduler_remove(ferry_queue *q, const char *id, ferry_error *err) {
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: remove job scheduler: unexpected reply",
                         ferry__queue_keys(q)->queue);
     if (rc == 0 && r->integer == 1)
-        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'", ferry__queue_keys(q)->queue, id);
+        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'",
+                        ferry__queue_keys(q)->queue, id);
     if (r) freeReplyObject(r);
     return rc;
 }

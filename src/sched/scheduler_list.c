@@ -140,7 +140,8 @@ int ferry_scheduler_get(ferry_queue *q, const char *id, ferry_scheduler_info **o
     if (rc == 0) rc = ferry__queue_reply_error(q, x->element[0], "ZSCORE job scheduler", err);
     if (rc == 0) rc = ferry__queue_reply_error(q, x->element[1], "HGETALL job scheduler", err);
     if (rc == 0 && !is_str(x->element[0]))
-        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'", ferry__queue_keys(q)->queue, id);
+        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'",
+                        ferry__queue_keys(q)->queue, id);
     ferry_scheduler_info *i = NULL;
     if (rc == 0 && !(i = calloc(1, sizeof *i))) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
     if (rc == 0) {
@@ -172,8 +173,8 @@ static int range_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err)
     char a[24], b[24];
     snprintf(a, sizeof a, "%lld", c->start);
     snprintf(b, sizeof b, "%lld", c->stop);
-    const char *argv[] = {c->ascending ? "ZRANGE" : "ZREVRANGE", ferry__queue_key(q, QK_REPEAT), a, b,
-                          "WITHSCORES"};
+    const char *argv[] = {c->ascending ? "ZRANGE" : "ZREVRANGE", ferry__queue_key(q, QK_REPEAT), a,
+                          b, "WITHSCORES"};
     *n = 1;
     return ferry__conn_append_argv(ferry__queue_conn(q), 5, argv, NULL, err);
 }
@@ -195,7 +196,8 @@ static int hashes_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err
     return 0;
 }
 
-/* Second round trip: the hashes of the ids in `range` (id, score pairs). Caller holds the queue's lock. */
+/* Second round trip: the hashes of the ids in `range` (id, score pairs). Caller holds the queue's
+ * lock. */
 static int read_hashes(ferry_queue *q, const redisReply *range, ferry_scheduler_info *items,
                        size_t cnt, ferry_error *err) {
     struct hashes_ctx hc = {calloc(cnt, sizeof(char *)), cnt};

@@ -16,11 +16,12 @@
 #include "outbox/routes.h"
 #include "queue/queue_module.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
 #include "redis/eviction.h"
-#include "util/clock.h"
-#include "util/retry_delay.h"
 #include "redis/options.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/printable.h"
+#include "util/range.h"
+#include "util/retry_delay.h"
 
 #define DEFAULT_BATCH 100
 #define MAX_BATCH 10000
@@ -81,11 +82,9 @@ static char *dup_or_null(const char *s, int *oom) {
     return d;
 }
 
+/* The relay's bounds check: "relay: <name> <v> out of range <lo>..<hi>". */
 static int range(ferry_error *err, const char *name, long long v, long long lo, long long hi) {
-    if (v < lo || v > hi)
-        return ferry__err(err, FERRY_EINVAL, "relay: %s %lld out of range %lld..%lld", name, v, lo,
-                          hi);
-    return 0;
+    return ferry__check_range(err, "relay", name, v, lo, hi);
 }
 
 static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_error *err) {

@@ -25,10 +25,10 @@
 #include "envelope/envelope.h"
 #include "outbox/relay/relay_internal.h"
 #include "outbox/routes.h"
-#include "util/json_text.h"
 #include "queue/queue_module.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 #define ST_CLAIM "ferry_relay_claim"
 #define ST_PUT_BACK "ferry_relay_put_back"
