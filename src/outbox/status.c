@@ -106,8 +106,10 @@ static int read_status(PGconn *conn, const char *qs, const ferry_routes *routes,
     return rc;
 }
 
-int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes *routes,
-                            ferry_outbox_status **out, ferry_error *err) {
+int ferry_outbox_status_get(PGconn *conn, const ferry_outbox_options *opts,
+                            const ferry_routes *routes, ferry_outbox_status **out,
+                            ferry_error *err) {
+    const char *schema = opts ? opts->schema : NULL;
     if (out) *out = NULL;
     if (!conn || !out)
         return ferry__err(err, FERRY_EINVAL, "ferry_outbox_status_get: NULL argument");
@@ -150,8 +152,9 @@ int ferry__outbox_cleanup_sql(const char *qs, char *sql, size_t cap) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-int ferry_outbox_cleanup(PGconn *conn, const char *schema, long long older_than_s, int batch,
-                         long long max_batches, long long *deleted, ferry_error *err) {
+int ferry_outbox_cleanup(PGconn *conn, const ferry_outbox_options *opts, long long older_than_s,
+                         int batch, long long max_batches, long long *deleted, ferry_error *err) {
+    const char *schema = opts ? opts->schema : NULL;
     if (deleted) *deleted = 0;
     if (!conn) return ferry__err(err, FERRY_EINVAL, "ferry_outbox_cleanup: NULL connection");
     if (older_than_s < 0) return ferry__err(err, FERRY_EINVAL, "cleanup: negative age");

@@ -45,10 +45,11 @@ char *ferry__migration_sql(const ferry__migration *m, const char *qschema) {
     return out;
 }
 
-int ferry_outbox_migrations_sql(const char *schema, ferry_migration_fn fn, void *userdata,
-                                ferry_error *err) {
+int ferry_outbox_migrations_sql(const ferry_migrate_options *opts, ferry_error *err) {
+    ferry_migration_fn fn = opts ? opts->fn : NULL;
+    void *userdata = opts ? opts->userdata : NULL;
     char qs[FERRY__QSCHEMA_MAX];
-    int rc = ferry__pg_quote_schema(schema, qs, err);
+    int rc = ferry__pg_quote_schema(opts ? opts->schema : NULL, qs, err);
     if (rc) return rc;
     for (size_t i = 0; i < ferry__migrations_count; i++) {
         const ferry__migration *m = &ferry__migrations[i];

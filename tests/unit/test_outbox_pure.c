@@ -257,17 +257,20 @@ static void test_migration_list(void **state) {
     (void)state;
     seen s = {0};
     ferry_error e = {0};
-    assert_int_equal(ferry_outbox_migrations_sql("we\"ird", on_migration, &s, &e), 0);
+    ferry_migrate_options mo = {.schema = "we\"ird", .fn = on_migration, .userdata = &s};
+    assert_int_equal(ferry_outbox_migrations_sql(&mo, &e), 0);
     assert_int_equal(s.n, (int)ferry__migrations_count);
     assert_int_equal(s.last_version, ferry_outbox_schema_version());
     assert_true(ferry_outbox_schema_version() >= 5);
     assert_false(s.has_token);
     assert_true(s.has_quoted);
-    assert_int_equal(ferry_outbox_migrations_sql("", on_migration, &s, &e), FERRY_EINVAL);
+    mo.schema = "";
+    assert_int_equal(ferry_outbox_migrations_sql(&mo, &e), FERRY_EINVAL);
     char big[80];
     memset(big, 's', 64);
     big[64] = 0;
-    assert_int_equal(ferry_outbox_migrations_sql(big, on_migration, &s, &e), FERRY_EINVAL);
+    mo.schema = big;
+    assert_int_equal(ferry_outbox_migrations_sql(&mo, &e), FERRY_EINVAL);
     /* an application-made table, column for column */
     const char *sql1 = NULL;
     for (size_t i = 0; i < ferry__migrations_count; i++)
