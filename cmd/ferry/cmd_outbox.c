@@ -248,8 +248,9 @@ static int migrate_run(int argc, char **argv, db_opts *d) {
     if ((rc = db_resolve(&migrate_spec, d))) return rc;
     ferry_error e = {0};
     if (o.dry_run && no_db) {
-        if (ferry_outbox_migrations_sql(d->schema, print_migration, &o.dry_run, &e))
-            return report(&migrate_spec, d->url, &e);
+        ferry_migrate_options mo = {
+            .schema = d->schema, .fn = print_migration, .userdata = &o.dry_run};
+        if (ferry_outbox_migrations_sql(&mo, &e)) return report(&migrate_spec, d->url, &e);
         return CLI_EXIT_OK;
     }
     PGconn *conn = db_connect(&migrate_spec, d);
@@ -591,7 +592,8 @@ static int status_run(int argc, char **argv, db_opts *d) {
         return CLI_EXIT_RUNTIME;
     }
     ferry_outbox_status *s = NULL;
-    rc = ferry_outbox_status_get(conn, d->schema, routes, &s, &e);
+    ferry_outbox_options oo = {.schema = d->schema};
+    rc = ferry_outbox_status_get(conn, &oo, routes, &s, &e);
     PQfinish(conn);
     if (rc) {
         ferry_routes_free(routes);
@@ -675,8 +677,8 @@ static int cleanup_run(int argc, char **argv, db_opts *d) {
     if (!conn) return CLI_EXIT_RUNTIME;
     long long deleted = 0;
     ferry_error e = {0};
-    rc = ferry_outbox_cleanup(conn, d->schema, o.older_than_days * 86400, (int)o.batch, 0, &deleted,
-                              &e);
+    ferry_outbox_options oo = {.schema = d->schema};
+    rc = ferry_outbox_cleanup(conn, &oo, o.older_than_days * 86400, (int)o.batch, 0, &deleted, &e);
     PQfinish(conn);
     if (rc) return report(&cleanup_spec, d->url, &e);
     printf("deleted %lld published row(s)\n", deleted);

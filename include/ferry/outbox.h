@@ -54,6 +54,13 @@ FERRY_API int ferry_uuid7(char out[FERRY_UUID_STRLEN + 1]);
 
 /* ---- schema ------------------------------------------------------------------------- */
 
+/* Naming the schema. Every call names the outbox's schema one way: the `schema` member of
+ * its options struct (ferry_migrate_options, ferry_outbox_options, ferry_relay_options),
+ * the name as PostgreSQL stores it, unquoted: 1..FERRY_OUTBOX_SCHEMA_MAX bytes of UTF-8
+ * without NUL, which ferry quotes itself in every statement (so "Shop" and "we\"ird" are
+ * used exactly as written, case kept). NULL schema, or NULL options, =
+ * FERRY_OUTBOX_DEFAULT_SCHEMA. */
+
 /* Called once per migration: before it is applied (ferry_outbox_migrate), or instead of
  * applying it (dry run, ferry_outbox_migrations_sql). `sql` is the migration's text with
  * the schema substituted; all strings are valid only during the call. */
@@ -82,10 +89,10 @@ typedef struct ferry_migrate_options {
 FERRY_API int ferry_outbox_migrate(PGconn *conn, const ferry_migrate_options *opts, int *applied,
                                    ferry_error *err);
 
-/* Report every built-in migration (with `schema` substituted) through fn, in order, without
- * a database. Pure, thread-safe. */
-FERRY_API int ferry_outbox_migrations_sql(const char *schema, ferry_migration_fn fn, void *userdata,
-                                          ferry_error *err);
+/* Report every built-in migration (with opts->schema substituted) through opts->fn (with
+ * opts->userdata), in order, without a database; dry_run and timeout_ms do not apply.
+ * Pure, thread-safe. */
+FERRY_API int ferry_outbox_migrations_sql(const ferry_migrate_options *opts, ferry_error *err);
 
 /* The newest schema version this library knows. */
 FERRY_API int ferry_outbox_schema_version(void); /* a constant; thread-safe */
@@ -137,8 +144,8 @@ FERRY_API int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts
  *     order.placed      payments:capture-payment  notifications:order-confirmation
  *     order.cancelled   payments:void-authorization
  * Limits: 1 MiB per file, 4096 bytes per line, 10000 topics, 64 targets per topic;
- * names as ferry_outbox_event.topic; queue names without ':' (at most 255 bytes), job
- * names at most 1024 bytes. A topic may appear once, and a queue at most once per topic
+ * names as ferry_outbox_event.topic; queue names without ':' (at most
+ * FERRY_QUEUE_NAME_MAX bytes, as every queue), job names at most FERRY_JOB_NAME_MAX bytes. A topic may appear once, and a queue at most once per topic
  * (its jobs share the event id as jobId, so a second job in the same queue would be
  * dropped as a duplicate). */
 typedef struct ferry_routes ferry_routes;
@@ -204,21 +211,24 @@ typedef struct ferry_outbox_status {
     ferry_outbox_topic_status *topics;
 } ferry_outbox_status;
 
-/* Read the outbox's state. `routes` may be NULL (then unknown_rows = 0 and every topic has
+/* Read the outbox's state (schema: opts->schema; max_payload_bytes does not apply).
+ * `routes` may be NULL (then unknown_rows = 0 and every topic has
  * known = -1). *out is freed with ferry_outbox_status_free. Blocking; `conn` must be idle.
  * A few aggregate queries, run in one read-only transaction. */
-FERRY_API int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes *routes,
-                                      ferry_outbox_status **out, ferry_error *err);
+FERRY_API int ferry_outbox_status_get(PGconn *conn, const ferry_outbox_options *opts,
+                                      const ferry_routes *routes, ferry_outbox_status **out,
+                                      ferry_error *err);
 FERRY_API void ferry_outbox_status_free(ferry_outbox_status *s); /* NULL accepted */
 
-/* Delete published rows older than older_than_s seconds, at most `batch` rows per
+/* Delete published rows of opts->schema (max_payload_bytes does not apply) older than
+ * older_than_s seconds, at most `batch` rows per
  * statement (0 = 1000), until none are left or max_batches statements ran (0 = no limit).
  * Each batch is its own transaction. *deleted (may be NULL) receives the count. `conn`
  * must be idle. Blocking. The relay runs this as a singleton task (see
  * ferry_relay_options.retention_s); it is public for `ferry outbox cleanup`. */
-FERRY_API int ferry_outbox_cleanup(PGconn *conn, const char *schema, long long older_than_s,
-                                   int batch, long long max_batches, long long *deleted,
-                                   ferry_error *err);
+FERRY_API int ferry_outbox_cleanup(PGconn *conn, const ferry_outbox_options *opts,
+                                   long long older_than_s, int batch, long long max_batches,
+                                   long long *deleted, ferry_error *err);
 
 /* ---- the relay ---------------------------------------------------------------------- */
 

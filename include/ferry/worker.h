@@ -149,8 +149,9 @@ typedef struct ferry_job_log {
     const char *queue, *name, *id;
     long attempt;         /* 1-based: attemptsMade + 1 of the run that ended */
     const char *trace_id; /* the job data's "traceId" (outbox envelope) when it is a
-                             string of 1..256 printable ASCII characters without spaces,
-                             quotes, '\\' or '=', else "job-<queue>-<id>" */
+                             string the outbox accepts as a trace id: 1..128
+                             (FERRY_OUTBOX_TRACE_ID_MAX) printable ASCII characters, else
+                             "job-<queue>-<id>" */
     /* What was written to Redis: "completed", "retry" (transient, backoff), "failed"
      * (transient, attempts exhausted or the strategy returned -1), "permanent" (also jobs
      * failed without running: defa, max_started_attempts), "retry-later", "throttled"

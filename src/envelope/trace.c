@@ -18,6 +18,10 @@ static int any_hex(char c) {
     return lower_hex(c) || (c >= 'A' && c <= 'F');
 }
 
+static int printable_ascii(char c) {
+    return (unsigned char)c >= 0x21 && (unsigned char)c <= 0x7e;
+}
+
 /* s[0..n) all lower-case hex? */
 static int hex_run(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -66,7 +70,7 @@ int ferry__traceparent_parse(const char *s, size_t len, ferry__traceparent *out,
             return ferry__err(err, FERRY_EINVAL,
                               "traceparent: unexpected character after trace-flags");
         for (size_t i = TRACEPARENT_LEN; i < len; i++)
-            if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+            if (!printable_ascii(s[i]))
                 return ferry__err(err, FERRY_EINVAL, "traceparent: control or non-ASCII character");
     }
     if (out) {
@@ -78,17 +82,25 @@ int ferry__traceparent_parse(const char *s, size_t len, ferry__traceparent *out,
     return 0;
 }
 
+int ferry__trace_id_valid(const char *s, size_t n) {
+    if (!s || n == 0 || n > FERRY_OUTBOX_TRACE_ID_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!printable_ascii(s[i])) return 0;
+    return 1;
+}
+
 int ferry__trace_id_check(const char *s, ferry_error *err) {
     if (!s) return 0;
     size_t len = strnlen(s, FERRY_OUTBOX_TRACE_ID_MAX + 1);
     if (len == 0) return ferry__err(err, FERRY_EINVAL, "trace_id is empty (use NULL for none)");
     if (len >= 3 && any_hex(s[0]) && any_hex(s[1]) && s[2] == '-')
         return ferry__traceparent_parse(s, len, NULL, err);
+    if (ferry__trace_id_valid(s, len)) return 0;
     if (len > FERRY_OUTBOX_TRACE_ID_MAX)
         return ferry__err(err, FERRY_EINVAL, "trace_id is longer than %d bytes",
                           FERRY_OUTBOX_TRACE_ID_MAX);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
-            return ferry__err(err, FERRY_EINVAL, "trace_id: byte %zu is not printable ASCII", i);
-    return 0;
+    size_t i = 0;
+    while (printable_ascii(s[i]))
+        i++;
+    return ferry__err(err, FERRY_EINVAL, "trace_id: byte %zu is not printable ASCII", i);
 }

@@ -12,12 +12,11 @@
 #include <unistd.h>
 
 #include "ferry/outbox.h"
+#include "ferry/queue.h"
 #include "outbox/routes.h"
-#include "util/json_text.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
-#define QUEUE_NAME_MAX 255
-#define JOB_NAME_MAX 1024
 #define SHOW_MAX 64 /* bytes of a name quoted in a message */
 
 typedef struct route_target {
@@ -125,8 +124,8 @@ static int add_target(parser *p, route_topic *t, const char *s, size_t n) {
     if (jn == 0)
         return FAIL(p, FERRY_EINVAL, "target '%.*s%s': empty job name", show_len(s, n), s,
                     ellipsis(n));
-    int rc = check_name(p, "queue name", s, qn, QUEUE_NAME_MAX);
-    if (!rc) rc = check_name(p, "job name", colon + 1, jn, JOB_NAME_MAX);
+    int rc = check_name(p, "queue name", s, qn, FERRY_QUEUE_NAME_MAX);
+    if (!rc) rc = check_name(p, "job name", colon + 1, jn, FERRY_JOB_NAME_MAX);
     if (rc) return rc;
     for (size_t j = 0; j < t->ntargets; j++)
         if (strlen(t->targets[j].queue) == qn && !memcmp(t->targets[j].queue, s, qn))

@@ -9,10 +9,10 @@
 #include "ferry/outbox.h"
 #include "pg/migrations.h"
 #include "pg/pg.h"
-#include "outbox/relay/relay_internal.h"
 #include "util/error.h"
 #include "util/numtext.h"
 #include "util/printable.h"
+#include "util/range.h"
 
 #define CLEANUP_BATCH_MAX 100000
 
@@ -105,8 +105,10 @@ static int read_status(PGconn *conn, const char *qs, const ferry_routes *routes,
     return rc;
 }
 
-int ferry_outbox_status_get(PGconn *conn, const char *schema, const ferry_routes *routes,
-                            ferry_outbox_status **out, ferry_error *err) {
+int ferry_outbox_status_get(PGconn *conn, const ferry_outbox_options *opts,
+                            const ferry_routes *routes, ferry_outbox_status **out,
+                            ferry_error *err) {
+    const char *schema = opts ? opts->schema : NULL;
     if (out) *out = NULL;
     if (!conn || !out)
         return ferry__err(err, FERRY_EINVAL, "ferry_outbox_status_get: NULL argument");
@@ -149,14 +151,14 @@ int ferry__outbox_cleanup_sql(const char *qs, char *sql, size_t cap) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-int ferry_outbox_cleanup(PGconn *conn, const char *schema, long long older_than_s, int batch,
-                         long long max_batches, long long *deleted, ferry_error *err) {
+int ferry_outbox_cleanup(PGconn *conn, const ferry_outbox_options *opts, long long older_than_s,
+                         int batch, long long max_batches, long long *deleted, ferry_error *err) {
+    const char *schema = opts ? opts->schema : NULL;
     if (deleted) *deleted = 0;
     if (!conn) return ferry__err(err, FERRY_EINVAL, "ferry_outbox_cleanup: NULL connection");
     if (older_than_s < 0) return ferry__err(err, FERRY_EINVAL, "cleanup: negative age");
-    if (batch < 0 || batch > CLEANUP_BATCH_MAX)
-        return ferry__err(err, FERRY_EINVAL, "cleanup: batch %d out of range 0..%d", batch,
-                          CLEANUP_BATCH_MAX);
+    if (ferry__check_range(err, "cleanup", "batch", batch, 0, CLEANUP_BATCH_MAX))
+        return FERRY_EINVAL;
     if (max_batches < 0) return ferry__err(err, FERRY_EINVAL, "cleanup: negative max_batches");
     char qs[FERRY__QSCHEMA_MAX];
     int rc = ferry__pg_quote_schema(schema, qs, err);

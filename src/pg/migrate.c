@@ -8,6 +8,7 @@
 #include "pg/migrations.h"
 #include "pg/pg.h"
 #include "util/error.h"
+#include "util/range.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
 #define MAX_TIMEOUT_MS (24 * 3600 * 1000)
@@ -44,10 +45,11 @@ char *ferry__migration_sql(const ferry__migration *m, const char *qschema) {
     return out;
 }
 
-int ferry_outbox_migrations_sql(const char *schema, ferry_migration_fn fn, void *userdata,
-                                ferry_error *err) {
+int ferry_outbox_migrations_sql(const ferry_migrate_options *opts, ferry_error *err) {
+    ferry_migration_fn fn = opts ? opts->fn : NULL;
+    void *userdata = opts ? opts->userdata : NULL;
     char qs[FERRY__QSCHEMA_MAX];
-    int rc = ferry__pg_quote_schema(schema, qs, err);
+    int rc = ferry__pg_quote_schema(opts ? opts->schema : NULL, qs, err);
     if (rc) return rc;
     for (size_t i = 0; i < ferry__migrations_count; i++) {
         const ferry__migration *m = &ferry__migrations[i];
@@ -176,9 +178,8 @@ int ferry_outbox_migrate(PGconn *conn, const ferry_migrate_options *opts, int *a
     if (opts) o = *opts;
     if (applied) *applied = 0;
     if (!conn) return ferry__err(err, FERRY_EINVAL, "ferry_outbox_migrate: NULL connection");
-    if (o.timeout_ms < 0 || o.timeout_ms > MAX_TIMEOUT_MS)
-        return ferry__err(err, FERRY_EINVAL, "migrate: timeout_ms %d out of range 0..%d",
-                          o.timeout_ms, MAX_TIMEOUT_MS);
+    if (ferry__check_range(err, "migrate", "timeout_ms", o.timeout_ms, 0, MAX_TIMEOUT_MS))
+        return FERRY_EINVAL;
     int timeout_ms = o.timeout_ms ? o.timeout_ms : DEFAULT_TIMEOUT_MS;
     const char *schema = o.schema ? o.schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
     char qs[FERRY__QSCHEMA_MAX];

@@ -19,7 +19,12 @@
 #define FERRY__QSCHEMA_MAX (2 * FERRY_OUTBOX_SCHEMA_MAX + 3)
 
 /* Validate a schema name (1..63 bytes, UTF-8, NUL-free; NULL = "public") and write it as a
- * quoted identifier ("name", with " doubled) into out. Pure. Returns 0 or FERRY_EINVAL. */
+ * quoted identifier ("name", with " doubled) into out. Pure. Returns 0 or FERRY_EINVAL.
+ * The one internal form of the schema: every public entry point takes the unquoted name
+ * from its options (outbox.h, "Naming the schema"), quotes it here once, and passes only
+ * the quoted text (`qs`, `qschema`) on to the SQL it builds; the unquoted name is used only
+ * as a parameter value (the advisory-lock hash, the NOTIFY payload) and, made printable,
+ * in messages. */
 int ferry__pg_quote_schema(const char *schema, char out[FERRY__QSCHEMA_MAX], ferry_error *err);
 
 /* Fill *err from a failed result (or, with res NULL, from the connection): "<what>:

@@ -486,188 +486,216 @@ static int check_parent(const json_t *v, int flags, ferry_error *err) {
     return 0;
 }
 
+/* ---- the options object, one option group at a time ---------------------------------- */
+
+/* One parse of a merged options object: where results go and the stored form being built. */
+typedef struct opts_parse {
+    int flags;
+    ferry__job_opts *o;
+    ferry__job_opts_extra *x; /* may be NULL */
+    ferry_error *err;
+    json_t *st;          /* the stored form (what Node writes to the job hash's opts) */
+    const char *excl[4]; /* parent-failure flags set to true (at most one may be) */
+    int nexcl;
+} opts_parse;
+
+/* jobId: a string without NUL, "" = no custom id (as in Node), else a valid id. */
+static int opt_job_id(opts_parse *p, const char *field, json_t *v, json_t **sv) {
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+        return bad(p->err, field, "a string", v);
+    if (json_string_length(v) == 0) return 0;
+    int rc = ferry__job_id_check(json_string_value(v), p->err);
+    if (rc) return rc;
+    free(p->o->job_id);
+    p->o->job_id = strdup(json_string_value(v));
+    if (!p->o->job_id) return ferry__err(p->err, FERRY_ENOMEM, "out of memory");
+    *sv = json_incref(v);
+    return 0;
+}
+
+/* The counts and times (attempts, delay, timestamp, stackTraceLimit, keepLogs, sizeLimit):
+ * non-negative integers up to 2^53-1. */
+static int opt_count(opts_parse *p, enum opt_kind kind, const char *field, json_t *v,
+                     json_t **sv) {
+    long long n;
+    if (as_int(v, 0, FERRY__JS_SAFE_MAX, &n))
+        return bad(p->err, field, "a non-negative integer up to 2^53-1", v);
+    if (kind == K_ATTEMPTS)
+        p->o->attempts = n;
+    else if (kind == K_DELAY)
+        p->o->delay_ms = n;
+    else if (kind == K_TIMESTAMP)
+        p->o->timestamp = n;
+    else if (kind == K_STL)
+        p->o->stack_trace_limit = n;
+    else if (kind == K_SIZELIMIT && p->x)
+        p->x->size_limit = n;
+    *sv = json_integer(n);
+    return 0;
+}
+
+static int opt_priority(opts_parse *p, const char *field, json_t *v, json_t **sv) {
+    long long n;
+    if (as_int(v, 0, FERRY_JOB_PRIORITY_MAX, &n))
+        return bad(p->err, field, "an integer from 0 to 2097151", v);
+    p->o->priority = n;
+    *sv = json_integer(n);
+    return 0;
+}
+
+/* The booleans: lifo, the parent-failure flags (of which one at most may be true), omc. */
+static int opt_boolean(opts_parse *p, enum opt_kind kind, const char *key, const char *field,
+                       json_t *v, json_t **sv) {
+    if (!json_is_boolean(v)) return bad(p->err, field, "a boolean", v);
+    if (kind == K_LIFO) p->o->lifo = json_is_true(v);
+    if (kind == K_PARENT_FLAG && json_is_true(v) && p->nexcl < 4) p->excl[p->nexcl++] = key;
+    *sv = json_incref(v);
+    return 0;
+}
+
+/* telemetry {metadata, omitContext}: stored as tm and omc, as Node does. */
+static int opt_telemetry(opts_parse *p, const char *field, json_t *v) {
+    if (!json_is_object(v)) return bad(p->err, field, "an object {metadata, omitContext}", v);
+    const char *tk;
+    json_t *tv;
+    json_object_foreach(v, tk, tv) {
+        if (json_is_null(tv)) continue;
+        if (!strcmp(tk, "metadata") && json_is_string(tv)) {
+            json_object_set(p->st, "tm", tv);
+        } else if (!strcmp(tk, "omitContext") && json_is_boolean(tv)) {
+            json_object_set(p->st, "omc", tv);
+        } else if ((p->flags & FERRY__OPTS_ALLOW_UNKNOWN) && strcmp(tk, "metadata") &&
+                   strcmp(tk, "omitContext")) {
+            continue; /* Node stores only tm and omc of telemetry */
+        } else {
+            return ferry__err(p->err, FERRY_EINVAL,
+                              "opts.telemetry: expected {metadata: string, omitContext: "
+                              "boolean}, bad member \"%.40s\"",
+                              tk);
+        }
+    }
+    return 0;
+}
+
+/* Options Node knows that an add does not take. */
+static int opt_refused(opts_parse *p, enum opt_kind kind) {
+    if (kind == K_REPEATJOBKEY)
+        return ferry__err(p->err, FERRY_EINVAL,
+                          "opts.repeatJobKey: set only by job schedulers, not accepted on add");
+    if (kind == K_DEBOUNCE)
+        return ferry__err(p->err, FERRY_EINVAL,
+                          "opts.debounce: removed in BullMQ 6; use deduplication instead");
+    return ferry__err(p->err, FERRY_EINVAL,
+                      "opts.repeat: not a job option in BullMQ 6.7.0 (a job added with it "
+                      "would run once); make repeating jobs with a job scheduler: `ferry "
+                      "scheduler upsert`, or ferry_scheduler_upsert() in C");
+}
+
+/* One known, non-null option: check it, fill *p->o / *p->x, and set *sv to the value to
+ * store under its stored name (NULL = store nothing under it). */
+static int parse_known(opts_parse *p, const struct known_opt *k, const char *key, json_t *v,
+                       json_t **sv) {
+    char field[96];
+    snprintf(field, sizeof field, "opts.%s", key);
+    int rc;
+    switch (k->kind) {
+    case K_JOBID:
+        return opt_job_id(p, field, v, sv);
+    case K_ATTEMPTS:
+    case K_DELAY:
+    case K_TIMESTAMP:
+    case K_STL:
+    case K_KEEPLOGS:
+    case K_SIZELIMIT:
+        return opt_count(p, k->kind, field, v, sv);
+    case K_PRIORITY:
+        return opt_priority(p, field, v, sv);
+    case K_LIFO:
+    case K_PARENT_FLAG:
+    case K_OMC:
+        return opt_boolean(p, k->kind, key, field, v, sv);
+    case K_BACKOFF:
+        return parse_backoff(v, p->flags, &p->o->backoff, sv, p->err);
+    case K_RMC:
+    case K_RMF:
+        rc = keep_strict(v, field, p->flags,
+                         k->kind == K_RMC ? &p->o->remove_on_complete : &p->o->remove_on_fail,
+                         p->err);
+        if (!rc) *sv = json_incref(v);
+        return rc;
+    case K_DEDUP:
+        if ((rc = check_dedup(v, p->flags, p->err))) return rc;
+        if (p->x) p->x->has_dedup = 1;
+        *sv = json_incref(v);
+        return 0;
+    case K_TELEMETRY:
+        return opt_telemetry(p, field, v);
+    case K_TM:
+        if (!json_is_string(v)) return bad(p->err, field, "a string", v);
+        *sv = json_incref(v);
+        return 0;
+    case K_PARENT:
+        if ((rc = check_parent(v, p->flags, p->err))) return rc;
+        if (p->x) p->x->has_parent = 1;
+        *sv = json_incref(v);
+        return 0;
+    case K_REPEATJOBKEY:
+    case K_DEBOUNCE:
+    case K_REPEAT:
+        return opt_refused(p, k->kind);
+    case K_PASS:
+        *sv = json_incref(v);
+        return 0;
+    }
+    return 0;
+}
+
+/* Every member of obj in order: nulls skipped (not given; the stored form drops them),
+ * unknown keys refused or kept as they are (FERRY__OPTS_ALLOW_UNKNOWN), known ones parsed. */
+static int parse_members(opts_parse *p, json_t *obj) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        const struct known_opt *k = find_known(key);
+        if (json_is_null(v)) continue;
+        if (!k) {
+            if (!(p->flags & FERRY__OPTS_ALLOW_UNKNOWN))
+                return unknown_key(p->err, NULL, key, NAMES(PUBLIC_NAMES));
+            json_object_set(p->st, key, v);
+            continue;
+        }
+        json_t *sv = NULL; /* normalised value to store under k->stored */
+        int rc = parse_known(p, k, key, v, &sv);
+        if (rc) {
+            json_decref(sv);
+            return rc;
+        }
+        if (sv && json_object_set_new(p->st, k->stored, sv))
+            return ferry__err(p->err, FERRY_ENOMEM, "out of memory");
+    }
+    if (p->nexcl > 1)
+        return ferry__err(p->err, FERRY_EINVAL, "opts: %s and %s cannot be used together",
+                          p->excl[0], p->excl[1]);
+    return 0;
+}
+
 /* Parse a merged options object; fills *o and the extras. With st_out, the stored form is
  * handed over as an object (new reference) instead of being serialised into o. */
 static int parse_obj(json_t *obj, int flags, ferry__job_opts *o, ferry__job_opts_extra *x,
                      ferry_error *err, json_t **st_out) {
-    json_t *st = json_object();
-    if (!st) return ferry__err(err, FERRY_ENOMEM, "out of memory");
-    json_object_set_new(st, "attempts", json_integer(0)); /* Node: {attempts: 0, ...opts} */
-    const char *excl[4];
-    int nexcl = 0, rc = 0;
-    long long n;
-    char field[96];
-    const char *key;
-    json_t *v;
-
-    json_object_foreach(obj, key, v) {
-        const struct known_opt *k = find_known(key);
-        if (json_is_null(v)) continue; /* null = not given (and the stored form drops it) */
-        if (!k) {
-            if (!(flags & FERRY__OPTS_ALLOW_UNKNOWN)) {
-                rc = unknown_key(err, NULL, key, NAMES(PUBLIC_NAMES));
-                break;
-            }
-            json_object_set(st, key, v);
-            continue;
-        }
-        snprintf(field, sizeof field, "opts.%s", key);
-        json_t *sv = NULL; /* normalised value to store under k->stored */
-        switch (k->kind) {
-        case K_JOBID:
-            if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-                rc = bad(err, field, "a string", v);
-                break;
-            }
-            if (json_string_length(v) == 0) break; /* "" = no custom id, as in Node */
-            if ((rc = ferry__job_id_check(json_string_value(v), err))) break;
-            free(o->job_id);
-            o->job_id = strdup(json_string_value(v));
-            if (!o->job_id) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
-            sv = json_incref(v);
-            break;
-        case K_ATTEMPTS:
-        case K_DELAY:
-        case K_TIMESTAMP:
-        case K_STL:
-        case K_KEEPLOGS:
-        case K_SIZELIMIT:
-            if (as_int(v, 0, FERRY__JS_SAFE_MAX, &n)) {
-                rc = bad(err, field, "a non-negative integer up to 2^53-1", v);
-                break;
-            }
-            if (k->kind == K_ATTEMPTS)
-                o->attempts = n;
-            else if (k->kind == K_DELAY)
-                o->delay_ms = n;
-            else if (k->kind == K_TIMESTAMP)
-                o->timestamp = n;
-            else if (k->kind == K_STL)
-                o->stack_trace_limit = n;
-            else if (k->kind == K_SIZELIMIT && x)
-                x->size_limit = n;
-            sv = json_integer(n);
-            break;
-        case K_PRIORITY:
-            if (as_int(v, 0, FERRY_JOB_PRIORITY_MAX, &n)) {
-                rc = bad(err, field, "an integer from 0 to 2097151", v);
-                break;
-            }
-            o->priority = n;
-            sv = json_integer(n);
-            break;
-        case K_LIFO:
-            if (!json_is_boolean(v)) {
-                rc = bad(err, field, "a boolean", v);
-                break;
-            }
-            o->lifo = json_is_true(v);
-            sv = json_incref(v);
-            break;
-        case K_BACKOFF:
-            rc = parse_backoff(v, flags, &o->backoff, &sv, err);
-            break;
-        case K_RMC:
-        case K_RMF:
-            rc = keep_strict(v, field, flags,
-                             k->kind == K_RMC ? &o->remove_on_complete : &o->remove_on_fail, err);
-            if (!rc) sv = json_incref(v);
-            break;
-        case K_DEDUP:
-            if ((rc = check_dedup(v, flags, err))) break;
-            if (x) x->has_dedup = 1;
-            sv = json_incref(v);
-            break;
-        case K_PARENT_FLAG:
-            if (!json_is_boolean(v)) {
-                rc = bad(err, field, "a boolean", v);
-                break;
-            }
-            if (json_is_true(v) && nexcl < 4) excl[nexcl++] = key;
-            sv = json_incref(v);
-            break;
-        case K_TELEMETRY: {
-            if (!json_is_object(v)) {
-                rc = bad(err, field, "an object {metadata, omitContext}", v);
-                break;
-            }
-            const char *tk;
-            json_t *tv;
-            json_object_foreach(v, tk, tv) {
-                if (json_is_null(tv)) continue;
-                if (!strcmp(tk, "metadata") && json_is_string(tv)) {
-                    json_object_set(st, "tm", tv);
-                } else if (!strcmp(tk, "omitContext") && json_is_boolean(tv)) {
-                    json_object_set(st, "omc", tv);
-                } else if ((flags & FERRY__OPTS_ALLOW_UNKNOWN) && strcmp(tk, "metadata") &&
-                           strcmp(tk, "omitContext")) {
-                    continue; /* Node stores only tm and omc of telemetry */
-                } else {
-                    rc = ferry__err(err, FERRY_EINVAL,
-                                    "opts.telemetry: expected {metadata: string, omitContext: "
-                                    "boolean}, bad member \"%.40s\"",
-                                    tk);
-                    break;
-                }
-            }
-            break;
-        }
-        case K_TM:
-            if (!json_is_string(v))
-                rc = bad(err, field, "a string", v);
-            else
-                sv = json_incref(v);
-            break;
-        case K_OMC:
-            if (!json_is_boolean(v))
-                rc = bad(err, field, "a boolean", v);
-            else
-                sv = json_incref(v);
-            break;
-        case K_PARENT:
-            if ((rc = check_parent(v, flags, err))) break;
-            if (x) x->has_parent = 1;
-            sv = json_incref(v);
-            break;
-        case K_REPEATJOBKEY:
-            rc = ferry__err(err, FERRY_EINVAL,
-                            "opts.repeatJobKey: set only by job schedulers, not accepted on add");
-            break;
-        case K_DEBOUNCE:
-            rc = ferry__err(err, FERRY_EINVAL,
-                            "opts.debounce: removed in BullMQ 6; use deduplication instead");
-            break;
-        case K_REPEAT:
-            rc = ferry__err(err, FERRY_EINVAL,
-                            "opts.repeat: not a job option in BullMQ 6.7.0 (a job added with it "
-                            "would run once); make repeating jobs with a job scheduler: `ferry "
-                            "scheduler upsert`, or ferry_scheduler_upsert() in C");
-            break;
-        case K_PASS:
-            sv = json_incref(v);
-            break;
-        }
-        if (rc) {
-            json_decref(sv);
-            break;
-        }
-        if (sv && json_object_set_new(st, k->stored, sv)) {
-            rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
-            break;
-        }
-    }
-    if (!rc && nexcl > 1)
-        rc = ferry__err(err, FERRY_EINVAL, "opts: %s and %s cannot be used together", excl[0],
-                        excl[1]);
+    opts_parse p = {.flags = flags, .o = o, .x = x, .err = err, .st = json_object()};
+    if (!p.st) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    json_object_set_new(p.st, "attempts", json_integer(0)); /* Node: {attempts: 0, ...opts} */
+    int rc = parse_members(&p, obj);
     if (!rc && st_out) {
-        *st_out = st;
+        *st_out = p.st;
         return 0;
     }
     if (!rc) {
-        o->stored_json = ferryx_json_serialize(st, 1, STORED_MAX);
+        o->stored_json = ferryx_json_serialize(p.st, 1, STORED_MAX);
         if (!o->stored_json) rc = ferry__err(err, FERRY_ENOMEM, "out of memory encoding opts");
     }
-    json_decref(st);
+    json_decref(p.st);
     return rc;
 }
 

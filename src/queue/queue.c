@@ -7,6 +7,7 @@
 
 #include "queue/job_opts_ext.h"
 #include "queue/queue_internal.h"
+#include "redis/eviction.h"
 #include "redis/options.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -42,6 +43,44 @@ const char *ferry_queue_name(const ferry_queue *q) {
 
 const char *ferry_queue_prefix(const ferry_queue *q) {
     return q ? q->keys.prefix : NULL;
+}
+
+/* ---- the module interface (queue_module.h) ------------------------------------------- */
+
+void ferry__queue_lock(ferry_queue *q) {
+    pthread_mutex_lock(&q->mu);
+}
+
+void ferry__queue_unlock(ferry_queue *q) {
+    pthread_mutex_unlock(&q->mu);
+}
+
+ferry_conn *ferry__queue_conn(ferry_queue *q) {
+    return q->conn;
+}
+
+const ferry__keys *ferry__queue_keys(const ferry_queue *q) {
+    return &q->keys;
+}
+
+const char *ferry__queue_key(const ferry_queue *q, enum ferry__qkey k) {
+    return q->key[k];
+}
+
+size_t ferry__queue_max_payload(const ferry_queue *q) {
+    return q->max_payload;
+}
+
+const json_t *ferry__queue_defaults(const ferry_queue *q) {
+    return q->defaults;
+}
+
+int ferry__queue_eviction_policy(ferry_queue *q, char *policy, size_t cap, ferry_error *err) {
+    pthread_mutex_lock(&q->mu);
+    int rc = ferry__queue_connect(q, ferry__mono_ms() + q->connect_ms + q->command_ms, err);
+    if (!rc) rc = ferry__redis_eviction_policy(q->conn, policy, cap, err);
+    pthread_mutex_unlock(&q->mu);
+    return rc;
 }
 
 /* ---- connection and round trips ------------------------------------------------------ */

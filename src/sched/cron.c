@@ -261,26 +261,12 @@ static int parse_field(int f, const char *raw, int limit, field_acc *a, scratch 
     return 0;
 }
 
-/* Byte length of the JavaScript whitespace character at p (\s, as trim/split see it), or 0. */
-static size_t js_space(const unsigned char *p) {
-    if ((*p >= 9 && *p <= 13) || *p == ' ') return 1;
-    if (p[0] == 0xC2 && p[1] == 0xA0) return 2;
-    if (p[0] == 0xE1 && p[1] == 0x9A && p[2] == 0x80) return 3;
-    if (p[0] == 0xE2 && p[1] == 0x80 &&
-        ((p[2] >= 0x80 && p[2] <= 0x8A) || p[2] == 0xA8 || p[2] == 0xA9 || p[2] == 0xAF))
-        return 3;
-    if (p[0] == 0xE2 && p[1] == 0x81 && p[2] == 0x9F) return 3;
-    if (p[0] == 0xE3 && p[1] == 0x80 && p[2] == 0x80) return 3;
-    if (p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) return 3;
-    return 0;
-}
-
 /* Split `text` (in s->copy) on whitespace into at most 6 fields; 0 or -1 (too many). */
 static int split_fields(scratch *s, const char *text, char *fields[6], int *nf) {
     *nf = 0;
     strcpy(s->copy, text);
     for (char *p = s->copy; *p;) {
-        size_t sp = js_space((unsigned char *)p);
+        size_t sp = ferryx_js_space(p, strnlen(p, 3));
         if (sp) {
             *p = '\0';
             p += sp;
@@ -288,7 +274,7 @@ static int split_fields(scratch *s, const char *text, char *fields[6], int *nf) 
         }
         if (*nf == 6) return -1;
         fields[(*nf)++] = p;
-        while (*p && !js_space((unsigned char *)p))
+        while (*p && !ferryx_js_space(p, strnlen(p, 3)))
             p++;
     }
     return 0;

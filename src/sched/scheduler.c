@@ -8,13 +8,13 @@
 
 #include "ferry/scheduler.h"
 #include "queue/job_opts_ext.h"
-#include "util/json_text.h"
-#include "queue/queue_internal.h"
+#include "queue/queue_module.h"
 #include "sched/cron.h"
 #include "sched/scheduler_internal.h"
 #include "sched/tz.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 #define DUE_MS_MAX 2199023255551LL /* 2^41 - 1: due * 4096 stays an exact double */
 #define UPSERT_KEYS 4
@@ -123,8 +123,8 @@ static void built_free(built *b) {
 }
 
 /* Template opts merged over the queue defaults as Node does ({...defaultJobOptions,
- * ...template.opts}), validated strictly, then the first iteration's opts. Caller holds q->mu
- * (the defaults object is shared). */
+ * ...template.opts}), validated strictly, then the first iteration's opts. Caller holds the queue's
+ * lock (the defaults object is shared). */
 static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec *s, int64_t now,
                       long long next, built *b, ferry_error *err) {
     ferry_error e = {0};
@@ -137,12 +137,13 @@ static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec
                             "scheduler: opts.%s cannot be set on a job scheduler's template",
                             FORBIDDEN[i]);
     const json_t *ua = json_object_get(user, "attempts");
-    const json_t *da = q->defaults ? json_object_get(q->defaults, "attempts") : NULL;
+    const json_t *da =
+        ferry__queue_defaults(q) ? json_object_get(ferry__queue_defaults(q), "attempts") : NULL;
     int had_attempts = (ua && !json_is_null(ua)) || (da && !json_is_null(da));
     /* a numeric backoff stays a number, as Node stores it (the strict parser normalises it to
      * {type: fixed, delay}; Node's worker does that only when it reads the job) */
     const json_t *bo = json_object_get(user, "backoff");
-    if (!bo && q->defaults) bo = json_object_get(q->defaults, "backoff");
+    if (!bo && ferry__queue_defaults(q)) bo = json_object_get(ferry__queue_defaults(q), "backoff");
     json_t *num_backoff = json_is_number(bo) ? json_incref((json_t *)bo) : NULL;
     json_decref(user);
     if (rc) {
@@ -152,7 +153,7 @@ static int build_opts(ferry_queue *q, const char *id, const ferry_scheduler_spec
 
     ferry__job_opts jo;
     ferry__job_opts_extra x;
-    rc = ferry__job_opts_parse_over(q->defaults, s->opts_json, &jo, &x, &e);
+    rc = ferry__job_opts_parse_over(ferry__queue_defaults(q), s->opts_json, &jo, &x, &e);
     if (rc) {
         json_decref(num_backoff);
         return ferry__err(err, rc, "scheduler: %s", e.message);
@@ -214,11 +215,12 @@ static void fmt_ll(char *buf, size_t cap, long long v, int present) {
 static int run_upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec *s,
                       const char *name, const char *data, int64_t now, long long next,
                       const built *b, char **job_id, long long *delay_ms, ferry_error *err) {
-    size_t klen = q->keys.base_len + strlen(id) + 16;
+    size_t klen = ferry__queue_keys(q)->base_len + strlen(id) + 16;
     char *kbuf = malloc(klen);
     if (!kbuf) return ferry__err(err, FERRY_ENOMEM, "out of memory");
-    snprintf(kbuf, klen, "%srepeat:%s", q->keys.base, id);
-    const char *keys[UPSERT_KEYS] = {q->key[QK_REPEAT], kbuf, q->key[QK_META], q->key[QK_EVENTS]};
+    snprintf(kbuf, klen, "%srepeat:%s", ferry__queue_keys(q)->base, id);
+    const char *keys[UPSERT_KEYS] = {ferry__queue_key(q, QK_REPEAT), kbuf,
+                                     ferry__queue_key(q, QK_META), ferry__queue_key(q, QK_EVENTS)};
     char nowb[24], nextb[24], every[24], offset[24], start[24], end[24], limit[24], prio[24];
     fmt_ll(nowb, sizeof nowb, now, 1);
     fmt_ll(nextb, sizeof nextb, next, s->pattern != NULL);
@@ -228,7 +230,7 @@ static int run_upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec
     fmt_ll(end, sizeof end, s->end_date_ms, s->end_date_ms != 0);
     fmt_ll(limit, sizeof limit, s->limit, s->limit != 0);
     fmt_ll(prio, sizeof prio, b->priority, 1);
-    const char *args[UPSERT_ARGS] = {q->keys.base,
+    const char *args[UPSERT_ARGS] = {ferry__queue_keys(q)->base,
                                      id,
                                      nowb,
                                      nextb,
@@ -252,18 +254,19 @@ static int run_upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec
     free(kbuf);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "upsert job scheduler", err);
     if (rc == 0 && r->type == REDIS_REPLY_INTEGER)
-        rc = ferry__err(
-            err, FERRY_ESTATE, "queue %s: scheduler %s: %s (BullMQ code %lld)", q->keys.queue, id,
-            r->integer == -10 ? "the next slot is held by an iteration that is running or "
-                                "finished"
-                              : "the next slot and the 32 after it are held by earlier "
-                                "iterations",
-            r->integer);
+        rc = ferry__err(err, FERRY_ESTATE, "queue %s: scheduler %s: %s (BullMQ code %lld)",
+                        ferry__queue_keys(q)->queue, id,
+                        r->integer == -10
+                            ? "the next slot is held by an iteration that is running or "
+                              "finished"
+                            : "the next slot and the 32 after it are held by earlier "
+                              "iterations",
+                        r->integer);
     else if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
                          r->element[0]->type != REDIS_REPLY_STRING ||
                          r->element[1]->type != REDIS_REPLY_INTEGER))
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: upsert job scheduler: unexpected reply",
-                        q->keys.queue);
+                        ferry__queue_keys(q)->queue);
     if (rc == 0) {
         if (delay_ms) *delay_ms = r->element[1]->integer;
         if (job_id && !(*job_id = strndup(r->element[0]->str, r->element[0]->len)))
@@ -291,9 +294,9 @@ int ferry_scheduler_upsert(ferry_queue *q, const char *id, const ferry_scheduler
         return ferry__err(err, FERRY_EINVAL, "scheduler: job name is not valid UTF-8");
     const char *data = s->data_json ? s->data_json : "{}";
     size_t dlen = strlen(data);
-    if (dlen > q->max_payload)
+    if (dlen > ferry__queue_max_payload(q))
         return ferry__err(err, FERRY_ETOOBIG, "scheduler: job data is %zu bytes, limit %zu", dlen,
-                          q->max_payload);
+                          ferry__queue_max_payload(q));
     ferryx_json_check_error je;
     if (ferryx_json_check(data, dlen, FERRY_JOB_DATA_DEPTH_MAX, &je))
         return ferry__err(err, FERRY_EINVAL, "scheduler: job data: invalid JSON at byte %zu: %s",
@@ -336,10 +339,10 @@ int ferry_scheduler_upsert(ferry_queue *q, const char *id, const ferry_scheduler
     }
 
     built b = {0};
-    pthread_mutex_lock(&q->mu);
+    ferry__queue_lock(q);
     rc = build_opts(q, id, s, now, next, &b, err);
     if (rc == 0) rc = run_upsert(q, id, s, name, data, now, next, &b, job_id, delay_ms, err);
-    pthread_mutex_unlock(&q->mu);
+    ferry__queue_unlock(q);
     built_free(&b);
     return rc;
 }
@@ -351,24 +354,26 @@ int ferry_scheduler_remove(ferry_queue *q, const char *id, ferry_error *err) {
     /* Node's schedulers may have longer ids than upsert takes; they must be removable */
     int rc = ferry__sched_check_id(id, FERRY_SCHEDULER_FOREIGN_ID_MAX, err);
     if (rc) return rc;
-    size_t klen = q->keys.base_len + strlen(id) + 16;
+    size_t klen = ferry__queue_keys(q)->base_len + strlen(id) + 16;
     char *kbuf = malloc(klen);
     if (!kbuf) return ferry__err(err, FERRY_ENOMEM, "out of memory");
-    snprintf(kbuf, klen, "%srepeat:%s", q->keys.base, id);
-    const char *keys[] = {q->key[QK_REPEAT], kbuf, q->key[QK_META], q->key[QK_EVENTS]};
-    const char *args[] = {q->keys.base, id};
+    snprintf(kbuf, klen, "%srepeat:%s", ferry__queue_keys(q)->base, id);
+    const char *keys[] = {ferry__queue_key(q, QK_REPEAT), kbuf, ferry__queue_key(q, QK_META),
+                          ferry__queue_key(q, QK_EVENTS)};
+    const char *args[] = {ferry__queue_keys(q)->base, id};
     redisReply *r = NULL;
-    pthread_mutex_lock(&q->mu);
+    ferry__queue_lock(q);
     /* not idempotent: a retry after a lost reply would say "not found" */
     rc = ferry__queue_eval(q, "removeJobScheduler", 4, keys, 2, args, NULL, 0, &r, err);
-    pthread_mutex_unlock(&q->mu);
+    ferry__queue_unlock(q);
     free(kbuf);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "remove job scheduler", err);
     if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: remove job scheduler: unexpected reply",
-                        q->keys.queue);
+                        ferry__queue_keys(q)->queue);
     if (rc == 0 && r->integer == 1)
-        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'", q->keys.queue, id);
+        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'",
+                        ferry__queue_keys(q)->queue, id);
     if (r) freeReplyObject(r);
     return rc;
 }

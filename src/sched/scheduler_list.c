@@ -8,7 +8,7 @@
 
 #include "ferry/scheduler.h"
 #include "queue/job_opts_ext.h"
-#include "queue/queue_internal.h"
+#include "queue/queue_module.h"
 #include "sched/scheduler_internal.h"
 #include "util/error.h"
 #include "util/numtext.h"
@@ -102,12 +102,12 @@ struct get_ctx {
 static int get_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err) {
     struct get_ctx *g = vctx;
     const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"};
-    const char *zs[] = {"ZSCORE", q->key[QK_REPEAT], g->id};
+    const char *zs[] = {"ZSCORE", ferry__queue_key(q, QK_REPEAT), g->id};
     const char *hg[] = {"HGETALL", g->hkey};
-    int rc = ferry__conn_append_argv(q->conn, 1, multi, NULL, err);
-    if (rc == 0) rc = ferry__conn_append_argv(q->conn, 3, zs, NULL, err);
-    if (rc == 0) rc = ferry__conn_append_argv(q->conn, 2, hg, NULL, err);
-    if (rc == 0) rc = ferry__conn_append_argv(q->conn, 1, exec, NULL, err);
+    int rc = ferry__conn_append_argv(ferry__queue_conn(q), 1, multi, NULL, err);
+    if (rc == 0) rc = ferry__conn_append_argv(ferry__queue_conn(q), 3, zs, NULL, err);
+    if (rc == 0) rc = ferry__conn_append_argv(ferry__queue_conn(q), 2, hg, NULL, err);
+    if (rc == 0) rc = ferry__conn_append_argv(ferry__queue_conn(q), 1, exec, NULL, err);
     *n = 4;
     return rc;
 }
@@ -119,28 +119,29 @@ int ferry_scheduler_get(ferry_queue *q, const char *id, ferry_scheduler_info **o
     /* Node's schedulers may have longer ids than upsert takes; list shows them, get reads them */
     int rc = ferry__sched_check_id(id, FERRY_SCHEDULER_FOREIGN_ID_MAX, err);
     if (rc) return rc;
-    size_t klen = q->keys.base_len + strlen(id) + 16;
+    size_t klen = ferry__queue_keys(q)->base_len + strlen(id) + 16;
     char *hkey = malloc(klen);
     if (!hkey) return ferry__err(err, FERRY_ENOMEM, "out of memory");
-    snprintf(hkey, klen, "%srepeat:%s", q->keys.base, id);
+    snprintf(hkey, klen, "%srepeat:%s", ferry__queue_keys(q)->base, id);
     struct get_ctx g = {id, hkey};
     redisReply *r[4] = {0};
     size_t n = 0;
-    pthread_mutex_lock(&q->mu);
+    ferry__queue_lock(q);
     rc = ferry__queue_exchange(q, get_append, &g, 1, r, 4, &n, err);
-    pthread_mutex_unlock(&q->mu);
+    ferry__queue_unlock(q);
     free(hkey);
     const redisReply *x = rc == 0 ? r[3] : NULL;
     if (rc == 0) rc = ferry__queue_reply_error(q, x, "get job scheduler", err);
     if (rc == 0 && (x->type != REDIS_REPLY_ARRAY || x->elements != 2))
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: get job scheduler: unexpected reply",
-                        q->keys.queue);
+                        ferry__queue_keys(q)->queue);
     /* inside EXEC each command answers for itself: a key of the wrong type is Redis's
      * WRONGTYPE error, reported as list reports it */
     if (rc == 0) rc = ferry__queue_reply_error(q, x->element[0], "ZSCORE job scheduler", err);
     if (rc == 0) rc = ferry__queue_reply_error(q, x->element[1], "HGETALL job scheduler", err);
     if (rc == 0 && !is_str(x->element[0]))
-        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'", q->keys.queue, id);
+        rc = ferry__err(err, FERRY_ENOTFOUND, "queue %s: no job scheduler '%s'",
+                        ferry__queue_keys(q)->queue, id);
     ferry_scheduler_info *i = NULL;
     if (rc == 0 && !(i = calloc(1, sizeof *i))) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
     if (rc == 0) {
@@ -149,7 +150,7 @@ int ferry_scheduler_get(ferry_queue *q, const char *id, ferry_scheduler_info **o
             rc = ferry__err(err, FERRY_ENOMEM,
                             "queue %s: get job scheduler: out of memory or "
                             "unexpected reply",
-                            q->keys.queue);
+                            ferry__queue_keys(q)->queue);
     }
     if (rc == 0)
         *out = i;
@@ -172,10 +173,10 @@ static int range_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err)
     char a[24], b[24];
     snprintf(a, sizeof a, "%lld", c->start);
     snprintf(b, sizeof b, "%lld", c->stop);
-    const char *argv[] = {c->ascending ? "ZRANGE" : "ZREVRANGE", q->key[QK_REPEAT], a, b,
-                          "WITHSCORES"};
+    const char *argv[] = {c->ascending ? "ZRANGE" : "ZREVRANGE", ferry__queue_key(q, QK_REPEAT), a,
+                          b, "WITHSCORES"};
     *n = 1;
-    return ferry__conn_append_argv(q->conn, 5, argv, NULL, err);
+    return ferry__conn_append_argv(ferry__queue_conn(q), 5, argv, NULL, err);
 }
 
 struct hashes_ctx {
@@ -188,14 +189,15 @@ static int hashes_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err
     *n = 0;
     for (size_t k = 0; k < c->n; k++) {
         const char *argv[] = {"HGETALL", c->keys[k]};
-        int rc = ferry__conn_append_argv(q->conn, 2, argv, NULL, err);
+        int rc = ferry__conn_append_argv(ferry__queue_conn(q), 2, argv, NULL, err);
         if (rc) return rc;
         (*n)++;
     }
     return 0;
 }
 
-/* Second round trip: the hashes of the ids in `range` (id, score pairs). Caller holds q->mu. */
+/* Second round trip: the hashes of the ids in `range` (id, score pairs). Caller holds the queue's
+ * lock. */
 static int read_hashes(ferry_queue *q, const redisReply *range, ferry_scheduler_info *items,
                        size_t cnt, ferry_error *err) {
     struct hashes_ctx hc = {calloc(cnt, sizeof(char *)), cnt};
@@ -203,12 +205,12 @@ static int read_hashes(ferry_queue *q, const redisReply *range, ferry_scheduler_
     int rc = hc.keys && h ? 0 : ferry__err(err, FERRY_ENOMEM, "out of memory");
     for (size_t k = 0; rc == 0 && k < cnt; k++) {
         const redisReply *id = range->element[2 * k];
-        size_t klen = q->keys.base_len + id->len + 16;
+        size_t klen = ferry__queue_keys(q)->base_len + id->len + 16;
         if (!(hc.keys[k] = malloc(klen)) || !(items[k].id = strndup(id->str, id->len))) {
             rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
             break;
         }
-        snprintf(hc.keys[k], klen, "%srepeat:%s", q->keys.base, items[k].id);
+        snprintf(hc.keys[k], klen, "%srepeat:%s", ferry__queue_keys(q)->base, items[k].id);
         items[k].next_ms = score_ms(range->element[2 * k + 1]);
     }
     size_t got = 0;
@@ -217,7 +219,7 @@ static int read_hashes(ferry_queue *q, const redisReply *range, ferry_scheduler_
         if ((rc = ferry__queue_reply_error(q, h[k], "HGETALL job scheduler", err))) break;
         if (from_hash(&items[k], h[k]))
             rc = ferry__err(err, FERRY_EPROTO, "queue %s: list job schedulers: unexpected reply",
-                            q->keys.queue);
+                            ferry__queue_keys(q)->queue);
     }
     for (size_t k = 0; k < got; k++)
         if (h[k]) freeReplyObject(h[k]);
@@ -242,25 +244,25 @@ int ferry_scheduler_list(ferry_queue *q, long long start, size_t max, int ascend
     redisReply *range = NULL;
     size_t got = 0;
     ferry_scheduler_info *out = NULL;
-    pthread_mutex_lock(&q->mu);
+    ferry__queue_lock(q);
     int rc = ferry__queue_exchange(q, range_append, &rc_, 1, &range, 1, &got, err);
     if (rc == 0) rc = ferry__queue_reply_error(q, range, "list job schedulers", err);
     if (rc == 0 &&
         (range->type != REDIS_REPLY_ARRAY || range->elements % 2 || range->elements / 2 > max))
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: list job schedulers: unexpected reply",
-                        q->keys.queue);
+                        ferry__queue_keys(q)->queue);
     size_t cnt = rc == 0 ? range->elements / 2 : 0;
     for (size_t k = 0; rc == 0 && k < range->elements; k++)
         if (!is_str(range->element[k]))
             rc = ferry__err(err, FERRY_EPROTO, "queue %s: list job schedulers: unexpected reply",
-                            q->keys.queue);
+                            ferry__queue_keys(q)->queue);
     if (rc == 0 && cnt > 0) {
         if (!(out = calloc(cnt, sizeof *out)))
             rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
         else
             rc = read_hashes(q, range, out, cnt, err);
     }
-    pthread_mutex_unlock(&q->mu);
+    ferry__queue_unlock(q);
     if (range) freeReplyObject(range);
     if (rc) {
         ferry_scheduler_list_free(out, cnt);
@@ -273,22 +275,22 @@ int ferry_scheduler_list(ferry_queue *q, long long start, size_t max, int ascend
 
 static int zcard_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err) {
     (void)vctx;
-    const char *argv[] = {"ZCARD", q->key[QK_REPEAT]};
+    const char *argv[] = {"ZCARD", ferry__queue_key(q, QK_REPEAT)};
     *n = 1;
-    return ferry__conn_append_argv(q->conn, 2, argv, NULL, err);
+    return ferry__conn_append_argv(ferry__queue_conn(q), 2, argv, NULL, err);
 }
 
 int ferry_scheduler_count(ferry_queue *q, long long *count, ferry_error *err) {
     if (!q || !count) return ferry__err(err, FERRY_EINVAL, "ferry_scheduler_count: NULL argument");
     redisReply *r = NULL;
     size_t got = 0;
-    pthread_mutex_lock(&q->mu);
+    ferry__queue_lock(q);
     int rc = ferry__queue_exchange(q, zcard_append, NULL, 1, &r, 1, &got, err);
-    pthread_mutex_unlock(&q->mu);
+    ferry__queue_unlock(q);
     if (rc == 0) rc = ferry__queue_reply_error(q, r, "count job schedulers", err);
     if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: count job schedulers: unexpected reply",
-                        q->keys.queue);
+                        ferry__queue_keys(q)->queue);
     if (rc == 0) *count = r->integer;
     if (r) freeReplyObject(r);
     return rc;

@@ -57,18 +57,19 @@ long long ferryx_clamp_ll(double d, long long lo, long long hi) {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* JavaScript's whitespace and line terminators (what Number() trims), at s[i]: the length of
- * the character, 0 when it is something else. */
-static size_t js_space(const unsigned char *s, size_t i, size_t n) {
-    unsigned c = s[i];
+size_t ferryx_js_space(const char *text, size_t n) {
+    const unsigned char *s = (const unsigned char *)text;
+    if (n == 0) return 0;
+    unsigned c = s[0];
     if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
-    if (c == 0xC2 && i + 1 < n && s[i + 1] == 0xA0) return 2; /* U+00A0 */
-    if (i + 2 >= n) return 0;
-    unsigned c1 = s[i + 1], c2 = s[i + 2];
+    if (c == 0xC2 && n >= 2 && s[1] == 0xA0) return 2; /* U+00A0 */
+    if (n < 3) return 0;
+    unsigned c1 = s[1], c2 = s[2];
     if (c == 0xEF && c1 == 0xBB && c2 == 0xBF) return 3; /* U+FEFF */
     if (c == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3; /* U+1680 */
     if (c == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3; /* U+3000 */
-    if (c == 0xE2 && c1 == 0x80 && (c2 <= 0x8A || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF))
+    if (c == 0xE2 && c1 == 0x80 &&
+        ((c2 >= 0x80 && c2 <= 0x8A) || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF))
         return 3;                                        /* U+2000..200A, U+2028, U+2029, U+202F */
     if (c == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3; /* U+205F */
     return 0;
@@ -77,11 +78,11 @@ static size_t js_space(const unsigned char *s, size_t i, size_t n) {
 double ferryx_js_number(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     size_t a = 0, b = n, w;
-    while (a < b && (w = js_space(s, a, b)) > 0)
+    while (a < b && (w = ferryx_js_space((const char *)s + a, b - a)) > 0)
         a += w;
     size_t end = a; /* just past the last character that is not a blank */
     for (size_t k = a; k < b;) {
-        if ((w = js_space(s, k, b)) > 0)
+        if ((w = ferryx_js_space((const char *)s + k, b - k)) > 0)
             k += w;
         else
             end = ++k; /* lead bytes of blanks are never continuation bytes */

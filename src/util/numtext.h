@@ -20,6 +20,11 @@ long long ferryx_clamp_ll(double d, long long lo, long long hi);
 /* strtod that reads '.' as the decimal separator whatever the locale; *end as strtod's. */
 double ferryx_strtod_c(const char *s, char **end);
 
+/* JavaScript's white space and line terminators (what Number() trims and String.split(/\s+/)
+ * splits on) at the start of s[0..n), as UTF-8: the character's length (1..3), 0 when it is
+ * something else (or n is 0). Pure, thread-safe. */
+size_t ferryx_js_space(const char *s, size_t n);
+
 /* JavaScript's Number(s) for the string s[0..n): blanks (JavaScript's white space and line
  * terminators, UTF-8) trimmed, "" = 0, [+-]Infinity, decimal literals, 0x / 0o / 0b integers;
  * anything else (strtod's "inf", "nan", hex floats, "1_0"...) is NaN. Pure, thread-safe. */

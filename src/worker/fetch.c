@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sched/scheduler_internal.h"
+#include "sched/sched_module.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "worker/worker_internal.h"

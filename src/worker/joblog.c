@@ -8,20 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envelope/trace.h"
 #include "util/clock.h"
 #include "util/json_text.h"
 #include "worker/worker_internal.h"
 
 /* ---- trace id ----------------------------------------------------------------------- */
-
-static int trace_id_ok(const char *s, size_t n) {
-    if (n == 0 || n > FERRY__TRACE_ID_MAX) return 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '=') return 0;
-    }
-    return 1;
-}
 
 char *ferry__job_trace_id(const ferry_job *j) {
     const char *data = j->data;
@@ -33,7 +25,7 @@ char *ferry__job_trace_id(const ferry_job *j) {
     json_t *root = json_loadb(data, n, JSON_DECODE_INT_AS_REAL, NULL);
     char *out = NULL;
     const json_t *t = json_is_object(root) ? json_object_get(root, "traceId") : NULL;
-    if (json_is_string(t) && trace_id_ok(json_string_value(t), json_string_length(t)))
+    if (json_is_string(t) && ferry__trace_id_valid(json_string_value(t), json_string_length(t)))
         out = strdup(json_string_value(t));
     json_decref(root);
     return out;

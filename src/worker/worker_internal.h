@@ -328,12 +328,11 @@ char *ferry__json_quote(const char *s, size_t n);
 
 /* ---- joblog.c ------------------------------------------------------------------- */
 
-/* Longest data text searched for a "traceId" and longest trace id taken from it. */
+/* Longest data text searched for a "traceId". */
 #define FERRY__TRACE_SCAN_MAX (1024 * 1024)
-#define FERRY__TRACE_ID_MAX 256
 
-/* The job data's top-level "traceId" when it is a string of 1..FERRY__TRACE_ID_MAX
- * printable ASCII characters without spaces, else NULL. malloc'd. Only called when
+/* The job data's top-level "traceId" when it is a string that passes
+ * ferry__trace_id_valid (envelope/trace.h: the outbox's rule), else NULL. malloc'd. Only called when
  * callbacks.job_log is set (it parses the data). Thread-safe. */
 char *ferry__job_trace_id(const ferry_job *j);
 

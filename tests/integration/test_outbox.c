@@ -624,6 +624,53 @@ static void test_library_relay_in_process(void **state) {
     ferry_relay_free(NULL);
 }
 
+/* Routes take every name a queue takes: a FERRY_QUEUE_NAME_MAX-byte queue parses and
+ * relays (the unit test checks that one byte more is refused naming the limit). */
+static void test_relay_longest_queue_name(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    char queue[FERRY_QUEUE_NAME_MAX + 1], text[FERRY_QUEUE_NAME_MAX + 64];
+    memset(queue, 'q', FERRY_QUEUE_NAME_MAX);
+    queue[FERRY_QUEUE_NAME_MAX] = 0;
+    snprintf(text, sizeof text, "route.longest %s:handle\n", queue);
+    ferry_routes *routes = NULL;
+    ferry_error e = {0};
+    if (ferry_routes_parse(text, strlen(text), NULL, &routes, &e)) fail_msg("%s", e.message);
+    ferry_redis_options ro;
+    ferry_redis_options_init(&ro);
+    ro.url = testenv_require("REDIS_URL");
+    captured_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ferry_relay_options o;
+    ferry_relay_options_init(&o);
+    o.database_url = testenv_require("DATABASE_URL");
+    o.schema = schema;
+    o.redis = &ro;
+    o.prefix = prefix;
+    o.routes = routes;
+    o.poll_interval_ms = 3600000; /* NOTIFY only */
+    o.retention_s = -1;
+    o.log = capture_log;
+    o.log_userdata = &log;
+    ferry_relay *relay = NULL;
+    if (ferry_relay_create(&o, &relay, &e)) fail_msg("%s", e.message);
+    ferry_routes_free(routes);
+    relay_thread t = {.relay = relay};
+    pthread_t th;
+    pthread_create(&th, NULL, relay_thread_main, &t);
+    char id[37];
+    ob_append(db, schema, "route.longest", "{\"n\":1}", NULL, 1, id);
+    if (!wait_job(prefix, queue, id, 10000)) fail_msg("no job; log:\n%s", log.text);
+    char *name = job_field(prefix, queue, id, "name");
+    assert_string_equal(name, "handle");
+    free(name);
+    ferry_relay_stop(relay);
+    pthread_join(th, NULL);
+    if (t.rc) fail_msg("run: %s", t.err.message);
+    ferry_relay_free(relay);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_migrate_concurrent_and_idempotent),
@@ -635,6 +682,7 @@ int main(void) {
         cmocka_unit_test(test_crash_before_commit_dedups),
         cmocka_unit_test(test_owned_connection_pipeline),
         cmocka_unit_test(test_library_relay_in_process),
+        cmocka_unit_test(test_relay_longest_queue_name),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

@@ -31,15 +31,23 @@ static void test_cleanup_bounded_batches(void **state) {
     add_rows(schema, "a", 30, -1);
     long long deleted = -1;
     ferry_error e = {0};
-    assert_int_equal(ferry_outbox_cleanup(db, schema, 7 * 86400, 100, 2, &deleted, &e), 0);
+    assert_int_equal(ferry_outbox_cleanup(db, &(ferry_outbox_options){.schema = schema}, 7 * 86400,
+                                          100, 2, &deleted, &e),
+                     0);
     assert_int_equal(deleted, 200); /* two statements of 100 */
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.outbox_events", schema), 120);
-    assert_int_equal(ferry_outbox_cleanup(db, schema, 7 * 86400, 100, 0, &deleted, &e), 0);
+    assert_int_equal(ferry_outbox_cleanup(db, &(ferry_outbox_options){.schema = schema}, 7 * 86400,
+                                          100, 0, &deleted, &e),
+                     0);
     assert_int_equal(deleted, 50);
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.outbox_events", schema), 70);
-    assert_int_equal(ferry_outbox_cleanup(db, schema, -1, 0, 0, &deleted, &e), FERRY_EINVAL);
+    assert_int_equal(
+        ferry_outbox_cleanup(db, &(ferry_outbox_options){.schema = schema}, -1, 0, 0, &deleted, &e),
+        FERRY_EINVAL);
     ob_exec(db, "BEGIN");
-    assert_int_equal(ferry_outbox_cleanup(db, schema, 1, 0, 0, &deleted, &e), FERRY_ESTATE);
+    assert_int_equal(
+        ferry_outbox_cleanup(db, &(ferry_outbox_options){.schema = schema}, 1, 0, 0, &deleted, &e),
+        FERRY_ESTATE);
     ob_exec(db, "ROLLBACK");
 
     /* the CLI */
@@ -71,10 +79,13 @@ static void test_created_in_the_future(void **state) {
                    schema));
     long long deleted = -1;
     ferry_error e = {0};
-    assert_int_equal(ferry_outbox_cleanup(db, schema, 86400, 100, 0, &deleted, &e), 0);
+    assert_int_equal(ferry_outbox_cleanup(db, &(ferry_outbox_options){.schema = schema}, 86400, 100,
+                                          0, &deleted, &e),
+                     0);
     assert_int_equal(deleted, 1);
     ferry_outbox_status *st = NULL;
-    assert_int_equal(ferry_outbox_status_get(db, schema, NULL, &st, &e), 0);
+    assert_int_equal(
+        ferry_outbox_status_get(db, &(ferry_outbox_options){.schema = schema}, NULL, &st, &e), 0);
     assert_int_equal(st->unpublished, 1);
     assert_true(st->oldest_age_s == 0);
     assert_true(st->ntopics == 1 && st->topics[0].oldest_age_s == 0);
@@ -100,7 +111,8 @@ static void test_status_oldest_age(void **state) {
                    schema));
     ferry_outbox_status *st = NULL;
     ferry_error e = {0};
-    assert_int_equal(ferry_outbox_status_get(db, schema, NULL, &st, &e), 0);
+    assert_int_equal(
+        ferry_outbox_status_get(db, &(ferry_outbox_options){.schema = schema}, NULL, &st, &e), 0);
     assert_int_equal(st->unpublished, 3);
     /* (slack for a slow box between the INSERT and the status query) */
     if (st->oldest_age_s < 3600 || st->oldest_age_s > 3600 + 120)

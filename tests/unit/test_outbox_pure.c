@@ -20,6 +20,7 @@
 #include "envelope/trace.h"
 #include "util/uuid7.h"
 #include "util/json_text.h"
+#include "worker/worker_internal.h" /* ferry__job_trace_id */
 
 /* ---- UUIDv7 ---------------------------------------------------------------------------- */
 
@@ -124,6 +125,7 @@ static void test_trace_id_check(void **state) {
     assert_int_equal(ferry__trace_id_check("4bf92f3577b34da6a3ce929d0e0e4736", &e), 0);
     assert_int_equal(ferry__trace_id_check("", &e), FERRY_EINVAL);
     assert_int_equal(ferry__trace_id_check("has space", &e), FERRY_EINVAL);
+    assert_string_equal(e.message, "trace_id: byte 3 is not printable ASCII");
     assert_int_equal(ferry__trace_id_check("caf\xc3\xa9", &e), FERRY_EINVAL);
     assert_int_equal(ferry__trace_id_check("ab-cd", &e),
                      FERRY_EINVAL); /* looks like a traceparent */
@@ -134,6 +136,53 @@ static void test_trace_id_check(void **state) {
     assert_int_equal(ferry__trace_id_check(big, &e), FERRY_EINVAL);
     big[128] = 0;
     assert_int_equal(ferry__trace_id_check(big, &e), 0);
+}
+
+/* One trace id rule: an id the outbox accepts (here 128 bytes holding '=', '"' and '\\')
+ * goes into the envelope, is taken from the job's data by the worker and shows, escaped, in
+ * the job's log line (text and JSON). */
+static void test_trace_id_reaches_job_log(void **state) {
+    (void)state;
+    char id[FERRY_OUTBOX_TRACE_ID_MAX + 1];
+    memset(id, 'x', FERRY_OUTBOX_TRACE_ID_MAX);
+    memcpy(id, "req=7\"a\\b", 9);
+    id[FERRY_OUTBOX_TRACE_ID_MAX] = 0;
+    ferry_error e = {0};
+    assert_int_equal(ferry__trace_id_check(id, &e), 0); /* what ferry_outbox_append checks */
+    assert_true(ferry__trace_id_valid(id, strlen(id)));
+
+    const char *ev = "0190b6a2-7c00-7000-8000-000000000001", *payload = "{\"n\":1}";
+    size_t cap = ferry__envelope_size(ev, strlen(ev), id, strlen(id), strlen(payload)) + 1;
+    char *data = malloc(cap);
+    assert_non_null(data);
+    assert_true(ferry__envelope_write(data, cap, ev, strlen(ev), id, strlen(id), payload,
+                                      strlen(payload)) > 0);
+    ferry_job job;
+    memset(&job, 0, sizeof job);
+    job.data = data;
+    char *got = ferry__job_trace_id(&job);
+    assert_non_null(got);
+    assert_string_equal(got, id);
+
+    ferry_job_log rec = {.queue = "q", .name = "j", .id = "1", .attempt = 1, .trace_id = got,
+                         .outcome = "completed"};
+    char line[1024], want[512];
+    ferry_job_log_format(&rec, 0, line, sizeof line);
+    snprintf(want, sizeof want, " trace=\"req=7\\\"a\\\\b%s\" outcome=", id + 9);
+    assert_non_null(strstr(line, want));
+    ferry_job_log_format(&rec, 1, line, sizeof line);
+    snprintf(want, sizeof want, "\"trace\":\"req=7\\\"a\\\\b%s\"", id + 9);
+    assert_non_null(strstr(line, want));
+    free(got);
+    free(data);
+
+    /* longer than the outbox takes: the log falls back to job-<queue>-<id> like before */
+    char big[FERRY_OUTBOX_TRACE_ID_MAX + 2];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    assert_false(ferry__trace_id_valid(big, strlen(big)));
+    assert_false(ferry__trace_id_valid("a b", 3));
+    assert_false(ferry__trace_id_valid("", 0));
 }
 
 /* ---- envelope -------------------------------------------------------------------------- */
@@ -208,17 +257,20 @@ static void test_migration_list(void **state) {
     (void)state;
     seen s = {0};
     ferry_error e = {0};
-    assert_int_equal(ferry_outbox_migrations_sql("we\"ird", on_migration, &s, &e), 0);
+    ferry_migrate_options mo = {.schema = "we\"ird", .fn = on_migration, .userdata = &s};
+    assert_int_equal(ferry_outbox_migrations_sql(&mo, &e), 0);
     assert_int_equal(s.n, (int)ferry__migrations_count);
     assert_int_equal(s.last_version, ferry_outbox_schema_version());
     assert_true(ferry_outbox_schema_version() >= 5);
     assert_false(s.has_token);
     assert_true(s.has_quoted);
-    assert_int_equal(ferry_outbox_migrations_sql("", on_migration, &s, &e), FERRY_EINVAL);
+    mo.schema = "";
+    assert_int_equal(ferry_outbox_migrations_sql(&mo, &e), FERRY_EINVAL);
     char big[80];
     memset(big, 's', 64);
     big[64] = 0;
-    assert_int_equal(ferry_outbox_migrations_sql(big, on_migration, &s, &e), FERRY_EINVAL);
+    mo.schema = big;
+    assert_int_equal(ferry_outbox_migrations_sql(&mo, &e), FERRY_EINVAL);
     /* an application-made table, column for column */
     const char *sql1 = NULL;
     for (size_t i = 0; i < ferry__migrations_count; i++)
@@ -496,6 +548,7 @@ int main(void) {
         cmocka_unit_test(test_database_url_display_check_mask),
         cmocka_unit_test(test_claim_limit_adapts),
         cmocka_unit_test(test_jsonb_check),
+        cmocka_unit_test(test_trace_id_reaches_job_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

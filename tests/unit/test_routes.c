@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "ferry/outbox.h"
+#include "ferry/queue.h"
 #include "outbox/routes.h"
 
 static ferry_routes *parse_ok(const char *text) {
@@ -194,12 +195,23 @@ static void test_limits(void **state) {
     assert_non_null(strstr(m, "is 256 bytes, limit 255"));
     assert_non_null(strstr(m, "...")); /* long names are shortened in messages */
 
-    /* queue name length 256 */
-    strcpy(buf, "a ");
-    memset(buf + 2, 'q', 256);
-    strcpy(buf + 258, ":j\n");
-    m = parse_err(buf, strlen(buf), FERRY_EINVAL);
+    /* queue name length: every name a queue accepts (FERRY_QUEUE_NAME_MAX) routes, one more not */
+    char qbuf[FERRY_QUEUE_NAME_MAX + 16];
+    strcpy(qbuf, "a ");
+    memset(qbuf + 2, 'q', FERRY_QUEUE_NAME_MAX);
+    strcpy(qbuf + 2 + FERRY_QUEUE_NAME_MAX, ":j\n");
+    r = parse_ok(qbuf);
+    const char *tq = NULL, *tj = NULL;
+    assert_int_equal(ferry_routes_target(r, 0, 0, &tq, &tj), 0);
+    assert_int_equal(strlen(tq), FERRY_QUEUE_NAME_MAX);
+    assert_string_equal(tj, "j");
+    ferry_routes_free(r);
+    strcpy(qbuf, "a ");
+    memset(qbuf + 2, 'q', FERRY_QUEUE_NAME_MAX + 1);
+    strcpy(qbuf + 3 + FERRY_QUEUE_NAME_MAX, ":j\n");
+    m = parse_err(qbuf, strlen(qbuf), FERRY_EINVAL);
     assert_non_null(strstr(m, "queue name"));
+    assert_non_null(strstr(m, "is 513 bytes, limit 512"));
 
     /* targets per topic */
     char *many = malloc(8192);

@@ -1,12 +1,10 @@
 /* relay.c - the relay engine's life cycle and main loop: options, routes and queues at
  * create/start, then wait for a NOTIFY (or the poll interval), publish batches while they
  * come back full (relay_batch.c), back off (capped, jittered) after failures, reconnect to
- * PostgreSQL, and count and warn about topics no route knows. One relay adds one batch's
+ * PostgreSQL (conn.c), and count and warn about topics no route knows. One relay adds one batch's
  * jobs at a time, oldest first; replicas share the work through SKIP LOCKED. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +12,14 @@
 
 #include "outbox/relay/relay_internal.h"
 #include "outbox/routes.h"
-#include "queue/queue_internal.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
+#include "queue/queue_module.h" /* ferry__queue_data_limit, ferry__queue_defaults_load */
 #include "redis/eviction.h"
-#include "util/clock.h"
-#include "util/retry_delay.h"
 #include "redis/options.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/printable.h"
+#include "util/range.h"
+#include "util/retry_delay.h"
 
 #define DEFAULT_BATCH 100
 #define MAX_BATCH 10000
@@ -36,40 +35,10 @@
 #define DEFAULT_MAX_ENVELOPE ((size_t)2 << 20)
 #define MAX_ENVELOPE_LIMIT ((size_t)512 << 20)
 #define DAY_MS (24 * 3600 * 1000)
-#define CLIENT_SLACK_MS 2000 /* client deadline beyond the server's statement_timeout */
 #define UNKNOWN_TOPICS_SHOWN 100
-#define LANE2_RETRY_MS 30000 /* a second connection that failed is tried again this late */
 
 void ferry_relay_options_init(ferry_relay_options *o) {
     if (o) memset(o, 0, sizeof *o);
-}
-
-void ferry__relay_log(ferry_relay *r, int level, const char *fmt, ...) {
-    if (!r->log) return;
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&r->log_mu);
-    r->log(level, line, r->log_userdata);
-    pthread_mutex_unlock(&r->log_mu);
-}
-
-int64_t ferry__relay_deadline(const ferry_relay *r) {
-    return ferry__mono_ms() + r->statement_timeout_ms + CLIENT_SLACK_MS;
-}
-
-void ferry__relay_session(const ferry_relay *r, ferry__pg_session *s, const char *app) {
-    s->url = r->database_url;
-    s->application_name = app;
-    s->connect_timeout_ms = r->connect_timeout_ms;
-    s->statement_timeout_ms = r->statement_timeout_ms;
-    /* A batch holds its transaction open across the Redis adds, and a batch claimed ahead
-     * (relay_batch.c) across the adds of the batch before it too: allow two adds their full
-     * budget (connect + command, twice for a reconnect) before the server gives up on us. */
-    int rc_ms = r->redis.connect_timeout_ms + r->redis.command_timeout_ms;
-    s->idle_in_tx_timeout_ms = r->statement_timeout_ms + 4 * rc_ms + 5000;
 }
 
 /* ---- create / free ------------------------------------------------------------------- */
@@ -81,11 +50,9 @@ static char *dup_or_null(const char *s, int *oom) {
     return d;
 }
 
+/* The relay's bounds check: "relay: <name> <v> out of range <lo>..<hi>". */
 static int range(ferry_error *err, const char *name, long long v, long long lo, long long hi) {
-    if (v < lo || v > hi)
-        return ferry__err(err, FERRY_EINVAL, "relay: %s %lld out of range %lld..%lld", name, v, lo,
-                          hi);
-    return 0;
+    return ferry__check_range(err, "relay", name, v, lo, hi);
 }
 
 static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_error *err) {
@@ -266,22 +233,6 @@ void ferry_relay_get_stats(ferry_relay *r, ferry_relay_stats *out) {
     pthread_mutex_unlock(&r->mu);
 }
 
-/* ---- waiting ------------------------------------------------------------------------- */
-
-int ferry__relay_wait(ferry_relay *r, int fd, int64_t deadline) {
-    for (;;) {
-        if (atomic_load(&r->stopping)) return 1;
-        int64_t left = deadline - ferry__mono_ms();
-        if (left <= 0) return 0;
-        struct pollfd p[2] = {{.fd = r->stop_pipe[0], .events = POLLIN},
-                              {.fd = fd, .events = POLLIN}};
-        int n = poll(p, fd >= 0 ? 2 : 1, left > 60000 ? 60000 : (int)left);
-        if (n < 0 && errno != EINTR) return 0;
-        if (n > 0 && (p[0].revents & POLLIN)) return 1;
-        if (n > 0 && fd >= 0 && p[1].revents) return 2;
-    }
-}
-
 /* Next backoff: doubling from BACKOFF_BASE_MS up to the cap. The wait itself is jittered
  * into its upper half so replicas that failed together do not retry together. */
 static int backoff_next(const ferry_relay *r, int cur) {
@@ -293,88 +244,6 @@ static void set_backing_off(ferry_relay *r, int on) {
     pthread_mutex_lock(&r->mu);
     r->stats.backing_off = on;
     pthread_mutex_unlock(&r->mu);
-}
-
-/* ---- database connection ------------------------------------------------------------ */
-
-static int check_schema(ferry_relay *r, ferry_error *err) {
-    char table[FERRY__QSCHEMA_MAX + 40], sql[FERRY__QSCHEMA_MAX + 96];
-    snprintf(table, sizeof table, "%s.ferry_schema_migrations", r->qs);
-    const char *params[] = {table};
-    PGresult *res = NULL;
-    int rc = ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "schema check", NULL,
-                             "SELECT to_regclass($1) IS NOT NULL", 1, params, &res, err);
-    if (rc) return rc;
-    int exists = !strcmp(PQgetvalue(res, 0, 0), "t");
-    PQclear(res);
-    int version = 0;
-    if (exists) {
-        snprintf(sql, sizeof sql, "SELECT coalesce(max(version), 0) FROM %s", table);
-        rc = ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "schema check", NULL, sql, 0, NULL,
-                             &res, err);
-        if (rc) return rc;
-        version = atoi(PQgetvalue(res, 0, 0));
-        PQclear(res);
-    }
-    if (version < FERRY__RELAY_SCHEMA_VERSION)
-        return ferry__err(err, FERRY_ESTATE,
-                          "schema %s is at version %d, the relay needs %d: run `ferry migrate`",
-                          r->schema_shown, version, FERRY__RELAY_SCHEMA_VERSION);
-    if (version > ferry_outbox_schema_version())
-        ferry__relay_log(r, FERRY_LOG_WARN,
-                         "relay: schema %s is at version %d, newer than this ferry's %d: a newer "
-                         "ferry migrated it; upgrade this relay",
-                         r->schema_shown, version, ferry_outbox_schema_version());
-    else if (version < ferry_outbox_schema_version())
-        ferry__relay_log(r, FERRY_LOG_WARN,
-                         "relay: schema %s is at version %d of %d; it works, but run `ferry "
-                         "migrate` for the later ones (006: the claim's index)",
-                         r->schema_shown, version, ferry_outbox_schema_version());
-    return 0;
-}
-
-static int db_connect(ferry_relay *r, ferry_error *err) {
-    ferry__pg_session s;
-    ferry__relay_session(r, &s, "ferry relay");
-    int rc = ferry__pgc_connect(&r->pg, &s, err);
-    if (!rc) rc = check_schema(r, err);
-    if (!rc)
-        rc = ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "listen", NULL,
-                             "LISTEN " FERRY__NOTIFY_CHANNEL, 0, NULL, NULL, err);
-    /* "a relay runs on this schema", for the others' probes (relay_batch.c); released when
-     * the session ends */
-    const char *params[] = {r->schema};
-    if (!rc)
-        rc = ferry__pgc_exec(&r->pg, ferry__relay_deadline(r), "relay lock", NULL,
-                             "SELECT pg_advisory_lock_shared(" FERRY__LOCK_RELAYS_STR
-                             ", hashtext($1))",
-                             1, params, NULL, err);
-    if (!rc) rc = ferry__relay_prepare(r, &r->pg, err);
-    r->alone_at = 0;
-    if (rc) ferry__pgc_close(&r->pg);
-    /* the second connection is made afresh with the first, at the next drain */
-    ferry__pgc_close(&r->pg2);
-    r->pg2_retry_at = 0;
-    return rc;
-}
-
-int ferry__relay_lane2(ferry_relay *r) {
-    if (r->pg2.conn && !r->pg2.broken) return 1;
-    ferry__pgc_close(&r->pg2);
-    if (ferry__mono_ms() < r->pg2_retry_at) return 0;
-    ferry__pg_session s;
-    ferry__relay_session(r, &s, "ferry relay");
-    ferry_error e = {0};
-    int rc = ferry__pgc_connect(&r->pg2, &s, &e);
-    if (!rc) rc = ferry__relay_prepare(r, &r->pg2, &e);
-    if (!rc) return 1;
-    ferry__pgc_close(&r->pg2);
-    r->pg2_retry_at = ferry__mono_ms() + LANE2_RETRY_MS;
-    ferry__relay_log(r, FERRY_LOG_WARN,
-                     "relay: second database connection: %s (publishing on one connection, "
-                     "more slowly; retrying in %d s)",
-                     e.message, LANE2_RETRY_MS / 1000);
-    return 0;
 }
 
 /* Take the notifications libpq holds; 1 when one is for our schema. */
@@ -448,7 +317,7 @@ static int open_queues(ferry_relay *r, ferry_error *err) {
         qo.max_payload_bytes = r->max_envelope;
         ferry_error e = {0};
         int rc = ferry_queue_open(r->queue_names[i], &qo, &r->queues[i], &e);
-        char shown[4 * 256 + 8];
+        char shown[4 * FERRY_QUEUE_NAME_MAX + 8];
         if (rc)
             return ferry__err(err, rc, "queue %s: %s",
                               ferryx_printable(r->queue_names[i], shown, sizeof shown), e.message);
@@ -465,10 +334,7 @@ static void warn_eviction(ferry_relay *r) {
     ferry_queue *q = r->queues[0];
     char policy[64], msg[512];
     ferry_error e = {0};
-    pthread_mutex_lock(&q->mu);
-    int rc = ferry__queue_connect(q, ferry__mono_ms() + q->connect_ms + q->command_ms, &e);
-    if (!rc) rc = ferry__redis_eviction_policy(q->conn, policy, sizeof policy, &e);
-    pthread_mutex_unlock(&q->mu);
+    int rc = ferry__queue_eviction_policy(q, policy, sizeof policy, &e);
     if (rc == 1)
         ferry__relay_log(r, FERRY_LOG_INFO,
                          "relay: Redis does not report its maxmemory-policy (INFO refused); it "
@@ -497,7 +363,7 @@ static void relay_loop(ferry_relay *r) {
             ferry__pgc_close(&r->pg);
             if (ferry__relay_wait(r, -1, reconnect_at) == 1) break;
             ferry_error e = {0};
-            if (db_connect(r, &e)) {
+            if (ferry__relay_db_connect(r, &e)) {
                 backoff = backoff_next(r, backoff);
                 ferry__relay_log(r, FERRY_LOG_WARN, "relay: database: %s (retrying in about %d ms)",
                                  e.message, backoff);
@@ -573,7 +439,7 @@ int ferry_relay_run(ferry_relay *r, ferry_error *err) {
     r->running = 1;
     memset(&r->stats, 0, sizeof r->stats);
     ferry_error e = {0};
-    int rc = db_connect(r, &e);
+    int rc = ferry__relay_db_connect(r, &e);
     if (rc) {
         rc = ferry__err(err, rc, "database: %s", e.message);
     } else if ((rc = open_queues(r, err)) == 0) {

@@ -25,119 +25,15 @@
 #include "envelope/envelope.h"
 #include "outbox/relay/relay_internal.h"
 #include "outbox/routes.h"
-#include "util/json_text.h"
-#include "queue/queue_internal.h"
+#include "queue/queue_module.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
-#define ST_CLAIM "ferry_relay_claim"
-#define ST_PUT_BACK "ferry_relay_put_back"
-#define ST_FAILED "ferry_relay_failed"
-#define ST_BEGIN "ferry_relay_begin"
-#define ST_ASYNC "ferry_relay_async"
-#define ST_COMMIT "ferry_relay_commit"
-#define ST_ALONE "ferry_relay_alone"
-#define ST_AFTER_CLAIM "ferry_relay_after_claim"
 #define DRAIN_SLICE_MS 1000     /* a drain returns to the main loop this often */
 #define ALONE_TRUST_MS 100      /* how long the answer "no other relay" is trusted */
 #define NOT_ALONE_TRUST_MS 1000 /* and the answer "other relays" */
 #define POOL_MAX 8              /* threads adding to queues besides the relay's own */
-
-/* The claim picks (oldest first, FOR UPDATE SKIP LOCKED), measures and marks in one
- * statement: one index scan and two TID scans per batch (one reads the locked rows back,
- * one updates the kept ones), cheaper in server CPU than a SELECT and an UPDATE (a join
- * on ctid instead would rescan the TID per row). The locking subquery reads the
- * partial index outbox_unpublished (created_at, id) in order (migration 006): no sort,
- * however many events of one transaction share created_at; it carries ctids alone, narrow
- * if a plan ever sorts (a schema before 006). The picked rows are locked, so their ctids
- * cannot change under us. A row picked after a concurrent update of it has a version the
- * statement's snapshot does not see: it is neither read back nor updated, and stays for
- * the next batch. RETURNING has no order: sort by age again. Events of one transaction
- * share created_at (now() is the transaction's start): the id breaks the tie, and
- * ferry_outbox_append's UUIDv7 ids sort in append order (rows in physical order would
- * not: a row can land in an earlier page than one added before it).
- *
- * The byte budget ($3): of the $2 rows locked, only the oldest whose payloads add up to
- * at most $3 are marked, and always the first (a row over the budget moves alone). The
- * rest stay unpublished, locked until this transaction ends, and go to a later batch;
- * the last column (rows locked) tells the relay that rows were left behind, so the
- * batch counts as full. The size is the payload's JSON text, octet_length(payload::text),
- * because that text is what the relay holds (libpq's result, the envelopes, the Redis
- * commands). pg_column_size would cost nothing but measures the stored form, which
- * TOAST compresses (100 KiB of repetitive JSON can take 2 KiB) and which is smaller or
- * larger than the text depending on the content: no bound on the relay's memory. The
- * conversion (detoast and print: a few hundred MB/s) runs again when the kept rows are
- * sent; returning the text computed here instead was no cheaper (measured: the window's
- * sort and the CTEs then copy every payload, spilling to disk), and adapt_claim_limit
- * keeps the rows converted in vain (locked, then left behind) few. */
-int ferry__relay_claim_sql(char *out, size_t cap, const char *qs) {
-    int n = snprintf(
-        out, cap,
-        "WITH locked AS (SELECT ctid, created_at, id, octet_length(payload::text) AS bytes "
-        "FROM %s.outbox_events WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s.outbox_events "
-        "WHERE published_at IS NULL AND quarantined_at IS NULL AND topic = ANY($1::text[]) "
-        "ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED))), "
-        "kept AS (SELECT ctid FROM (SELECT ctid, sum(bytes) OVER w AS total, "
-        "row_number() OVER w AS n FROM locked WINDOW w AS (ORDER BY created_at, id)) k "
-        "WHERE total <= $3::bigint OR n = 1), "
-        "claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
-        "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM kept)) AND o.published_at IS NULL "
-        "RETURNING o.id, o.topic, o.payload, o.trace_id, o.created_at) "
-        "SELECT id, topic, payload, trace_id, (SELECT count(*) FROM locked) FROM claimed "
-        "ORDER BY created_at, id",
-        qs, qs, qs);
-    return n >= 0 && (size_t)n < cap ? 0 : -1;
-}
-
-int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err) {
-    char sql[3 * FERRY__QSCHEMA_MAX + 1200];
-    const char *qs = r->qs;
-    /* Every batch runs these: prepared, the server parses them once per connection. */
-    int rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_BEGIN, "BEGIN", 0, err);
-    if (!rc)
-        rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_ASYNC,
-                                "SET LOCAL synchronous_commit = off", 0, err);
-    if (!rc) rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_COMMIT, "COMMIT", 0, err);
-    /* Are we the only relay? Every relay holds FERRY__LOCK_RELAYS_STR shared (relay.c); the
-     * exclusive lock is granted only when no other session holds it, and given back at
-     * once. (Our own shared lock does not conflict with our own request.) */
-    if (!rc)
-        rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_ALONE,
-                                "SELECT CASE WHEN pg_try_advisory_lock(" FERRY__LOCK_RELAYS_STR
-                                ", hashtext($1)) THEN pg_advisory_unlock(" FERRY__LOCK_RELAYS_STR
-                                ", hashtext($1)) ELSE false END",
-                                1, err);
-    /* Run right after every claim, in its segment. A claim whose statement_timeout expires
-     * while its last rows are being sent completes, and the cancel stays pending on the
-     * server: it then fails the next statement, or hits the session idle (an error the
-     * pipeline does not expect). This statement takes it, before any job is added: the
-     * claim's transaction fails, and the relay knows its claim timed out. */
-    if (!rc)
-        rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_AFTER_CLAIM, "SELECT 1", 0, err);
-    if (rc) return rc;
-    ferry__relay_claim_sql(sql, sizeof sql, qs);
-    rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_CLAIM, sql, 3, err);
-    if (rc) return rc;
-    /* Claimed rows that do not become jobs: unpublished again, and set aside when they have
-     * a reason (a NULL reason only puts the row back). */
-    snprintf(sql, sizeof sql,
-             "UPDATE %s.outbox_events AS o SET published_at = NULL, "
-             "quarantined_at = CASE WHEN q.reason IS NULL THEN o.quarantined_at ELSE now() END, "
-             "attempts = o.attempts + CASE WHEN q.reason IS NULL THEN 0 ELSE 1 END, "
-             "last_error = coalesce(q.reason, o.last_error) "
-             "FROM unnest($1::uuid[], $2::text[]) AS q(id, reason) WHERE o.id = q.id",
-             qs);
-    rc = ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_PUT_BACK, sql, 2, err);
-    if (rc) return rc;
-    /* After the rollback another relay may hold (and publish) some of these rows: skip
-     * them rather than wait, and never touch a row already published. */
-    snprintf(sql, sizeof sql,
-             "UPDATE %s.outbox_events SET attempts = attempts + 1, last_error = $2 "
-             "WHERE id IN (SELECT id FROM %s.outbox_events WHERE id = ANY($1::uuid[]) "
-             "AND published_at IS NULL FOR UPDATE SKIP LOCKED)",
-             qs, qs);
-    return ferry__pgc_prepare(pg, ferry__relay_deadline(r), ST_FAILED, sql, 2, err);
-}
 
 /* ---- rows and jobs ------------------------------------------------------------------- */
 
@@ -512,7 +408,7 @@ static void adapt_claim_limit(ferry_relay *r, const batch *b) {
 }
 
 /* lane_send's statements: a commit is at most 3 (set rows aside, SET LOCAL, COMMIT), a
- * claim at most 5 (BEGIN, SET LOCAL, the claim, ST_AFTER_CLAIM, the relay probe), and one
+ * claim at most 5 (BEGIN, SET LOCAL, the claim, RELAY_ST_AFTER_CLAIM, the relay probe), and one
  * send may carry both. */
 #define COMMIT_STMTS_MAX 3
 #define CLAIM_STMTS_MAX 5
@@ -572,18 +468,18 @@ static int lane_send(ferry_relay *r, lane *l, int commit, int claim, ferry_error
                 return ferry__err(err, FERRY_ENOMEM, "out of memory");
             put_params[0] = ids;
             put_params[1] = reasons;
-            l->st[k++] = (ferry__pg_stmt){"set rows aside", ST_PUT_BACK, NULL, 2, put_params};
+            l->st[k++] = (ferry__pg_stmt){"set rows aside", RELAY_ST_PUT_BACK, NULL, 2, put_params};
         }
         /* only the publish bookkeeping commits asynchronously (see the claim below) */
         if (l->b.quarantined)
             l->st[k++] = (ferry__pg_stmt){"set rows aside", NULL,
                                           "SET LOCAL synchronous_commit = on", 0, NULL};
         l->commit_at = (int)k;
-        l->st[k++] = (ferry__pg_stmt){"commit", ST_COMMIT, NULL, 0, NULL};
+        l->st[k++] = (ferry__pg_stmt){"commit", RELAY_ST_COMMIT, NULL, 0, NULL};
         segs |= 1u << (k - 1);
     }
     if (claim) {
-        l->st[k++] = (ferry__pg_stmt){"begin", ST_BEGIN, NULL, 0, NULL};
+        l->st[k++] = (ferry__pg_stmt){"begin", RELAY_ST_BEGIN, NULL, 0, NULL};
         /* The transaction records only published_at. If PostgreSQL crashes and loses a
          * commit that had not reached the disk yet, the rows read as unpublished again and
          * are published again: the jobs exist already and the queue drops them by jobId
@@ -592,16 +488,16 @@ static int lane_send(ferry_relay *r, lane *l, int commit, int claim, ferry_error
          * the at-least-once contract of the relay. Nothing is lost: the jobs are in Redis
          * before COMMIT is sent. So the commit need not wait for the WAL flush.
          * (A later durable commit on the server flushes this one too: WAL is sequential.) */
-        l->st[k++] = (ferry__pg_stmt){"begin", ST_ASYNC, NULL, 0, NULL};
+        l->st[k++] = (ferry__pg_stmt){"begin", RELAY_ST_ASYNC, NULL, 0, NULL};
         l->claim_at = (int)k;
         l->claim_limit = r->claim_limit;
-        l->st[k++] = (ferry__pg_stmt){"claim batch", ST_CLAIM, NULL, 3, claim_params};
-        l->st[k++] = (ferry__pg_stmt){"claim batch", ST_AFTER_CLAIM, NULL, 0, NULL};
+        l->st[k++] = (ferry__pg_stmt){"claim batch", RELAY_ST_CLAIM, NULL, 3, claim_params};
+        l->st[k++] = (ferry__pg_stmt){"claim batch", RELAY_ST_AFTER_CLAIM, NULL, 0, NULL};
         /* on the connection that holds our shared lock, once in a while */
         int64_t trust = r->alone ? ALONE_TRUST_MS : NOT_ALONE_TRUST_MS;
         if (l->pg == &r->pg && (!r->alone_at || ferry__mono_ms() - r->alone_at >= trust)) {
             l->alone_at = (int)k;
-            l->st[k++] = (ferry__pg_stmt){"relay probe", ST_ALONE, NULL, 1, alone_params};
+            l->st[k++] = (ferry__pg_stmt){"relay probe", RELAY_ST_ALONE, NULL, 1, alone_params};
         }
     }
     int rc = ferry__pgc_send(l->pg, ferry__relay_deadline(r), l->st, k, segs, err);
@@ -621,7 +517,7 @@ static int lane_recv(ferry_relay *r, lane *l, ferry_error *err) {
     if (!n) return 0;
     int rc = ferry__pgc_recv(l->pg, ferry__relay_deadline(r), l->st, n, l->segs, out, &failed, err);
     /* The claim ran into statement_timeout (57014, on the claim or, a cancel left pending,
-     * on ST_AFTER_CLAIM; lock waits end in 55P03 instead), or took the client's deadline
+     * on RELAY_ST_AFTER_CLAIM; lock waits end in 55P03 instead), or took the client's deadline
      * too: retried as it is, it would time out for ever (relay_claim_limit.c). */
     if (rc && l->claim_at >= 0 &&
         (failed == (size_t)l->claim_at || failed == (size_t)l->claim_at + 1) &&
@@ -706,7 +602,7 @@ static void record_failure(ferry_relay *r, lane *l, const char *message) {
     }
     const char *params[] = {ids, message};
     ferry_error e = {0};
-    if (ferry__pgc_exec(l->pg, ferry__relay_deadline(r), "record failure", ST_FAILED, NULL, 2,
+    if (ferry__pgc_exec(l->pg, ferry__relay_deadline(r), "record failure", RELAY_ST_FAILED, NULL, 2,
                         params, NULL, &e))
         ferry__relay_log(r, FERRY_LOG_WARN, "relay: could not record the failure on the rows: %s",
                          e.message);

@@ -83,6 +83,26 @@ struct ferry_relay {
     ferry_relay_stats stats;
 };
 
+/* ---- conn.c: connections, statements, waiting (calls nothing else of the relay) ------- */
+
+/* The prepared statements every relay connection has (ferry__relay_prepare). */
+#define RELAY_ST_CLAIM "ferry_relay_claim"
+#define RELAY_ST_PUT_BACK "ferry_relay_put_back"
+#define RELAY_ST_FAILED "ferry_relay_failed"
+#define RELAY_ST_BEGIN "ferry_relay_begin"
+#define RELAY_ST_ASYNC "ferry_relay_async"
+#define RELAY_ST_COMMIT "ferry_relay_commit"
+#define RELAY_ST_ALONE "ferry_relay_alone"
+#define RELAY_ST_AFTER_CLAIM "ferry_relay_after_claim"
+
+/* Prepare the batch statements on a fresh connection of the relay. */
+int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err);
+
+/* The claim statement for quoted schema `qs` ($1 routed topics text[], $2 row limit, $3 byte
+ * budget; see conn.c), written into out[cap]. 0, or -1 when cap is too small (the
+ * relay's buffer never is). Pure; thread-safe. The relay and its tests use it. */
+int ferry__relay_claim_sql(char *out, size_t cap, const char *qs);
+
 /* Log one line through opts.log (serialised; no-op without a callback). */
 void ferry__relay_log(ferry_relay *r, int level, const char *fmt, ...) FERRY_PRINTF(3, 4);
 
@@ -91,6 +111,21 @@ void ferry__relay_session(const ferry_relay *r, ferry__pg_session *s, const char
 
 /* Deadline for one database statement from now. */
 int64_t ferry__relay_deadline(const ferry_relay *r);
+
+/* Wait until deadline (mono ms) or a stop request; also wakes when fd (if >= 0) is
+ * readable. Returns 1 stop requested, 2 fd readable, 0 deadline. */
+int ferry__relay_wait(ferry_relay *r, int fd, int64_t deadline);
+
+/* Connect r->pg: check the schema's version (refusing one too old, warning about one newer
+ * or older than this ferry's), LISTEN, take the shared relay lock, prepare the statements.
+ * Also closes pg2, made afresh at the next drain. On failure r->pg is closed. */
+int ferry__relay_db_connect(ferry_relay *r, ferry_error *err);
+
+/* pg2, connected (and prepared) when missing and not failed in the last while; 1 when it
+ * can be used. A failure is logged; the relay then publishes on pg alone. */
+int ferry__relay_lane2(ferry_relay *r);
+
+/* ---- relay_batch.c, relay_claim_limit.c, relay_retention.c -------------------------- */
 
 /* Outcome of a drain. */
 typedef enum relay_batch_rc {
@@ -102,14 +137,6 @@ typedef enum relay_batch_rc {
                                  once, no backoff (it cannot repeat forever: each time the
                                  claim shrinks or a row leaves the line) */
 } relay_batch_rc;
-
-/* Prepare the batch statements on a fresh connection of the relay. */
-int ferry__relay_prepare(ferry_relay *r, ferry__pgc *pg, ferry_error *err);
-
-/* The claim statement for quoted schema `qs` ($1 routed topics text[], $2 row limit, $3 byte
- * budget; see relay_batch.c), written into out[cap]. 0, or -1 when cap is too small (the
- * relay's buffer never is). Pure; thread-safe. The relay and its tests use it. */
-int ferry__relay_claim_sql(char *out, size_t cap, const char *qs);
 
 /* The claim limit after a batch that kept n rows of a claim locking up to `limit`, given the
  * current claim limit and --batch (relay_claim_limit.c): after a batch the byte
@@ -133,10 +160,6 @@ relay_batch_rc ferry__relay_claim_timed_out(ferry_relay *r, ferry_error *err);
  * published, set aside or locked by another relay meanwhile, <0 on error (logged). */
 int ferry__relay_set_aside(ferry_relay *r, ferry__pgc *pg, const char *id, const char *reason);
 
-/* pg2, connected (and prepared) when missing and not failed in the last while; 1 when it
- * can be used. A failure is logged; the relay then publishes on pg alone. */
-int ferry__relay_lane2(ferry_relay *r);
-
 /* Publish batches while they come back full: each locks up to claim_limit unpublished
  * rows of routed topics (oldest first, SKIP LOCKED), marks the oldest of them whose payloads
  * fit in batch_bytes (at least one), adds their jobs (one add_bulk round trip per queue)
@@ -158,9 +181,5 @@ int ferry__relay_retention_start(ferry_relay *r, pthread_t *thread, ferry_error 
 
 /* The retention DELETE for quoted schema qs (params: $1 age in seconds, $2 batch). */
 int ferry__outbox_cleanup_sql(const char *qs, char *sql, size_t cap);
-
-/* Wait until deadline (mono ms) or a stop request; also wakes when fd (if >= 0) is
- * readable. Returns 1 stop requested, 2 fd readable, 0 deadline. */
-int ferry__relay_wait(ferry_relay *r, int fd, int64_t deadline);
 
 #endif
