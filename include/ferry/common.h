@@ -28,22 +28,33 @@
 extern "C" {
 #endif
 
+/* Every error code, from one list: XX(name, value, message). It generates the ferry_err
+ * enum, ferry_strerror() and ferry_err_name() (libuv's UV_ERRNO_MAP). A program may expand
+ * it too (e.g. into a table of its own).
+ * Promise (as libpq's): a value is never reused or renumbered, and a code is never
+ * removed; a new code gets the next unused negative number, added at the end. The messages
+ * are short English text for people, not for parsing; the names are stable. */
+#define FERRY_ERRNO_MAP(XX)                                                                        \
+    XX(OK, 0, "ok")                                                                                \
+    XX(EINVAL, -1, "invalid argument") /* bad argument, URL, JSON, option */                       \
+    XX(ENOMEM, -2, "out of memory")    /* allocation failed */                                     \
+    XX(EIO, -3, "I/O error")           /* socket / transport error, connection lost */             \
+    XX(ETIMEDOUT, -4, "timed out")     /* a deadline passed */                                     \
+    XX(EPROTO, -5, "protocol error")   /* unexpected reply shape */                                \
+    XX(EREDIS, -6, "Redis error")      /* Redis answered with an error reply (text in message) */  \
+    XX(ETLS, -7, "TLS error")          /* TLS handshake or certificate verification failed */      \
+    XX(EAUTH, -8, "authentication failed") /* AUTH / SELECT refused */                             \
+    XX(ENOTFOUND, -9, "not found")         /* job / key does not exist */                          \
+    XX(ETOOBIG, -10, "too big")            /* payload or input over its stated limit */            \
+    XX(ELOCK, -11, "lock lost")            /* job lock lost or owned by another worker */          \
+    XX(ESTATE, -12, "wrong state")         /* object not in the state the call needs */            \
+    XX(ECLOSED, -13, "closed")             /* handle is closing / closed */                        \
+    XX(EDB, -14, "database error") /* PostgreSQL reported an error (SQLSTATE in the message) */
+
 typedef enum ferry_err {
-    FERRY_OK = 0,
-    FERRY_EINVAL = -1,    /* bad argument, URL, JSON, option */
-    FERRY_ENOMEM = -2,    /* allocation failed */
-    FERRY_EIO = -3,       /* socket / transport error, connection lost */
-    FERRY_ETIMEDOUT = -4, /* a deadline passed */
-    FERRY_EPROTO = -5,    /* unexpected reply shape */
-    FERRY_EREDIS = -6,    /* Redis answered with an error reply (text in message) */
-    FERRY_ETLS = -7,      /* TLS handshake or certificate verification failed */
-    FERRY_EAUTH = -8,     /* AUTH / SELECT refused */
-    FERRY_ENOTFOUND = -9, /* job / key does not exist */
-    FERRY_ETOOBIG = -10,  /* payload or input over its stated limit */
-    FERRY_ELOCK = -11,    /* job lock lost or owned by another worker */
-    FERRY_ESTATE = -12,   /* object not in the state the call needs */
-    FERRY_ECLOSED = -13,  /* handle is closing / closed */
-    FERRY_EDB = -14,      /* PostgreSQL reported an error (SQLSTATE in the message) */
+#define FERRY__ERR_ENUM(name, value, message) FERRY_##name = (value),
+    FERRY_ERRNO_MAP(FERRY__ERR_ENUM)
+#undef FERRY__ERR_ENUM
 } ferry_err;
 
 #define FERRY_ERROR_MESSAGE_MAX 512
@@ -55,9 +66,15 @@ typedef struct ferry_error {
     char message[FERRY_ERROR_MESSAGE_MAX];
 } ferry_error;
 
-/* Static English text for a ferry_err code ("unknown error" for others). Never NULL,
- * never freed. Thread-safe. */
+/* Short English text for a code ("invalid argument"); "unknown error" for a value that is
+ * not a ferry_err.
+ * Returns: a static string; never NULL, never freed. Threads: any. */
 FERRY_API const char *ferry_strerror(int code);
+
+/* The code's name as spelled in C ("FERRY_EINVAL", "FERRY_OK"); "FERRY_UNKNOWN" for a value
+ * that is not a ferry_err. For logs and tests that want a stable token, not prose.
+ * Returns: a static string; never NULL, never freed. Threads: any. */
+FERRY_API const char *ferry_err_name(int code);
 
 /* Library version string, e.g. "0.1.0". Static, thread-safe. */
 FERRY_API const char *ferry_version(void);
