@@ -67,9 +67,10 @@ FERRY_API ferry_http_verdict ferry_http_classify_now(int status, const char *ret
  *   HTTP-date:     IMF-fixdate, RFC 850 or asctime, case-sensitive as RFC 9110 requires;
  *                  the delay is date - now_ms, 0 for a date in the past, clamped to the
  *                  maximum. The weekday name must be valid but need not match the date.
- * Returns 1 and writes *delay_ms in [0, FERRY_RETRY_AFTER_MAX_MS] when the value gives a
- * hint; returns 0 ("no hint", *delay_ms untouched) for NULL, empty, over-long or malformed
- * values. `value` is borrowed; delay_ms may be NULL to only test the value. */
+ * Returns: 0 and *delay_ms in [0, FERRY_RETRY_AFTER_MAX_MS] when the value gives a hint.
+ * Errors: FERRY_EINVAL ("no hint", *delay_ms untouched) for NULL, empty, over-long or
+ *   malformed values.
+ * Ownership: `value` is borrowed; delay_ms may be NULL to only test the value. */
 FERRY_API int ferry_retry_after_parse(const char *value, long long now_ms, long long *delay_ms);
 
 /* ferry_retry_after_parse against the current wall-clock time. */
