@@ -69,6 +69,10 @@ typedef struct ferry_migrate_options {
     void *userdata;
 } ferry_migrate_options;
 
+/* Fill *o (not NULL) with defaults: schema "public", no dry run, timeout 60000 ms, no fn.
+ * No allocation; thread-safe. */
+FERRY_API void ferry_migrate_options_init(ferry_migrate_options *o);
+
 /* Bring the schema to the version built into this library. All pending migrations run in
  * one READ COMMITTED transaction (whatever default_transaction_isolation says) that first
  * takes a transaction-level advisory lock (per schema), so any
@@ -114,6 +118,10 @@ typedef struct ferry_outbox_options {
     size_t max_payload_bytes; /* 0 = FERRY_OUTBOX_DEFAULT_MAX_PAYLOAD; at most
                                  FERRY_OUTBOX_MAX_PAYLOAD_LIMIT */
 } ferry_outbox_options;
+
+/* Fill *o (not NULL) with defaults: schema "public", FERRY_OUTBOX_DEFAULT_MAX_PAYLOAD.
+ * No allocation; thread-safe. */
+FERRY_API void ferry_outbox_options_init(ferry_outbox_options *o);
 
 /* Insert one event into <schema>.outbox_events inside the caller's open transaction
  * (PQtransactionStatus must be PQTRANS_INTRANS: a call outside a transaction, or in a

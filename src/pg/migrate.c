@@ -170,6 +170,10 @@ static int apply_locked(PGconn *conn, const char *schema, const char *qs,
     return rc;
 }
 
+void ferry_migrate_options_init(ferry_migrate_options *o) {
+    if (o) memset(o, 0, sizeof *o);
+}
+
 int ferry_outbox_migrate(PGconn *conn, const ferry_migrate_options *opts, int *applied,
                          ferry_error *err) {
     ferry_migrate_options o = {0};

@@ -1,0 +1,93 @@
+/* test_options_init.c - every option struct has an _init, and what it gives is the
+ * documented default (all zero / NULL: "0 = default" throughout), whatever the memory held
+ * before; options fresh from an init are accepted by the calls that take them. No servers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ferry/ferry.h"
+
+#define CHECK_INIT(type, init)                                                                     \
+    do {                                                                                           \
+        type got, zero;                                                                            \
+        memset(&got, 0xa5, sizeof got);                                                            \
+        memset(&zero, 0, sizeof zero);                                                             \
+        init(&got);                                                                                \
+        if (memcmp(&got, &zero, sizeof got) != 0) fail_msg("%s left a field set", #init);          \
+        init(NULL); /* accepted, does nothing */                                                   \
+    } while (0)
+
+static void test_all_zero(void **state) {
+    (void)state;
+    CHECK_INIT(ferry_redis_options, ferry_redis_options_init);
+    CHECK_INIT(ferry_queue_options, ferry_queue_options_init);
+    CHECK_INIT(ferry_scheduler_spec, ferry_scheduler_spec_init);
+    CHECK_INIT(ferry_migrate_options, ferry_migrate_options_init);
+    CHECK_INIT(ferry_outbox_options, ferry_outbox_options_init);
+    CHECK_INIT(ferry_relay_options, ferry_relay_options_init);
+    /* ferry_worker_options_init takes no NULL (documented "not NULL") */
+    ferry_worker_options got, zero;
+    memset(&got, 0xa5, sizeof got);
+    memset(&zero, 0, sizeof zero);
+    ferry_worker_options_init(&got);
+    assert_memory_equal(&got, &zero, sizeof got);
+}
+
+static ferry_outcome noop(ferry_job *job, void *ud) {
+    (void)job;
+    (void)ud;
+    return FERRY_COMPLETED;
+}
+
+static void count_migration(int version, const char *name, const char *sql, void *ud) {
+    (void)version;
+    (void)name;
+    (void)sql;
+    (*(int *)ud)++;
+}
+
+static void test_init_is_accepted(void **state) {
+    (void)state;
+    ferry_error err = {0};
+
+    ferry_queue_options qo;
+    ferry_queue_options_init(&qo);
+    ferry_job_spec job = {"j", NULL, NULL};
+    assert_int_equal(ferry_queue_check_jobs("q", &qo, &job, 1, &err), 0);
+
+    ferry_worker_options wo;
+    ferry_worker_options_init(&wo);
+    ferry_worker *w = NULL;
+    assert_int_equal(ferry_worker_create("q", &wo, noop, NULL, &w, &err), 0);
+    ferry_worker_free(w);
+
+    ferry_routes *routes = NULL;
+    const char *text = "t.x q:j\n";
+    assert_int_equal(ferry_routes_parse(text, strlen(text), NULL, &routes, &err), 0);
+    ferry_relay_options ro;
+    ferry_relay_options_init(&ro);
+    ro.routes = routes;
+    ferry_relay *r = NULL;
+    assert_int_equal(ferry_relay_create(&ro, &r, &err), 0);
+    ferry_relay_free(r);
+    ferry_routes_free(routes);
+
+    ferry_migrate_options mo;
+    ferry_migrate_options_init(&mo);
+    int n = 0;
+    assert_int_equal(ferry_outbox_migrations_sql(mo.schema, count_migration, &n, &err), 0);
+    assert_int_equal(n, ferry_outbox_schema_version());
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_zero),
+        cmocka_unit_test(test_init_is_accepted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
