@@ -59,12 +59,14 @@ FERRY_API int ferry_uuid7(char out[FERRY_UUID_STRLEN + 1]);
  * the schema substituted; all strings are valid only during the call. */
 typedef void (*ferry_migration_fn)(int version, const char *name, const char *sql, void *userdata);
 
+#define FERRY_MIGRATE_TIMEOUT_MAX_MS 86400000 /* a day */
+
 typedef struct ferry_migrate_options {
     const char *schema; /* NULL = "public"; created when missing */
     int dry_run;        /* 1 = report the pending migrations through `fn`, change nothing */
     int timeout_ms;     /* lock_timeout and statement_timeout of the migration
                            transaction (waiting for another replica's migration included);
-                           0 = 60000 */
+                           0 = 60000; at most FERRY_MIGRATE_TIMEOUT_MAX_MS */
     ferry_migration_fn fn;
     void *userdata;
 } ferry_migrate_options;
@@ -248,6 +250,21 @@ typedef void (*ferry_relay_fault_fn)(const char *point, void *userdata);
 #define FERRY_RELAY_BATCH_BYTES_DEFAULT ((size_t)16 << 20)
 #define FERRY_RELAY_BATCH_BYTES_MIN ((size_t)64 << 10)
 #define FERRY_RELAY_BATCH_BYTES_MAX ((size_t)1 << 30)
+/* Ranges of the other ferry_relay_options (0 = the default each field names). */
+#define FERRY_RELAY_BATCH_SIZE_MAX 10000 /* batch_size, rows */
+#define FERRY_RELAY_INTERVAL_MAX_MS                                                                \
+    86400000 /* poll_interval_ms, max_backoff_ms,                                                  \
+                unknown_report_ms: a day */
+#define FERRY_RELAY_TIMEOUT_MAX_MS                                                                 \
+    3600000                                                    /* statement_timeout_ms,            \
+                                                                  connect_timeout_ms: an hour */
+#define FERRY_RELAY_RETENTION_MAX_S (100LL * 365 * 24 * 3600)  /* retention_s: 100 years */
+#define FERRY_RELAY_RETENTION_INTERVAL_MAX_MS (7LL * 86400000) /* retention_interval_ms */
+#define FERRY_RELAY_RETENTION_BATCH_MAX                                                            \
+    100000                                                 /* retention_batch, and                 \
+                                                              ferry_outbox_cleanup's batch */
+#define FERRY_RELAY_DEFAULT_MAX_ENVELOPE ((size_t)2 << 20) /* max_envelope_bytes = 0 */
+#define FERRY_RELAY_MAX_ENVELOPE_LIMIT ((size_t)512 << 20) /* largest max_envelope_bytes */
 
 typedef struct ferry_relay_options {
     const char *database_url; /* libpq URL or conninfo; NULL/"" = libpq defaults (PG* env) */
@@ -261,7 +278,7 @@ typedef struct ferry_relay_options {
     /* Default JobsOptions JSON object for the jobs the relay adds (the queue default
      * options; NULL = BullMQ defaults). jobId is always the event id. */
     const char *default_job_opts;
-    int batch_size; /* rows per batch transaction; 0 = 100; 1..10000 */
+    int batch_size; /* rows per batch transaction; 0 = 100; 1..FERRY_RELAY_BATCH_SIZE_MAX */
     /* Payload bytes per batch (the payloads' JSON text, which the relay holds in memory
      * while the batch is in flight): a batch takes rows, oldest first, while their total
      * stays within this, but always at least one row (a larger row moves alone).
@@ -285,8 +302,9 @@ typedef struct ferry_relay_options {
     int unknown_report_ms;     /* how often unknown topics are counted and warned about
                                   (once per topic per interval); 0 = 60000 */
     size_t max_envelope_bytes; /* largest job data the relay writes; rows over it are
-                                  quarantined; 0 = 2 MiB (jsonb output may be larger than
-                                  the payload appended) */
+                                  quarantined; 0 = FERRY_RELAY_DEFAULT_MAX_ENVELOPE (2 MiB:
+                                  jsonb output may be larger than the payload appended); at
+                                  most FERRY_RELAY_MAX_ENVELOPE_LIMIT */
     ferry_relay_log_fn log;
     void *log_userdata;
     ferry_relay_fault_fn fault;

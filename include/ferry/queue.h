@@ -29,6 +29,10 @@ extern "C" {
 #define FERRY_JOB_DATA_DEPTH_MAX 512                     /* nesting of job data JSON */
 #define FERRY_JOB_PRIORITY_MAX 2097151                   /* opts priority, 0..this */
 #define FERRY_MAX_PAYLOAD_LIMIT ((size_t)512 << 20)      /* largest max_payload_bytes accepted */
+/* A job id that ferry_queue_get_job / ferry_queue_remove_job accept: other producers' ids may
+ * be longer than FERRY_JOB_ID_MAX (a scheduler iteration "repeat:<id>:<ms>" with an id of
+ * FERRY_SCHEDULER_FOREIGN_ID_MAX bytes, plus 32). */
+#define FERRY_JOB_FOREIGN_ID_MAX 65568
 
 typedef struct ferry_queue ferry_queue;
 
@@ -143,8 +147,8 @@ typedef struct ferry_job_info {
 } ferry_job_info;
 
 /* Fetch a job. FERRY_ENOTFOUND when no such job. *out is freed with ferry_job_info_free.
- * Ids (here and in ferry_queue_remove_job) up to 65568 bytes: other producers' ids may be
- * longer than the 1024 bytes ferry_queue_add takes. */
+ * Ids (here and in ferry_queue_remove_job) up to FERRY_JOB_FOREIGN_ID_MAX bytes: other
+ * producers' ids may be longer than the FERRY_JOB_ID_MAX bytes ferry_queue_add takes. */
 FERRY_API int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out,
                                   ferry_error *err);
 FERRY_API void ferry_job_info_free(ferry_job_info *info);

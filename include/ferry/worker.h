@@ -19,7 +19,6 @@
 #define FERRY_WORKER_H
 
 #include "common.h"
-#include "http_classify.h"
 #include "redis.h"
 
 #ifdef __cplusplus
@@ -27,6 +26,9 @@ extern "C" {
 #endif
 
 typedef struct ferry_worker ferry_worker;
+
+/* From ferry/http_classify.h (include it to build one), for ferry_job_http_outcome. */
+struct ferry_http_verdict;
 
 /* A fetched job as the handler sees it. Valid only during the handler call (or the
  * callback it is passed to); every string is borrowed from the worker. The job passed to
@@ -78,8 +80,14 @@ FERRY_API void ferry_job_set_delay(ferry_job *j, long long delay_ms);
  * stack trace given with ferry_job_set_failure (64 KiB each). Both are also written into the
  * events stream, so each costs Redis several copies. */
 /* Limits of a worker's options. */
-#define FERRY_CONCURRENCY_MAX 1024 /* jobs one worker runs at once */
-#define FERRY_WORKER_NAME_MAX 256  /* bytes of a worker name (client name suffix) */
+#define FERRY_CONCURRENCY_MAX 1024      /* jobs one worker runs at once */
+#define FERRY_WORKER_NAME_MAX 256       /* bytes of a worker name (client name suffix) */
+#define FERRY_WORKER_LANES_MAX 4        /* ferry_worker_options.lanes */
+#define FERRY_BACKOFF_STRATEGIES_MAX 64 /* custom strategies per worker */
+#define FERRY_BACKOFF_NAME_MAX 63 /* bytes of a strategy name: the longest backoff.type stored */
+/* Longest delay any backoff strategy may give (2^40 ms, about 34 years); larger results are
+ * clamped. */
+#define FERRY_BACKOFF_MAX_MS (1LL << 40)
 
 #define FERRY_RETURN_MAX_BYTES (16u * 1024 * 1024)
 #define FERRY_REASON_MAX_BYTES (64u * 1024)
@@ -104,7 +112,7 @@ FERRY_API int ferry_job_set_failure(ferry_job *j, const char *reason, const char
  * as with ferry_job_set_failure. Only from inside the handler; on ENOMEM the reason is
  * dropped, the outcome stays right. Typical use:
  *     return ferry_job_http_outcome(job, &verdict, "payments: HTTP 503"); */
-FERRY_API ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
+FERRY_API ferry_outcome ferry_job_http_outcome(ferry_job *j, const struct ferry_http_verdict *v,
                                                const char *reason);
 
 /* The handler: runs on a worker thread, may block (libpq, curl, ...). */
@@ -114,18 +122,19 @@ typedef ferry_outcome (*ferry_handler_fn)(ferry_job *job, void *userdata);
  * settings.backoffStrategy). attempts_made counts the attempt that just failed (1 at the
  * first retry, BullMQ's attemptsMade + 1); `reason` is the failure reason; `job` is
  * valid only during the call. Returns the delay in ms (0 = retry at once), or -1 for "do
- * not retry" (the job fails now). Other negative values count as -1; delays over 2^40 ms
- * are clamped. Called on the handler thread that ran the job (or on the worker's dispatcher
- * thread, for a completion Redis refused because the job has pending children), under the
- * worker's callback lock: never at the same time as a callback or another strategy call of the same
- * worker, and never once ferry_worker_close has returned. Must not block (it holds up callbacks).
+ * not retry" (the job fails now). Other negative values count as -1; delays over
+ * FERRY_BACKOFF_MAX_MS are clamped. Called on the handler thread that ran the job (or on the
+ * worker's dispatcher thread, for a completion Redis refused because the job has pending children),
+ * under the worker's callback lock: never at the same time as a callback or another strategy call
+ * of the same worker, and never once ferry_worker_close has returned. Must not block (it holds up
+ * callbacks).
  */
 typedef long long (*ferry_backoff_fn)(long attempts_made, const char *type, const char *reason,
                                       const ferry_job *job, void *userdata);
 
 typedef struct ferry_backoff_strategy {
-    const char *name; /* the backoff.type it serves (1..63 bytes); not "fixed" or
-                         "exponential" */
+    const char *name; /* the backoff.type it serves (1..FERRY_BACKOFF_NAME_MAX bytes); not
+                         "fixed" or "exponential" */
     ferry_backoff_fn fn;
     void *userdata; /* passed to fn; not owned */
 } ferry_backoff_strategy;
@@ -254,15 +263,15 @@ typedef struct ferry_worker_options {
      * limiter_max, and limiter_duration_ms overrides the meta duration, as in BullMQ. */
     int limiter_max;
     int limiter_duration_ms;
-    /* Custom backoff strategies by name, copied at create (at most 64, names unique,
-     * 1..63 bytes - the longest backoff.type a stored job can carry -, not
+    /* Custom backoff strategies by name, copied at create (at most
+     * FERRY_BACKOFF_STRATEGIES_MAX, names unique, 1..FERRY_BACKOFF_NAME_MAX bytes, not
      * "fixed"/"exponential"; "capped" replaces the built-in one). NULL/0 = none. */
     const ferry_backoff_strategy *backoff_strategies;
     size_t nbackoff_strategies;
     ferry_worker_callbacks callbacks;
     void *userdata; /* passed to callbacks */
-    /* Lanes: 1..4, or 0 = automatic (2 from concurrency 8 up, else 1); never more than
-     * concurrency. Each lane takes concurrency / lanes of the handler threads (the first
+    /* Lanes: 1..FERRY_WORKER_LANES_MAX, or 0 = automatic (2 from concurrency 8 up, else 1); never
+     * more than concurrency. Each lane takes concurrency / lanes of the handler threads (the first
      * ones one more when it does not divide) with its own command and blocking connection,
      * dispatcher and waiter, and fetches and finishes on its own; callbacks, stats, stop and
      * close cover them all. While one lane's call runs in Redis, the other's handlers
@@ -337,8 +346,8 @@ FERRY_API void ferry_worker_stop(ferry_worker *w);
  * handlers may still use the userdata, which must therefore be kept. */
 FERRY_API int ferry_worker_close(ferry_worker *w, int deadline_ms);
 
-/* How many lanes worker `w` (not NULL) runs (1..4: the `lanes` option, or the automatic
- * choice, capped at concurrency). Fixed at create; any thread. */
+/* How many lanes worker `w` (not NULL) runs (1..FERRY_WORKER_LANES_MAX: the `lanes` option, or the
+ * automatic choice, capped at concurrency). Fixed at create; any thread. */
 FERRY_API int ferry_worker_lanes(const ferry_worker *w);
 
 /* Free a closed (or never started) worker. NULL accepted. */

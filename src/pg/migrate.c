@@ -10,7 +10,7 @@
 #include "util/error.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
-#define MAX_TIMEOUT_MS (24 * 3600 * 1000)
+#define MAX_TIMEOUT_MS FERRY_MIGRATE_TIMEOUT_MAX_MS
 
 int ferry_outbox_schema_version(void) {
     int v = 0;

@@ -28,7 +28,7 @@
 #include "worker/backoff.h"
 
 #define FERRY__POSTED_MAX 8
-#define FERRY__MAX_LANES 4
+#define FERRY__MAX_LANES FERRY_WORKER_LANES_MAX
 /* lanes = 0: two lanes from this concurrency up, else one (bench/run.sh measurements in
  * docs/worker.md: two lanes gain from concurrency 8, cost at 2 and 4). */
 #define FERRY__AUTO_LANES_MIN_CONCURRENCY 8

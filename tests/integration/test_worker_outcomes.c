@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "test_worker_support.h"
+#include "ferry/http_classify.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
