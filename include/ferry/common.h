@@ -66,6 +66,35 @@ typedef struct ferry_error {
     char message[FERRY_ERROR_MESSAGE_MAX];
 } ferry_error;
 
+/* ---- diagnostics: one model -----------------------------------------------------------
+ * The library never prints, exits or aborts. What it has to tell a program goes to
+ * callbacks the program sets, in three kinds:
+ *   - log lines: free text for an operator (a connection lost and retried, a warning about
+ *     the server's configuration, a component started or stopped), each with a level. Every
+ *     long-running component takes a ferry_log_fn: ferry_relay_options.log and
+ *     ferry_worker_callbacks.log. Lines are one line of text (no newline; text from outside,
+ *     such as queue names and server replies, escaped), never a payload or a password.
+ *   - typed events, for a program that acts on them: they carry fields besides the text
+ *     (the worker's callbacks.error gives a ferry_error with its code, callbacks.notice a
+ *     ferry_worker_notice with its kind; job outcomes go to callbacks.job_log and
+ *     completed / failed / stalled). Each error and notice also goes to the log callback
+ *     as a line (errors and REDIS_LOST / EVICTION_POLICY notices at FERRY_LOG_WARN: the
+ *     worker keeps going; REDIS_RESTORED at FERRY_LOG_INFO), so a program that only wants
+ *     a log sets just `log`, and one that acts on codes sets the typed callback too.
+ *   - a call's own failure: its return value, with the detail in the caller's ferry_error.
+ * Callbacks run on the component's threads, one at a time per component, and must not
+ * block for long; every string is valid only during the call. */
+typedef enum ferry_log_level {
+    FERRY_LOG_DEBUG = 0,
+    FERRY_LOG_INFO = 1,
+    FERRY_LOG_WARN = 2,
+    FERRY_LOG_ERROR = 3,
+} ferry_log_level;
+
+/* A log line: `level` is a ferry_log_level, `message` one line of text (valid during the
+ * call), `userdata` what the component was given with the callback. */
+typedef void (*ferry_log_fn)(int level, const char *message, void *userdata);
+
 /* Short English text for a code ("invalid argument"); "unknown error" for a value that is
  * not a ferry_err.
  * Returns: a static string; never NULL, never freed. Threads: any. */

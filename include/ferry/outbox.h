@@ -234,13 +234,9 @@ FERRY_API int ferry_outbox_cleanup(PGconn *conn, const char *schema, long long o
 
 typedef struct ferry_relay ferry_relay;
 
-enum { FERRY_LOG_DEBUG = 0, FERRY_LOG_INFO = 1, FERRY_LOG_WARN = 2, FERRY_LOG_ERROR = 3 };
-
-/* Diagnostics: one line of text (no payloads, no passwords; text from rows, such as topics,
- * with control characters and backslashes escaped), valid during the call. Called
- * from the relay's threads (the one in ferry_relay_run and the retention thread), one call
- * at a time. */
-typedef void (*ferry_relay_log_fn)(int level, const char *message, void *userdata);
+/* The relay's log callback is a ferry_log_fn (ferry/common.h: levels, what goes there); this
+ * name is kept for source compatibility. */
+typedef ferry_log_fn ferry_relay_log_fn;
 
 /* Test-only fault injection: called at named points ("relay_after_publish": the jobs of a
  * batch were added to Redis and its rows are not yet committed as published). A test hook
@@ -305,7 +301,11 @@ typedef struct ferry_relay_options {
                                   quarantined; 0 = FERRY_RELAY_DEFAULT_MAX_ENVELOPE (2 MiB:
                                   jsonb output may be larger than the payload appended); at
                                   most FERRY_RELAY_MAX_ENVELOPE_LIMIT */
-    ferry_relay_log_fn log;
+    /* Log lines (ferry/common.h "diagnostics"): reconnects, quarantined rows, unknown topics,
+     * start and stop. Text from rows, such as topics, has control characters and
+     * backslashes escaped. Called from the relay's threads (the one in ferry_relay_run and
+     * the retention thread), one call at a time. NULL = none. */
+    ferry_log_fn log;
     void *log_userdata;
     ferry_relay_fault_fn fault;
     void *fault_userdata;

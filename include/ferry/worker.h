@@ -228,6 +228,11 @@ typedef struct ferry_worker_callbacks {
      * as the other callbacks; the EVICTION_POLICY one runs on the thread calling
      * ferry_worker_start. `n` is valid only during the call. */
     void (*notice)(const ferry_worker_notice *n, void *userdata);
+    /* Log lines (ferry/common.h "diagnostics"): every report to `error` (at FERRY_LOG_WARN)
+     * and every notice (REDIS_RESTORED at FERRY_LOG_INFO, the others at FERRY_LOG_WARN),
+     * as its message, whether or not `error` / `notice` are set; called right after them,
+     * under the same rules. */
+    ferry_log_fn log;
 } ferry_worker_callbacks;
 
 /* Special values of ferry_worker_options.max_stalled_count. */

@@ -48,7 +48,7 @@
 
 static void report(ferry_worker *w, int code, const char *fmt, ...) FERRY_PRINTF(3, 4);
 static void report(ferry_worker *w, int code, const char *fmt, ...) {
-    if (!w->cb.error) return;
+    if (!ferry__wants_errors(w)) return;
     ferry_error e;
     e.code = code;
     /* queue names, job ids and server replies may hold any bytes: escaped, so that a
@@ -60,7 +60,7 @@ static void report(ferry_worker *w, int code, const char *fmt, ...) {
     va_end(ap);
     ferryx_printable(raw, e.message, sizeof e.message);
     if (ferry__cb_enter(w) != 0) return;
-    w->cb.error(&e, w->cb_ud);
+    ferry__deliver_error(w, &e);
     ferry__cb_leave(w);
 }
 
@@ -618,8 +618,8 @@ static void deliver_posted(ferry_worker *w) {
     w->nposted_dropped = 0;
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < n; i++)
-        if (w->cb.error && ferry__cb_enter(w) == 0) {
-            w->cb.error(&posted[i], w->cb_ud);
+        if (ferry__wants_errors(w) && ferry__cb_enter(w) == 0) {
+            ferry__deliver_error(w, &posted[i]);
             ferry__cb_leave(w);
         }
     if (dropped)

@@ -42,7 +42,7 @@ void ferry__link_lost(ferry_worker *w, int *counted, const ferry_error *e) {
         g->link_down = 1;
         g->link_down_since = ferry__mono_ms();
         atomic_fetch_add(&g->link_epoch, 1);
-        if (w->cb.notice) {
+        if (ferry__wants_notices(w)) {
             char q[QUEUE_SHOWN_MAX], why[FERRY_ERROR_MESSAGE_MAX],
                 msg[FERRY_ERROR_MESSAGE_MAX + 256];
             ferryx_printable(e && e->message[0] ? e->message : ferry_strerror(e ? e->code : 0), why,
@@ -51,7 +51,7 @@ void ferry__link_lost(ferry_worker *w, int *counted, const ferry_error *e) {
                      ferry__worker_queue_shown(w, q, sizeof q), why);
             ferry_worker_notice n = {FERRY_NOTICE_REDIS_LOST, msg, e ? e->code : FERRY_EIO, 0,
                                      NULL};
-            w->cb.notice(&n, w->cb_ud);
+            ferry__deliver_notice(w, &n);
         }
     }
     ferry__cb_leave(w);
@@ -72,19 +72,19 @@ void ferry__link_back(ferry_worker *w, int *counted, unsigned *epoch, unsigned e
          * outage. (The ones just reopened pass that check at the cost of one peek.) */
         atomic_fetch_add(&g->link_epoch, 1);
         long long down_ms = (long long)(ferry__mono_ms() - g->link_down_since);
-        if (w->cb.notice) {
+        if (ferry__wants_notices(w)) {
             char q[QUEUE_SHOWN_MAX], msg[QUEUE_SHOWN_MAX + 128];
             snprintf(msg, sizeof msg, "worker %s: Redis connection restored after %lld ms",
                      ferry__worker_queue_shown(w, q, sizeof q), down_ms);
             ferry_worker_notice n = {FERRY_NOTICE_REDIS_RESTORED, msg, 0, down_ms, NULL};
-            w->cb.notice(&n, w->cb_ud);
+            ferry__deliver_notice(w, &n);
         }
     }
     ferry__cb_leave(w);
 }
 
 void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c) {
-    if (!w->cb.notice || !c) return;
+    if (!ferry__wants_notices(w) || !c) return;
     char policy[64], warn[512];
     ferry_error e = {0};
     /* unknown (INFO refused) or a transport failure (the dispatcher finds the connection
@@ -96,7 +96,7 @@ void ferry__link_check_eviction(ferry_worker *w, ferry_conn *c) {
     snprintf(msg, sizeof msg, "worker %s: %s", ferry__worker_queue_shown(w, q, sizeof q), warn);
     ferry_worker_notice n = {FERRY_NOTICE_EVICTION_POLICY, msg, 0, 0, shown};
     if (ferry__cb_enter(w) != 0) return;
-    w->cb.notice(&n, w->cb_ud);
+    ferry__deliver_notice(w, &n);
     ferry__cb_leave(w);
 }
 

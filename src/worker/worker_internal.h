@@ -382,6 +382,14 @@ void ferry__ready_help(ferry_worker *w);
  * turn). At most FERRY__POSTED_MAX are kept; later ones are counted and summarised. */
 void ferry__worker_post_error(ferry_worker *w, const ferry_error *e);
 
+/* diag.c - deliver an error report (callbacks.error, then callbacks.log) or a notice
+ * (callbacks.notice, then callbacks.log). Called under ferry__cb_enter. The wants_ tests
+ * say whether anyone listens, before a message is built. */
+int ferry__wants_errors(const ferry_worker *w);
+int ferry__wants_notices(const ferry_worker *w);
+void ferry__deliver_error(ferry_worker *w, const ferry_error *e);
+void ferry__deliver_notice(ferry_worker *w, const ferry_worker_notice *n);
+
 /* Tell the handler threads to leave once the ready queue is empty (or at once when the
  * worker is abandoned). */
 void ferry__handlers_release(ferry_worker *w);
