@@ -1,8 +1,35 @@
-/* ferry/common.h - export macro, version, error codes and the error detail struct.
+/* ferry/common.h - export macro, version, error codes, the error detail struct, the
+ * diagnostics model, and the rules every ferry header follows.
  *
- * Every fallible ferry call returns an int: 0 (FERRY_OK) on success, a negative
- * ferry_err value on failure. Calls that can say more take a caller-supplied
- * `ferry_error *` (may be NULL) that receives the code and a one-line message. */
+ * Return convention: every fallible ferry call returns an int: 0 (FERRY_OK) on success, a
+ * negative ferry_err value on failure. A yes/no answer is either a predicate that cannot fail
+ * (named as one: ferry_routes_has_topic, ferry_worker_start_retryable) or comes back through
+ * an out parameter (ferry_queue_exists, ferry_queue_is_paused). Calls that can say more take a
+ * caller-supplied `ferry_error *` (may be NULL) that receives the code and a one-line
+ * message.
+ *
+ * Contract comments: each public function says what it does, then only the lines that apply
+ * of Returns (what success gives back), Errors (which codes, and when), Blocks (I/O and its
+ * deadline; "no" when it never waits), Threads (who may call it, and when), Ownership (who
+ * frees what, how long borrowed pointers must live). A header's top comment states the rules
+ * that hold for all of its functions; a function repeats only what differs.
+ *
+ * Stability (from this release on; a change that breaks one of these is a breaking change,
+ * named as such in CHANGELOG.md):
+ *   - Error codes keep their values (FERRY_ERRNO_MAP), and so do the values of every other
+ *     public enum (ferry_outcome, ferry_http_class, ferry_worker_notice_kind,
+ *     ferry_log_level) and of the public macros' meaning.
+ *   - Option structs (ferry_*_options, ferry_scheduler_spec, ferry_worker_callbacks) keep
+ *     the order and meaning of their fields; new fields are only added at the end, and their
+ *     zero value keeps the old behaviour. So a program that starts from the struct's _init
+ *     (or zeroes it) and then sets fields by name keeps working, unchanged, with a newer
+ *     library. Never fill one with a positional initializer.
+ *   - Structs the library fills and returns (ferry_job_counts, ferry_worker_stats,
+ *     ferry_relay_stats, ferry_job_log, ferry_worker_notice, ...) may also grow at the end;
+ *     read them by field name.
+ *   - Structs passed by value (ferry_http_verdict, ferry_error) keep their layout.
+ *   - Handles (ferry_queue, ferry_worker, ferry_relay, ferry_routes, ferry_job) are opaque:
+ *     their layout is not part of the API. */
 #ifndef FERRY_COMMON_H
 #define FERRY_COMMON_H
 
