@@ -132,7 +132,9 @@ FERRY_API const char *ferry_strerror(int code);
  * Returns: a static string; never NULL, never freed. Threads: any. */
 FERRY_API const char *ferry_err_name(int code);
 
-/* Library version string, e.g. "0.1.0". Static, thread-safe. */
+/* The library's version, e.g. "0.1.0" (the FERRY_VERSION_* macros are the version a
+ * program was compiled against). Returns: a static string; never NULL, never freed.
+ * Threads: any. */
 FERRY_API const char *ferry_version(void);
 
 #ifdef __cplusplus

@@ -34,11 +34,13 @@ typedef struct ferry_redis_options {
                                     FERRY_REDIS_TIMEOUT_MAX_MS */
 } ferry_redis_options;
 
-/* Fill *o with defaults (all NULL / 0). Thread-safe; no allocation. */
+/* Fill *o with defaults (all NULL / 0; NULL accepted). Threads: any. Blocks: no; no
+ * allocation. */
 FERRY_API void ferry_redis_options_init(ferry_redis_options *o);
 
 /* Check that a URL parses (scheme, host, port, db, percent-encoding) without connecting.
- * Returns 0 or FERRY_EINVAL with a message naming the problem in *err. Pure, thread-safe. */
+ * Returns: 0. Errors: FERRY_EINVAL with a message naming the problem in *err.
+ * Threads: any. Blocks: no (pure). */
 FERRY_API int ferry_redis_url_check(const char *url, ferry_error *err);
 
 #ifdef __cplusplus
