@@ -43,6 +43,7 @@ extern "C" {
  * be longer than FERRY_JOB_ID_MAX (a scheduler iteration "repeat:<id>:<ms>" with an id of
  * FERRY_SCHEDULER_FOREIGN_ID_MAX bytes, plus 32). */
 #define FERRY_JOB_FOREIGN_ID_MAX 65568
+#define FERRY_QUEUE_BULK_MAX 1000000 /* jobs per ferry_queue_add_bulk / _check_jobs call */
 
 typedef struct ferry_queue ferry_queue;
 
@@ -115,7 +116,7 @@ typedef struct ferry_job_spec {
  * still fail there.
  * Returns: 0 when every job would be accepted.
  * Errors: FERRY_EINVAL / FERRY_ETOOBIG with the same message the add would give (naming the
- *   job's index when n > 1).
+ *   job's index when n > 1; FERRY_ETOOBIG for n over FERRY_QUEUE_BULK_MAX).
  * Blocks: no (no I/O). Threads: any. Ownership: nothing is allocated for the caller. */
 FERRY_API int ferry_queue_check_jobs(const char *name, const ferry_queue_options *opts,
                                      const ferry_job_spec *jobs, size_t n, ferry_error *err);
@@ -131,11 +132,11 @@ FERRY_API int ferry_queue_check_jobs(const char *name, const ferry_queue_options
 FERRY_API int ferry_queue_add(ferry_queue *q, const ferry_job_spec *job, char **job_id,
                               ferry_error *err);
 
-/* Add n jobs (at most 1,000,000 per call) in pipelined round trips (one per ~64 MiB).
+/* Add n jobs (at most FERRY_QUEUE_BULK_MAX) in pipelined round trips (one per ~64 MiB).
  * Every spec is validated before anything is sent.
  * Returns: 0; if ids is non-NULL, ids[i] receives the id of jobs[i].
- * Errors: as ferry_queue_add; if one job is invalid nothing is added and *err names its
- *   index; if Redis fails while sending, the message says how many jobs were confirmed
+ * Errors: as ferry_queue_add; FERRY_ETOOBIG for n over FERRY_QUEUE_BULK_MAX; if one job is
+ *   invalid nothing is added and *err names its index; if Redis fails while sending, the message says how many jobs were confirmed
  *   added.
  * Blocks: the queue's budget per round trip.
  * Ownership: each ids[i] is malloc'd; the caller frees each. */

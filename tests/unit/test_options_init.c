@@ -149,6 +149,22 @@ static int worker_with_lanes(int lanes) {
     return rc;
 }
 
+static void test_queue_limits(void **state) {
+    (void)state;
+    ferry_job_spec job = {"j", NULL, NULL};
+    ferry_error err = {0};
+    /* refused before any job is read */
+    assert_int_equal(
+        ferry_queue_check_jobs("q", NULL, &job, (size_t)FERRY_QUEUE_BULK_MAX + 1, &err),
+        FERRY_ETOOBIG);
+    char big[FERRY_QUEUE_NAME_MAX + 2];
+    memset(big, 'q', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(ferry_queue_check_jobs(big, NULL, &job, 1, &err), FERRY_EINVAL);
+    big[FERRY_QUEUE_NAME_MAX] = '\0';
+    assert_int_equal(ferry_queue_check_jobs(big, NULL, &job, 1, &err), 0);
+}
+
 static void test_worker_limits(void **state) {
     (void)state;
     assert_int_equal(worker_with_lanes(FERRY_WORKER_LANES_MAX), 0);
@@ -157,9 +173,8 @@ static void test_worker_limits(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_all_zero),
-        cmocka_unit_test(test_init_is_accepted),
-        cmocka_unit_test(test_relay_limits),
+        cmocka_unit_test(test_all_zero),      cmocka_unit_test(test_init_is_accepted),
+        cmocka_unit_test(test_relay_limits),  cmocka_unit_test(test_queue_limits),
         cmocka_unit_test(test_worker_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
