@@ -136,10 +136,9 @@ FERRY_API int ferry_queue_add(ferry_queue *q, const ferry_job_spec *job, char **
  * Every spec is validated before anything is sent.
  * Returns: 0; if ids is non-NULL, ids[i] receives the id of jobs[i].
  * Errors: as ferry_queue_add; FERRY_ETOOBIG for n over FERRY_QUEUE_BULK_MAX; if one job is
- *   invalid nothing is added and *err names its index; if Redis fails while sending, the message says how many jobs were confirmed
- *   added.
- * Blocks: the queue's budget per round trip.
- * Ownership: each ids[i] is malloc'd; the caller frees each. */
+ *   invalid nothing is added and *err names its index; if Redis fails while sending, the message
+ * says how many jobs were confirmed added. Blocks: the queue's budget per round trip. Ownership:
+ * each ids[i] is malloc'd; the caller frees each. */
 FERRY_API int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
                                    ferry_error *err);
 

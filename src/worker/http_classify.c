@@ -72,8 +72,9 @@ ferry_http_verdict ferry_http_classify(int status, const char *retry_after, long
         v.cls = FERRY_HTTP_OK;
     } else if (status == 429) {
         v.cls = FERRY_HTTP_THROTTLED;
-        v.delay_ms =
-            ferry_retry_after_parse(retry_after, now_ms, &hint) == 0 ? hint : FERRY_THROTTLE_DEFAULT_MS;
+        v.delay_ms = ferry_retry_after_parse(retry_after, now_ms, &hint) == 0
+                         ? hint
+                         : FERRY_THROTTLE_DEFAULT_MS;
     } else if (status == 408 || (status >= 500 && status <= 599)) {
         if (ferry_retry_after_parse(retry_after, now_ms, &hint) == 0) {
             v.cls = FERRY_HTTP_RETRY_LATER;

@@ -9,8 +9,8 @@
  * Timing checks are lower bounds only. */
 #include <jansson.h>
 
-#include "test_worker_support.h"
 #include "ferry/http_classify.h"
+#include "test_worker_support.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 

@@ -90,15 +90,22 @@ static int range(ferry_error *err, const char *name, long long v, long long lo, 
 
 static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_error *err) {
     int rc = range(err, "batch_size", o->batch_size, 0, MAX_BATCH);
-    if (!rc) rc = range(err, "poll_interval_ms", o->poll_interval_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
+    if (!rc)
+        rc = range(err, "poll_interval_ms", o->poll_interval_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
     if (!rc) rc = range(err, "max_backoff_ms", o->max_backoff_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
-    if (!rc) rc = range(err, "statement_timeout_ms", o->statement_timeout_ms, 0, FERRY_RELAY_TIMEOUT_MAX_MS);
-    if (!rc) rc = range(err, "connect_timeout_ms", o->connect_timeout_ms, 0, FERRY_RELAY_TIMEOUT_MAX_MS);
+    if (!rc)
+        rc = range(err, "statement_timeout_ms", o->statement_timeout_ms, 0,
+                   FERRY_RELAY_TIMEOUT_MAX_MS);
+    if (!rc)
+        rc = range(err, "connect_timeout_ms", o->connect_timeout_ms, 0, FERRY_RELAY_TIMEOUT_MAX_MS);
     if (!rc) rc = range(err, "retention_s", o->retention_s, -1, FERRY_RELAY_RETENTION_MAX_S);
-    if (!rc) rc = range(err, "retention_interval_ms", o->retention_interval_ms, 0,
-                                 FERRY_RELAY_RETENTION_INTERVAL_MAX_MS);
-    if (!rc) rc = range(err, "retention_batch", o->retention_batch, 0, FERRY_RELAY_RETENTION_BATCH_MAX);
-    if (!rc) rc = range(err, "unknown_report_ms", o->unknown_report_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
+    if (!rc)
+        rc = range(err, "retention_interval_ms", o->retention_interval_ms, 0,
+                   FERRY_RELAY_RETENTION_INTERVAL_MAX_MS);
+    if (!rc)
+        rc = range(err, "retention_batch", o->retention_batch, 0, FERRY_RELAY_RETENTION_BATCH_MAX);
+    if (!rc)
+        rc = range(err, "unknown_report_ms", o->unknown_report_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
     if (!rc)
         rc = range(err, "max_envelope_bytes", (long long)o->max_envelope_bytes, 0,
                    (long long)MAX_ENVELOPE_LIMIT);
