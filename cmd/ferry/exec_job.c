@@ -811,7 +811,7 @@ int exec_delay_hint(const char *out, size_t len, long long *delay_ms, char *why,
         if (vn > FERRY_RETRY_AFTER_MAX_LEN || memchr(line + hlen, 0, vn)) return 0;
         memcpy(v, line + hlen, vn);
         v[vn] = 0;
-        return ferry_retry_after_parse_now(v, delay_ms) ? 1 : 0;
+        return ferry_retry_after_parse_now(v, delay_ms) == 0 ? 1 : 0;
     }
     return 0;
 }

@@ -1,4 +1,6 @@
-/* ferry/ferry.h - umbrella header: reliable background jobs for C. */
+/* ferry/ferry.h - umbrella header: reliable background jobs for C. Includes every public
+ * header; ferry/common.h states the rules they all follow (return convention, contract
+ * comments, diagnostics, stability). */
 #ifndef FERRY_H
 #define FERRY_H
 #include "common.h"

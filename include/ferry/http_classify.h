@@ -53,11 +53,13 @@ typedef struct ferry_http_verdict {
  *                             retrying: informational, an unfollowed redirect, or invalid)
  * `retry_after` is the header's value (NULL or "" = absent), parsed as by
  * ferry_retry_after_parse against `now_ms` (ms since the epoch). It is ignored for classes
- * that do not use it. Borrowed; not kept. */
+ * that do not use it.
+ * Returns: the verdict (by value). Cannot fail.
+ * Ownership: `retry_after` is borrowed; not kept. */
 FERRY_API ferry_http_verdict ferry_http_classify(int status, const char *retry_after,
                                                  long long now_ms);
 
-/* ferry_http_classify against the current wall-clock time. */
+/* ferry_http_classify against the current wall-clock time. Returns: as ferry_http_classify. */
 FERRY_API ferry_http_verdict ferry_http_classify_now(int status, const char *retry_after);
 
 /* Parse a Retry-After value (RFC 9110 §10.2.3). Surrounding spaces, tabs, CR and LF are
@@ -67,16 +69,19 @@ FERRY_API ferry_http_verdict ferry_http_classify_now(int status, const char *ret
  *   HTTP-date:     IMF-fixdate, RFC 850 or asctime, case-sensitive as RFC 9110 requires;
  *                  the delay is date - now_ms, 0 for a date in the past, clamped to the
  *                  maximum. The weekday name must be valid but need not match the date.
- * Returns 1 and writes *delay_ms in [0, FERRY_RETRY_AFTER_MAX_MS] when the value gives a
- * hint; returns 0 ("no hint", *delay_ms untouched) for NULL, empty, over-long or malformed
- * values. `value` is borrowed; delay_ms may be NULL to only test the value. */
+ * Returns: 0 and *delay_ms in [0, FERRY_RETRY_AFTER_MAX_MS] when the value gives a hint.
+ * Errors: FERRY_EINVAL ("no hint", *delay_ms untouched) for NULL, empty, over-long or
+ *   malformed values.
+ * Ownership: `value` is borrowed; delay_ms may be NULL to only test the value. */
 FERRY_API int ferry_retry_after_parse(const char *value, long long now_ms, long long *delay_ms);
 
-/* ferry_retry_after_parse against the current wall-clock time. */
+/* ferry_retry_after_parse against the current wall-clock time. Returns, Errors: as
+ * ferry_retry_after_parse. */
 FERRY_API int ferry_retry_after_parse_now(const char *value, long long *delay_ms);
 
-/* Static lower-case name of a class ("ok", "transient", "retry-later", "throttled",
- * "permanent"; "unknown" for other values). Never NULL, never freed. */
+/* The lower-case name of a class ("ok", "transient", "retry-later", "throttled",
+ * "permanent"; "unknown" for other values).
+ * Returns: a static string; never NULL, never freed. */
 FERRY_API const char *ferry_http_class_name(ferry_http_class cls);
 
 #ifdef __cplusplus

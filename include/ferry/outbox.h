@@ -3,23 +3,25 @@
  *
  * An application never writes to PostgreSQL and Redis separately: it writes its own rows
  * and an event row (ferry_outbox_append) in one transaction. A relay (ferry_relay, run by
- * `ferry relay`) locks unpublished rows with FOR UPDATE SKIP LOCKED, adds one job per route
- * target (jobId = event id, data = the envelope {eventId, traceId, payload}), marks the rows
- * published and commits. A crash between adding jobs and committing republishes the rows:
- * duplicates (absorbed by jobId while the job exists, by inboxes after), never losses.
+ * `ferry relay`) adds one job per route target for each committed event (jobId = event id,
+ * data = the envelope {eventId, traceId, payload}) and then marks the rows published.
+ * Delivery is at least once: a crash between adding jobs and committing republishes the
+ * rows: duplicates (absorbed by jobId while the job exists, by inboxes after), never
+ * losses. docs/outbox.md has how rows are claimed, woken and set aside.
  *
  * Tables (created and upgraded by ferry_outbox_migrate / `ferry migrate`, column names
  * that applications commonly use): outbox_events, processed_messages, dead_letters
  * (+ dead_letter_redrives), ferry_tasks and the version table ferry_schema_migrations, all
  * in one schema (default "public"). Needs PostgreSQL 13 or later.
  *
+ * For every function below unless it says otherwise:
  * Threads: the functions taking a PGconn follow libpq's rule (one thread at a time on a
- * connection, separate connections in parallel); the rest say so where they are declared.
- *
- * Error codes: PostgreSQL failures come back as FERRY_EDB (an error the server reported),
- * FERRY_EIO (connection refused or lost) or FERRY_ETIMEDOUT (a deadline passed); the
- * message carries the server's text and, when the server sent one, "SQLSTATE xxxxx"
- * verbatim. */
+ *   connection, separate connections in parallel); the rest say so where they are declared.
+ * Errors: PostgreSQL failures come back as FERRY_EDB (an error the server reported),
+ *   FERRY_EIO (connection refused or lost) or FERRY_ETIMEDOUT (a deadline passed); the
+ *   message carries the server's text and, when the server sent one, "SQLSTATE xxxxx"
+ *   verbatim.
+ * Ownership: strings passed in are borrowed for the call. */
 #ifndef FERRY_OUTBOX_H
 #define FERRY_OUTBOX_H
 
@@ -48,8 +50,9 @@ extern "C" {
 
 /* Write a new UUIDv7 (RFC 9562: 48-bit Unix milliseconds, a 12-bit counter that keeps ids
  * made by this process in the same millisecond increasing, 62 random bits) as 36
- * lower-case characters plus NUL into out. Ids sort by creation time. Returns 0, or
- * FERRY_EIO when the system random source fails. Thread-safe. */
+ * lower-case characters plus NUL into out. Ids sort by creation time.
+ * Returns: 0. Errors: FERRY_EIO when the system random source fails.
+ * Threads: any. Blocks: no. */
 FERRY_API int ferry_uuid7(char out[FERRY_UUID_STRLEN + 1]);
 
 /* ---- schema ------------------------------------------------------------------------- */
@@ -63,39 +66,51 @@ FERRY_API int ferry_uuid7(char out[FERRY_UUID_STRLEN + 1]);
 
 /* Called once per migration: before it is applied (ferry_outbox_migrate), or instead of
  * applying it (dry run, ferry_outbox_migrations_sql). `sql` is the migration's text with
- * the schema substituted; all strings are valid only during the call. */
+ * the schema substituted.
+ * Threads: on the calling thread. Ownership: all strings are valid only during the call. */
 typedef void (*ferry_migration_fn)(int version, const char *name, const char *sql, void *userdata);
+
+#define FERRY_MIGRATE_TIMEOUT_MAX_MS 86400000 /* a day */
 
 typedef struct ferry_migrate_options {
     const char *schema; /* NULL = "public"; created when missing */
     int dry_run;        /* 1 = report the pending migrations through `fn`, change nothing */
     int timeout_ms;     /* lock_timeout and statement_timeout of the migration
                            transaction (waiting for another replica's migration included);
-                           0 = 60000 */
+                           0 = 60000; at most FERRY_MIGRATE_TIMEOUT_MAX_MS */
     ferry_migration_fn fn;
     void *userdata;
 } ferry_migrate_options;
 
+/* Fill *o with defaults (all zero / NULL: schema "public", no dry run, timeout 60000 ms,
+ * no fn; NULL accepted). Threads: any. Blocks: no; no allocation. */
+FERRY_API void ferry_migrate_options_init(ferry_migrate_options *o);
+
 /* Bring the schema to the version built into this library. All pending migrations run in
- * one READ COMMITTED transaction (whatever default_transaction_isolation says) that first
- * takes a transaction-level advisory lock (per schema), so any
- * number of replicas may call this at once: one applies, the others wait and then find
- * nothing to do. Each applied version is recorded in <schema>.ferry_schema_migrations.
- * Idempotent; the SQL adopts tables an application created itself with these columns
- * (CREATE ... IF NOT EXISTS, ADD COLUMN IF NOT EXISTS).
- * `conn` must be connected and idle (no open transaction); it is left idle. *applied (may
- * be NULL) receives the number of migrations applied (or pending, for a dry run).
- * Blocking (bounded by timeout_ms on the server). Not thread-safe on one conn. */
+ * one READ COMMITTED transaction (whatever default_transaction_isolation says) under a
+ * per-schema lock, so any number of replicas may call this at once: one applies, the
+ * others wait and then find nothing to do. Each applied version is recorded in
+ * <schema>.ferry_schema_migrations. Idempotent; the SQL adopts tables an application
+ * created itself with these columns (CREATE ... IF NOT EXISTS, ADD COLUMN IF NOT EXISTS).
+ * `conn` must be connected and idle (no open transaction); it is left idle.
+ * Returns: 0; *applied (may be NULL) receives the number of migrations applied (or
+ *   pending, for a dry run).
+ * Errors: FERRY_EINVAL (bad schema, timeout, NULL conn), FERRY_ESTATE (conn not idle), the
+ *   PostgreSQL errors above.
+ * Blocks: bounded by timeout_ms on the server (waiting for another replica included). */
 FERRY_API int ferry_outbox_migrate(PGconn *conn, const ferry_migrate_options *opts, int *applied,
                                    ferry_error *err);
 
 /* Report every built-in migration (with opts->schema substituted) through opts->fn (with
  * opts->userdata), in order, without a database; dry_run and timeout_ms do not apply.
- * Pure, thread-safe. */
+ * opts may be NULL (schema "public", nothing reported).
+ * Returns: 0. Errors: FERRY_EINVAL for a bad schema name; FERRY_ENOMEM.
+ * Threads: any. Blocks: no (pure). */
 FERRY_API int ferry_outbox_migrations_sql(const ferry_migrate_options *opts, ferry_error *err);
 
-/* The newest schema version this library knows. */
-FERRY_API int ferry_outbox_schema_version(void); /* a constant; thread-safe */
+/* Returns: the newest schema version this library knows (a constant). Cannot fail.
+ * Threads: any. Blocks: no. */
+FERRY_API int ferry_outbox_schema_version(void);
 
 /* ---- appending events --------------------------------------------------------------- */
 
@@ -122,17 +137,22 @@ typedef struct ferry_outbox_options {
                                  FERRY_OUTBOX_MAX_PAYLOAD_LIMIT */
 } ferry_outbox_options;
 
+/* Fill *o with defaults (all zero / NULL: schema "public",
+ * FERRY_OUTBOX_DEFAULT_MAX_PAYLOAD; NULL accepted). Threads: any. Blocks: no; no
+ * allocation. */
+FERRY_API void ferry_outbox_options_init(ferry_outbox_options *o);
+
 /* Insert one event into <schema>.outbox_events inside the caller's open transaction
- * (PQtransactionStatus must be PQTRANS_INTRANS: a call outside a transaction, or in a
- * failed one, is FERRY_ESTATE, so an event can never be committed apart from the
- * application's rows). The event is published only if the caller commits.
- * One parameterised INSERT; the id is a new UUIDv7, written (36 chars + NUL) to id_out
- * when it is non-NULL. Errors: FERRY_EINVAL naming the bad field, FERRY_ETOOBIG for a
- * payload over the limit (nothing sent to the server in both cases), FERRY_ESTATE, or
- * FERRY_EDB for a server error (message with SQLSTATE); after a server error the caller's
- * transaction is aborted, as with any failed statement. `opts` may be NULL. Blocking, without its
- * own deadline: the caller's statement_timeout applies. Not thread-safe on one conn (libpq rule).
- */
+ * (PQtransactionStatus must be PQTRANS_INTRANS, so an event can never be committed apart
+ * from the application's rows). The event is published only if the caller commits. One
+ * parameterised INSERT; the id is a new UUIDv7. `opts` may be NULL.
+ * Returns: 0; the id (36 chars + NUL) is written to id_out when it is non-NULL.
+ * Errors: FERRY_EINVAL naming the bad field, FERRY_ETOOBIG for a payload over the limit
+ *   (nothing sent to the server in both cases); FERRY_ESTATE outside a transaction or in a
+ *   failed one; FERRY_EDB for a server error (message with SQLSTATE): the caller's
+ *   transaction is then aborted, as with any failed statement.
+ * Blocks: one round trip, without its own deadline: the caller's statement_timeout
+ *   applies. Threads: libpq's rule on conn. */
 FERRY_API int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts,
                                   const ferry_outbox_event *ev, char id_out[FERRY_UUID_STRLEN + 1],
                                   ferry_error *err);
@@ -151,12 +171,14 @@ FERRY_API int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts
 typedef struct ferry_routes ferry_routes;
 
 /* Check a database URL before connecting: NULL or "" (libpq defaults), a postgresql:// or
- * postgres:// URI, or key=value conninfo, as libpq parses them. Anything else is
- * FERRY_EINVAL: libpq would take it as a database name on the default server, so a typo
- * like "postgress://db/x" would quietly try the local one. So is a URL libpq would misread
- * (an '@' after a '/' or a second '@': '/', '@' and '%' in the user name or password must
- * be percent-encoded) and a port that is not a number. Error texts never quote the value
- * (it may hold a password). Pure, thread-safe. */
+ * postgres:// URI, or key=value conninfo, as libpq parses them.
+ * Returns: 0 when libpq would read it as meant.
+ * Errors: FERRY_EINVAL for anything else: libpq would take it as a database name on the
+ *   default server, so a typo like "postgress://db/x" would quietly try the local one. So
+ *   is a URL libpq would misread (an '@' after a '/' or a second '@': '/', '@' and '%' in
+ *   the user name or password must be percent-encoded) and a port that is not a number.
+ *   Error texts never quote the value (it may hold a password).
+ * Threads: any. Blocks: no (pure). */
 FERRY_API int ferry_outbox_database_url_check(const char *url, ferry_error *err);
 
 #define FERRY_ROUTES_FILE_MAX (1u << 20)
@@ -164,24 +186,33 @@ FERRY_API int ferry_outbox_database_url_check(const char *url, ferry_error *err)
 #define FERRY_ROUTES_TOPICS_MAX 10000
 #define FERRY_ROUTES_TARGETS_MAX 64
 
-/* Parse text[0..len). `filename` (may be NULL) names the source in errors, which read
- * "<filename>:<line>: <problem>". *out is freed with ferry_routes_free. Pure, thread-safe. */
+/* Parse a routes file's text[0..len). `filename` (may be NULL) names the source in errors.
+ * Returns: 0 and *out, freed with ferry_routes_free.
+ * Errors: FERRY_EINVAL reading "<filename>:<line>: <problem>"; FERRY_ETOOBIG over a limit
+ *   above; FERRY_ENOMEM.
+ * Threads: any. Blocks: no (pure). */
 FERRY_API int ferry_routes_parse(const char *text, size_t len, const char *filename,
                                  ferry_routes **out, ferry_error *err);
-/* Read and parse a file (FERRY_EIO when it cannot be read, FERRY_ETOOBIG over 1 MiB).
- * Thread-safe. */
+/* Read and parse a routes file.
+ * Returns, Errors: as ferry_routes_parse, and FERRY_EIO when it cannot be read,
+ *   FERRY_ETOOBIG over FERRY_ROUTES_FILE_MAX.
+ * Threads: any. Blocks: reads the file. */
 FERRY_API int ferry_routes_load(const char *path, ferry_routes **out, ferry_error *err);
-/* NULL accepted; no other thread may still be using r. */
+/* Free parsed routes. NULL accepted.
+ * Threads: no other thread may still be using r. */
 FERRY_API void ferry_routes_free(ferry_routes *r);
 
-/* Topics in file order. Strings are borrowed from r. A parsed ferry_routes is immutable,
- * so these may be called from any thread. */
+/* Topics in file order, and the targets of each. A parsed ferry_routes is immutable, so
+ * these may be called from any thread. Blocks: no.
+ * Ownership: returned strings are borrowed from r, valid until ferry_routes_free. */
 FERRY_API size_t ferry_routes_topic_count(const ferry_routes *r);
 FERRY_API const char *ferry_routes_topic(const ferry_routes *r, size_t i);
-/* 1 when the topic has a route. */
+/* Predicate. Returns: 1 when the topic has a route, else 0. Cannot fail. */
 FERRY_API int ferry_routes_has_topic(const ferry_routes *r, const char *topic);
 FERRY_API size_t ferry_routes_target_count(const ferry_routes *r, size_t topic_index);
-/* Target j of topic i: queue and job name (borrowed). Returns 0 or FERRY_EINVAL. */
+/* Target j of topic i.
+ * Returns: 0, *queue and *job_name (borrowed). Errors: FERRY_EINVAL for an index out of
+ *   range. */
 FERRY_API int ferry_routes_target(const ferry_routes *r, size_t topic_index, size_t j,
                                   const char **queue, const char **job_name);
 
@@ -211,21 +242,28 @@ typedef struct ferry_outbox_status {
     ferry_outbox_topic_status *topics;
 } ferry_outbox_status;
 
-/* Read the outbox's state (schema: opts->schema; max_payload_bytes does not apply).
- * `routes` may be NULL (then unknown_rows = 0 and every topic has
- * known = -1). *out is freed with ferry_outbox_status_free. Blocking; `conn` must be idle.
- * A few aggregate queries, run in one read-only transaction. */
+/* Read the outbox's state (schema: opts->schema; max_payload_bytes does not apply): a few
+ * aggregate queries, run in one read-only transaction. `routes` may be NULL (then
+ * unknown_rows = 0 and every topic has known = -1). `conn` must be idle.
+ * Returns: 0 and *out.
+ * Errors: FERRY_EINVAL for a bad schema name; FERRY_ESTATE when conn has a transaction
+ *   open or the schema has no ferry tables; the PostgreSQL errors above.
+ * Blocks: a few statements, under the session's statement_timeout.
+ * Ownership: *out is freed with ferry_outbox_status_free (NULL accepted). */
 FERRY_API int ferry_outbox_status_get(PGconn *conn, const ferry_outbox_options *opts,
                                       const ferry_routes *routes, ferry_outbox_status **out,
                                       ferry_error *err);
-FERRY_API void ferry_outbox_status_free(ferry_outbox_status *s); /* NULL accepted */
+FERRY_API void ferry_outbox_status_free(ferry_outbox_status *s);
 
 /* Delete published rows of opts->schema (max_payload_bytes does not apply) older than
- * older_than_s seconds, at most `batch` rows per
- * statement (0 = 1000), until none are left or max_batches statements ran (0 = no limit).
- * Each batch is its own transaction. *deleted (may be NULL) receives the count. `conn`
- * must be idle. Blocking. The relay runs this as a singleton task (see
- * ferry_relay_options.retention_s); it is public for `ferry outbox cleanup`. */
+ * older_than_s seconds, at most `batch` rows per statement (0 = 1000, at most
+ * FERRY_RELAY_RETENTION_BATCH_MAX), until none are left or max_batches statements ran
+ * (0 = no limit). Each batch is its own transaction. `conn` must be idle. The relay runs
+ * this as a singleton task (see ferry_relay_options.retention_s); it is public for
+ * `ferry outbox cleanup`.
+ * Returns: 0; *deleted (may be NULL) receives the count, also after a failure midway.
+ * Errors: FERRY_EINVAL for a bad argument; the PostgreSQL errors above.
+ * Blocks: one statement per batch. */
 FERRY_API int ferry_outbox_cleanup(PGconn *conn, const ferry_outbox_options *opts,
                                    long long older_than_s, int batch, long long max_batches,
                                    long long *deleted, ferry_error *err);
@@ -234,22 +272,33 @@ FERRY_API int ferry_outbox_cleanup(PGconn *conn, const ferry_outbox_options *opt
 
 typedef struct ferry_relay ferry_relay;
 
-enum { FERRY_LOG_DEBUG = 0, FERRY_LOG_INFO = 1, FERRY_LOG_WARN = 2, FERRY_LOG_ERROR = 3 };
-
-/* Diagnostics: one line of text (no payloads, no passwords; text from rows, such as topics,
- * with control characters and backslashes escaped), valid during the call. Called
- * from the relay's threads (the one in ferry_relay_run and the retention thread), one call
- * at a time. */
-typedef void (*ferry_relay_log_fn)(int level, const char *message, void *userdata);
+/* The relay's log callback is a ferry_log_fn (ferry/common.h: levels, what goes where);
+ * this name is kept for source compatibility. */
+typedef ferry_log_fn ferry_relay_log_fn;
 
 /* Test-only fault injection: called at named points ("relay_after_publish": the jobs of a
  * batch were added to Redis and its rows are not yet committed as published). A test hook
- * may kill the process there. NULL in production. */
+ * may kill the process there. NULL in production. Threads: the relay's run thread. */
 typedef void (*ferry_relay_fault_fn)(const char *point, void *userdata);
 
 #define FERRY_RELAY_BATCH_BYTES_DEFAULT ((size_t)16 << 20)
 #define FERRY_RELAY_BATCH_BYTES_MIN ((size_t)64 << 10)
 #define FERRY_RELAY_BATCH_BYTES_MAX ((size_t)1 << 30)
+/* Ranges of the other ferry_relay_options (0 = the default each field names). */
+#define FERRY_RELAY_BATCH_SIZE_MAX 10000 /* batch_size, rows */
+#define FERRY_RELAY_INTERVAL_MAX_MS                                                                \
+    86400000 /* poll_interval_ms, max_backoff_ms,                                                  \
+                unknown_report_ms: a day */
+#define FERRY_RELAY_TIMEOUT_MAX_MS                                                                 \
+    3600000                                                    /* statement_timeout_ms,            \
+                                                                  connect_timeout_ms: an hour */
+#define FERRY_RELAY_RETENTION_MAX_S (100LL * 365 * 24 * 3600)  /* retention_s: 100 years */
+#define FERRY_RELAY_RETENTION_INTERVAL_MAX_MS (7LL * 86400000) /* retention_interval_ms */
+#define FERRY_RELAY_RETENTION_BATCH_MAX                                                            \
+    100000                                                 /* retention_batch, and                 \
+                                                              ferry_outbox_cleanup's batch */
+#define FERRY_RELAY_DEFAULT_MAX_ENVELOPE ((size_t)2 << 20) /* max_envelope_bytes = 0 */
+#define FERRY_RELAY_MAX_ENVELOPE_LIMIT ((size_t)512 << 20) /* largest max_envelope_bytes */
 
 typedef struct ferry_relay_options {
     const char *database_url; /* libpq URL or conninfo; NULL/"" = libpq defaults (PG* env) */
@@ -263,7 +312,7 @@ typedef struct ferry_relay_options {
     /* Default JobsOptions JSON object for the jobs the relay adds (the queue default
      * options; NULL = BullMQ defaults). jobId is always the event id. */
     const char *default_job_opts;
-    int batch_size; /* rows per batch transaction; 0 = 100; 1..10000 */
+    int batch_size; /* rows per batch transaction; 0 = 100; 1..FERRY_RELAY_BATCH_SIZE_MAX */
     /* Payload bytes per batch (the payloads' JSON text, which the relay holds in memory
      * while the batch is in flight): a batch takes rows, oldest first, while their total
      * stays within this, but always at least one row (a larger row moves alone).
@@ -273,10 +322,11 @@ typedef struct ferry_relay_options {
     int max_backoff_ms;       /* cap of the retry backoff after failures; 0 = 30000 */
     int statement_timeout_ms; /* per database statement (server statement_timeout, and the
                                  client deadline + 2 s; lock_timeout a quarter, at most 1 s,
-                                 shorter); 0 = 10000. A claim that runs into it locks half
-                                 as many rows next time, down to one; a row that one-row
-                                 claims cannot convert to text in time, twice in a row, is
-                                 quarantined. The relay's sessions use READ COMMITTED. */
+                                 shorter); 0 = 10000, at most FERRY_RELAY_TIMEOUT_MAX_MS.
+                                 Claims that run into it take fewer rows next time; a row
+                                 that cannot be read in time on its own, twice in a row, is
+                                 quarantined (docs/outbox.md). The relay's sessions use READ
+                                 COMMITTED. */
     int connect_timeout_ms;   /* PostgreSQL connect; 0 = 5000 */
     /* Retention: published rows older than retention_s seconds are deleted in batches of
      * retention_batch by whichever relay holds the advisory lock, at most once per
@@ -287,38 +337,53 @@ typedef struct ferry_relay_options {
     int unknown_report_ms;     /* how often unknown topics are counted and warned about
                                   (once per topic per interval); 0 = 60000 */
     size_t max_envelope_bytes; /* largest job data the relay writes; rows over it are
-                                  quarantined; 0 = 2 MiB (jsonb output may be larger than
-                                  the payload appended) */
-    ferry_relay_log_fn log;
+                                  quarantined; 0 = FERRY_RELAY_DEFAULT_MAX_ENVELOPE (2 MiB:
+                                  jsonb output may be larger than the payload appended); at
+                                  most FERRY_RELAY_MAX_ENVELOPE_LIMIT */
+    /* Log lines (ferry/common.h "diagnostics"): reconnects, quarantined rows, unknown topics,
+     * start and stop. Text from rows, such as topics, has control characters and
+     * backslashes escaped. Called from the relay's threads (the one in ferry_relay_run and
+     * the retention thread), one call at a time. NULL = none. */
+    ferry_log_fn log;
     void *log_userdata;
     ferry_relay_fault_fn fault;
     void *fault_userdata;
 } ferry_relay_options;
 
-/* Fill *o with defaults. No allocation. Thread-safe. */
+/* Fill *o with defaults (all zero / NULL; NULL accepted). Threads: any. Blocks: no; no
+ * allocation. */
 FERRY_API void ferry_relay_options_init(ferry_relay_options *o);
 
-/* Validate options and load the routes (file errors name file and line). Does not
- * connect. Copies every string, the Redis options and the routes; `log_userdata` and
- * `fault_userdata` are not owned and must stay valid until ferry_relay_free. *out is
- * freed with ferry_relay_free. Any thread; relays share no state. */
+/* Validate options and load the routes. Does not connect.
+ * Returns: 0 and a new relay in *out, freed with ferry_relay_free.
+ * Errors: FERRY_EINVAL naming the bad option (file errors name file and line), the errors
+ *   of ferry_routes_load, FERRY_ENOMEM.
+ * Blocks: reads routes_file, if given. Threads: any; relays share no state.
+ * Ownership: every string, the Redis options and the routes are copied; `log_userdata`
+ *   and `fault_userdata` are not owned and must stay valid until ferry_relay_free. */
 FERRY_API int ferry_relay_create(const ferry_relay_options *opts, ferry_relay **out,
                                  ferry_error *err);
 
-/* Run until ferry_relay_stop (once per relay object): connect to PostgreSQL (checks the schema
- * version) and open the queues — a failure here returns at once (start-up error) — then publish
- * batches, woken by NOTIFY with the poll interval as fallback, and draining while batches come back
- * full. After start-up, lost connections are retried with capped backoff and never end the run. On
- * stop the batch in progress is finished (committed or rolled back), and 0 is returned. Blocking;
- * call from one thread, once. */
+/* Run until ferry_relay_stop (once per relay object): connect to PostgreSQL (checks the
+ * schema version) and open the queues, then publish batches as events are committed (woken
+ * by NOTIFY, with poll_interval_ms as fallback). After start-up, lost connections are
+ * retried with capped backoff and never end the run; what happens goes to the log
+ * callback. On stop the batch in progress is finished (committed or rolled back).
+ * Returns: 0 after ferry_relay_stop.
+ * Errors: start-up failures return at once: FERRY_EDB / FERRY_EIO / FERRY_ETIMEDOUT from
+ *   PostgreSQL, FERRY_ESTATE when the schema is not migrated to this library's version,
+ *   Redis connect errors; FERRY_ESTATE when the relay is already running.
+ * Blocks: until stopped. Threads: call from one thread, once. */
 FERRY_API int ferry_relay_run(ferry_relay *r, ferry_error *err);
 
-/* Ask a running relay to stop after its current batch. Returns at once; safe from any
- * thread and from a signal handler (sets a flag and writes to a pipe). */
+/* Ask a running relay to stop after its current batch.
+ * Threads: any, and safe from a signal handler (sets a flag and writes to a pipe).
+ * Blocks: no, returns at once. */
 FERRY_API void ferry_relay_stop(ferry_relay *r);
 
-/* Free a relay that is not running. NULL accepted. Nothing may call ferry_relay_stop on
- * it any more: remove the signal handler that does before freeing. */
+/* Free a relay that is not running. NULL accepted.
+ * Threads: nothing may call ferry_relay_stop on it any more: remove the signal handler that
+ *   does before freeing. */
 FERRY_API void ferry_relay_free(ferry_relay *r);
 
 typedef struct ferry_relay_stats {
@@ -334,7 +399,8 @@ typedef struct ferry_relay_stats {
     int backing_off;                      /* 1 while waiting after a failure */
 } ferry_relay_stats;
 
-/* Totals since ferry_relay_run started. Thread-safe snapshot. */
+/* Copy the totals since ferry_relay_run started into *out (a consistent snapshot).
+ * Threads: any, while the relay lives. Blocks: no. */
 FERRY_API void ferry_relay_get_stats(ferry_relay *r, ferry_relay_stats *out);
 
 #ifdef __cplusplus

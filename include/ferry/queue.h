@@ -1,11 +1,21 @@
 /* ferry/queue.h - the producer side of a BullMQ-compatible queue.
  *
- * A ferry_queue holds one Redis connection and writes jobs exactly as BullMQ 6.7.0 does
- * (keys <prefix>:<queue>:..., job hash, events, markers), so Node BullMQ workers can
- * consume them and ferry workers can consume Node's.
+ * A ferry_queue adds jobs to a queue and administers it. It writes exactly what Node BullMQ
+ * 6.7.0 writes, so Node workers run ferry's jobs and ferry reads Node's (docs/queue.md has
+ * what each call writes).
  *
- * Thread-safety: a ferry_queue serialises its calls with an internal mutex, so one handle
- * may be shared by threads; calls on it then run one at a time. */
+ * For every function taking a ferry_queue (unless it says otherwise):
+ * Threads: a handle serialises its calls with an internal mutex, so it may be shared by
+ *   threads; calls on it then run one at a time.
+ * Blocks: one connection per handle; a call ends within connect_timeout_ms +
+ *   command_timeout_ms when Redis is unreachable or frozen (a broken connection is reopened
+ *   first). Reads, pause / resume and the queue-level settings are retried once on a fresh
+ *   connection within that budget; adds and removes are not (after a lost reply nobody
+ *   knows whether they ran).
+ * Errors: transport errors (FERRY_EIO, FERRY_ETIMEDOUT, FERRY_EREDIS, ...) with the detail
+ *   in *err, besides those each call names.
+ * Ownership: strings passed in are borrowed for the call; nothing is allocated for the
+ *   caller unless the call says so. */
 #ifndef FERRY_QUEUE_H
 #define FERRY_QUEUE_H
 
@@ -29,14 +39,20 @@ extern "C" {
 #define FERRY_JOB_DATA_DEPTH_MAX 512                     /* nesting of job data JSON */
 #define FERRY_JOB_PRIORITY_MAX 2097151                   /* opts priority, 0..this */
 #define FERRY_MAX_PAYLOAD_LIMIT ((size_t)512 << 20)      /* largest max_payload_bytes accepted */
+/* A job id that ferry_queue_get_job / ferry_queue_remove_job accept: other producers' ids may
+ * be longer than FERRY_JOB_ID_MAX (a scheduler iteration "repeat:<id>:<ms>" with an id of
+ * FERRY_SCHEDULER_FOREIGN_ID_MAX bytes, plus 32). */
+#define FERRY_JOB_FOREIGN_ID_MAX 65568
+#define FERRY_QUEUE_BULK_MAX 1000000 /* jobs per ferry_queue_add_bulk / _check_jobs call */
 
 typedef struct ferry_queue ferry_queue;
 
 typedef struct ferry_queue_options {
     const ferry_redis_options *redis; /* NULL = defaults (FERRY_DEFAULT_REDIS_URL) */
-    const char *prefix;               /* NULL = "bull"; may contain {hash tags}; 1..512 bytes
-                                         (a worker also needs printable ASCII without
-                                         spaces: it names its Redis connection after it) */
+    const char *prefix;               /* NULL = "bull"; may contain {hash tags};
+                                         1..FERRY_QUEUE_NAME_MAX bytes (a worker also needs
+                                         printable ASCII without spaces: it names its Redis
+                                         connection after it) */
     /* Default JobsOptions (BullMQ JSON). `default_job_opts`, when set, replaces
      * `global_default_job_opts` as a whole (as a per-queue defaultJobOptions replaces a
      * global one in Node applications); a job's own options are then merged over it key by
@@ -44,9 +60,8 @@ typedef struct ferry_queue_options {
     const char *global_default_job_opts;
     const char *default_job_opts;
     size_t max_payload_bytes; /* limit on a job's data JSON; 0 = 512 KiB */
-    /* BullMQ's skipMetasUpdate: open without writing the queue's meta (version and events
-     * length, as Node's Queue constructor does), so that looking at a queue that does not
-     * exist creates no key. For read-only tools; 0 = write it. */
+    /* BullMQ's skipMetasUpdate: open without writing the queue's meta, so that looking at a
+     * queue that does not exist creates no key. For read-only tools; 0 = write it. */
     int skip_meta_update;
     /* Job options (a job's own and the defaults above) may hold keys BullMQ 6.7.0's
      * JobsOptions does not know: they are stored as given, for options of a later BullMQ.
@@ -56,58 +71,74 @@ typedef struct ferry_queue_options {
     int allow_unknown_opts;
 } ferry_queue_options;
 
-/* Fill *o with defaults. Thread-safe; no allocation. */
+/* Fill *o with defaults (all zero / NULL; NULL accepted). Threads: any. Blocks: no; no
+ * allocation. */
 FERRY_API void ferry_queue_options_init(ferry_queue_options *o);
 
-/* Open queue `name` (1..512 bytes, no ':'): validates options, connects, loads scripts.
- * A queue jobs are added to also needs a name of valid UTF-8 without control characters
- * (C0, DEL, C1: such a name could forge log lines): FERRY_EINVAL at open for it, unless
- * skip_meta_update (a read-only look at a queue another producer made, e.g. to count or
- * remove its jobs); such a handle then refuses every add. Messages show names escaped.
- * On success *out is a new handle the caller frees with ferry_queue_close().
- * Blocks up to the connect timeout plus one command timeout (it writes the queue's meta,
- * unless skip_meta_update).
- * Returns 0 or a ferry_err (detail in *err). */
+/* Open queue `name` (1..FERRY_QUEUE_NAME_MAX bytes, no ':'): validates options, connects,
+ * loads scripts and writes the queue's meta (unless skip_meta_update). A queue jobs are
+ * added to also needs a name of valid UTF-8 without control characters (C0, DEL, C1: such
+ * a name could forge log lines), unless skip_meta_update (a read-only look at a queue
+ * another producer made, e.g. to count or remove its jobs); such a handle then refuses
+ * every add. Messages show names escaped.
+ * Returns: 0 and a new handle in *out, freed with ferry_queue_close().
+ * Errors: FERRY_EINVAL naming the bad name or option; connect errors (FERRY_EIO,
+ *   FERRY_ETIMEDOUT, FERRY_ETLS, FERRY_EAUTH, FERRY_EREDIS).
+ * Blocks: up to the connect timeout plus one command timeout.
+ * Threads: any; handles share no state.
+ * Ownership: options (and their strings, the Redis options) are copied. */
 FERRY_API int ferry_queue_open(const char *name, const ferry_queue_options *opts, ferry_queue **out,
                                ferry_error *err);
 
-/* Close the connection and free the handle. NULL is accepted. Not concurrently with any
- * other call on the same handle (the other functions may be called from several threads
- * at once; close must come after all of them returned). */
+/* Close the connection and free the handle. NULL is accepted.
+ * Threads: not concurrently with any other call on the same handle (the other functions
+ *   may be called from several threads at once; close must come after all of them
+ *   returned). */
 FERRY_API void ferry_queue_close(ferry_queue *q);
 
-/* One job to add. All strings are borrowed for the duration of the call. */
+/* One job to add.
+ * Ownership: all strings are borrowed for the duration of the call. */
 typedef struct ferry_job_spec {
-    const char *name;      /* job name, required, at most 1024 bytes */
-    const char *data_json; /* JSON text, nested at most 512 levels; NULL = "{}" */
+    const char *name;      /* job name, required, at most FERRY_JOB_NAME_MAX bytes */
+    const char *data_json; /* JSON text, nested at most FERRY_JOB_DATA_DEPTH_MAX levels;
+                              NULL = "{}" */
     const char *opts_json; /* BullMQ JobsOptions JSON (jobId, attempts, backoff, delay,
                               priority, lifo, removeOnComplete, removeOnFail, ...); NULL = {}.
-                              A custom jobId: at most 1024 bytes, not an integer, no ':'
-                              (but the legacy a:b:c), not the name of one of the queue's own
-                              keys ("meta", "wait", "id", ...) */
+                              A custom jobId: at most FERRY_JOB_ID_MAX bytes, not an
+                              integer, no ':' (but the legacy a:b:c), not the name of one of
+                              the queue's own keys ("meta", "wait", "id", ...) */
 } ferry_job_spec;
 
 /* Check n jobs exactly as ferry_queue_add_bulk on a handle opened with (name, opts) would,
  * without connecting: the queue name and options, the default job options and every job's
  * name, data and options (custom id included). Lets a caller refuse bad input before
- * ferry_queue_open writes anything to Redis. Returns 0, or FERRY_EINVAL / FERRY_ETOOBIG with
- * the same message the add would give (naming the job's index when n > 1). Redis is not
- * asked, so an add that passes can still fail there. No I/O, does not block, thread-safe;
- * nothing is allocated for the caller. */
+ * ferry_queue_open writes anything to Redis. Redis is not asked, so an add that passes can
+ * still fail there.
+ * Returns: 0 when every job would be accepted.
+ * Errors: FERRY_EINVAL / FERRY_ETOOBIG with the same message the add would give (naming the
+ *   job's index when n > 1; FERRY_ETOOBIG for n over FERRY_QUEUE_BULK_MAX).
+ * Blocks: no (no I/O). Threads: any. Ownership: nothing is allocated for the caller. */
 FERRY_API int ferry_queue_check_jobs(const char *name, const ferry_queue_options *opts,
                                      const ferry_job_spec *jobs, size_t n, ferry_error *err);
 
-/* Add one job. On success *job_id (if non-NULL) receives a malloc'd id the caller frees
- * with free(); for a duplicate custom jobId it is the existing job's id and nothing is
- * written (BullMQ semantics). Errors: FERRY_EINVAL (bad name/JSON/options, naming the
- * field), FERRY_ETOOBIG (data over max_payload_bytes), transport errors within the
- * command timeout. */
+/* Add one job.
+ * Returns: 0; *job_id (if non-NULL) receives the job's id. For a duplicate custom jobId it
+ *   is the existing job's id and nothing is written (BullMQ semantics).
+ * Errors: FERRY_EINVAL (bad name/JSON/options, naming the field), FERRY_ETOOBIG (data over
+ *   max_payload_bytes), transport errors. Not retried after a lost reply: retry it
+ *   yourself, ideally with a custom jobId so that a retry cannot duplicate the job.
+ * Blocks: one round trip.
+ * Ownership: *job_id is malloc'd; the caller frees it with free(). */
 FERRY_API int ferry_queue_add(ferry_queue *q, const ferry_job_spec *job, char **job_id,
                               ferry_error *err);
 
-/* Add n jobs in one pipelined round trip. Every spec is validated before anything is
- * sent; if one is invalid nothing is added and *err names its index. On success, if ids
- * is non-NULL, ids[i] receives a malloc'd id for jobs[i] (caller frees each). */
+/* Add n jobs (at most FERRY_QUEUE_BULK_MAX) in pipelined round trips (one per ~64 MiB).
+ * Every spec is validated before anything is sent.
+ * Returns: 0; if ids is non-NULL, ids[i] receives the id of jobs[i].
+ * Errors: as ferry_queue_add; FERRY_ETOOBIG for n over FERRY_QUEUE_BULK_MAX; if one job is
+ *   invalid nothing is added and *err names its index; if Redis fails while sending, the message
+ * says how many jobs were confirmed added. Blocks: the queue's budget per round trip. Ownership:
+ * each ids[i] is malloc'd; the caller frees each. */
 FERRY_API int ferry_queue_add_bulk(ferry_queue *q, const ferry_job_spec *jobs, size_t n, char **ids,
                                    ferry_error *err);
 
@@ -117,23 +148,26 @@ typedef struct ferry_job_counts {
     long long waiting, active, completed, failed, delayed, prioritized, waiting_children, paused;
 } ferry_job_counts;
 
+/* Count the queue's jobs by state into *out. Returns: 0. Blocks: one round trip. */
 FERRY_API int ferry_queue_counts(ferry_queue *q, ferry_job_counts *out, ferry_error *err);
 
-/* *exists = 1 when any of the queue's own keys (meta, id, events, marker, the job lists and
- * sets, repeat, stalled-check, limiter) exists in Redis, else 0: a misspelled name looks
- * like an empty queue to counts. One round trip (EXISTS), same deadline and threading as
- * ferry_queue_counts; nothing allocated. */
+/* Whether the queue exists: a misspelled name looks like an empty queue to counts.
+ * Returns: 0, and *exists = 1 when any of the queue's own keys (meta, id, events, marker,
+ *   the job lists and sets, repeat, stalled-check, limiter) exists in Redis, else 0.
+ * Blocks: one round trip. */
 FERRY_API int ferry_queue_exists(ferry_queue *q, int *exists, ferry_error *err);
 
-/* Pause / resume the queue for every worker (meta.paused + marker, BullMQ v6 semantics;
- * resume also migrates a legacy v5 `paused` list). */
+/* Pause / resume the queue for every worker, Node or ferry (BullMQ v6 semantics: jobs
+ * stay in `wait`; resume also moves the jobs of a legacy v5 paused list back).
+ * Returns: 0. Blocks: one round trip. */
 FERRY_API int ferry_queue_pause(ferry_queue *q, ferry_error *err);
 FERRY_API int ferry_queue_resume(ferry_queue *q, ferry_error *err);
-/* *paused = 1 when paused. */
+/* Returns: 0, and *paused = 1 when the queue is paused, else 0. Blocks: one round trip. */
 FERRY_API int ferry_queue_is_paused(ferry_queue *q, int *paused, ferry_error *err);
 
-/* Everything stored about one job. Strings are NUL-terminated and owned by the struct;
- * NULL when the field is absent. Free with ferry_job_info_free(). */
+/* Everything stored about one job.
+ * Ownership: strings are NUL-terminated and owned by the struct; NULL when the field is
+ *   absent. Free with ferry_job_info_free(). */
 typedef struct ferry_job_info {
     char *id, *name, *data, *opts, *state; /* state: waiting, active, delayed, prioritized,
                                                completed, failed, waiting-children, unknown */
@@ -142,89 +176,98 @@ typedef struct ferry_job_info {
     long long attempts_made, attempts_started, stalled_count;        /* 0 when absent */
 } ferry_job_info;
 
-/* Fetch a job. FERRY_ENOTFOUND when no such job. *out is freed with ferry_job_info_free.
- * Ids (here and in ferry_queue_remove_job) up to 65568 bytes: other producers' ids may be
- * longer than the 1024 bytes ferry_queue_add takes. */
+/* Read a job: its hash fields and its state.
+ * Ids (here and in ferry_queue_remove_job) up to FERRY_JOB_FOREIGN_ID_MAX bytes: other
+ * producers' ids may be longer than the FERRY_JOB_ID_MAX bytes ferry_queue_add takes.
+ * Returns: 0 and *out. Errors: FERRY_ENOTFOUND when no such job; FERRY_EINVAL for a bad id.
+ * Blocks: one round trip.
+ * Ownership: *out is freed with ferry_job_info_free (NULL accepted). */
 FERRY_API int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_info **out,
                                   ferry_error *err);
 FERRY_API void ferry_job_info_free(ferry_job_info *info);
 
-/* Remove a job in any state. FERRY_ENOTFOUND if it does not exist; FERRY_ESTATE if it is
- * locked by a worker (active), or is the pending iteration of a job scheduler (remove the
- * scheduler instead). */
+/* Remove a job in any state (children of a flow parent are not removed).
+ * Returns: 0.
+ * Errors: FERRY_ENOTFOUND if it does not exist; FERRY_ESTATE if it is locked by a worker
+ *   (active), or is the pending iteration of a job scheduler (remove the scheduler
+ *   instead). Not retried after a lost reply.
+ * Blocks: one round trip. */
 FERRY_API int ferry_queue_remove_job(ferry_queue *q, const char *job_id, ferry_error *err);
 
 /* Delete the whole queue, as BullMQ 6.7.0's queue.obliterate({force}) does: every job in
- * every state (hash, logs, lock, flow sub-keys, owned deduplication key), the job
- * schedulers, and the queue's own keys (meta, events, id counter, marker, limiter, metrics,
- * ...). Only keys derived from this queue's name and its jobs' ids are touched, never a
- * pattern, so other queues under the same prefix are safe.
- * While jobs are active it fails with FERRY_ESTATE and changes nothing, unless `force` is
- * non-zero: then active jobs are deleted too and their workers fail to finish them (lock
- * lost). It first pauses the queue (so no worker takes a job meanwhile), then deletes in
- * chunks of 1000 jobs per script call, each a few ms of Redis time, until nothing is left;
- * FERRY_ESTATE if someone resumes the queue midway (run it again). Stop the queue's workers
- * first: running ones recreate their bookkeeping keys (stalled-check, ...).
- * *deleted_keys (may be NULL) receives how many keys were deleted, also after a failure
- * midway. Blocking: one round trip per chunk within the queue's timeouts (a chunk is retried
- * once after a transport failure); the handle's mutex is held throughout, so other calls on
- * the handle wait. The handle stays open: jobs added with it later start a new queue (ids
- * from 1; only ferry_queue_open writes meta.version again). Nothing is allocated. */
+ * every state, the job schedulers, and the queue's own keys (docs/queue.md lists them).
+ * Only keys derived from this queue's name and its jobs' ids are touched, never a pattern,
+ * so other queues under the same prefix are safe. The queue is paused first (so no worker
+ * takes a job meanwhile). Stop the queue's workers first: running ones recreate their
+ * bookkeeping keys. The handle stays open: jobs added with it later start a new queue (ids
+ * from 1; only ferry_queue_open writes meta.version again).
+ * Returns: 0; *deleted_keys (may be NULL) receives how many keys were deleted, also after
+ *   a failure midway.
+ * Errors: FERRY_ESTATE, changing nothing, while jobs are active, unless `force` is
+ *   non-zero: then active jobs are deleted too and their workers fail to finish them (lock
+ *   lost); FERRY_ESTATE if someone resumes the queue midway (run it again).
+ * Blocks: one round trip per chunk of jobs (a few ms of Redis time each) within the queue's
+ *   timeouts, a chunk retried once after a transport failure; the handle's mutex is held
+ *   throughout, so other calls on the handle wait. */
 FERRY_API int ferry_queue_obliterate(ferry_queue *q, int force, long long *deleted_keys,
                                      ferry_error *err);
 
 /* ---- rate limits and global concurrency (BullMQ 6.7.0 queue-level settings) ----------
- * All of these write the same keys as Node's Queue methods, so Node and ferry workers obey
- * them alike. See docs/queue.md "Rate limits and concurrency". Each call is one round trip
- * on the handle's connection (same deadline and threading rules as the calls above; all are
- * idempotent and retried once on a fresh connection after a transport failure). Nothing is
- * allocated for the caller. Changing a setting does not wake idle workers (BullMQ does not
- * either): a worker blocked waiting for jobs sees it at its next fetch, at the latest after
- * its drain delay (5 s by default). */
+ * All of these write what Node's Queue methods write, so Node and ferry workers obey them
+ * alike (docs/queue.md "Rate limits and concurrency"). For each:
+ * Returns: 0. Blocks: one round trip (idempotent, retried once on a fresh connection).
+ * A change does not wake idle workers (BullMQ does not either): a worker waiting for jobs
+ * sees it at its next fetch, at the latest after its drain delay (5 s by default). */
 
 #define FERRY_LIMIT_MS_MAX (1LL << 40)    /* longest rate limit / window, ms (~34 years) */
 #define FERRY_LIMIT_COUNT_MAX 2147483647L /* largest global concurrency / rate limit max */
 
-/* queue.rateLimit(ms): `SET <queue>:limiter 9007199254740991 PX ms`. Every worker whose
- * fetch has a limiter max (its own limiter, or the queue's global rate limit) hands out no
- * job until it expires; workers without any limiter are NOT stopped (BullMQ behaviour).
- * ms in [1, FERRY_LIMIT_MS_MAX]; FERRY_EINVAL otherwise. */
+/* Rate-limit the queue for `ms` (BullMQ queue.rateLimit). Every worker that has a limiter
+ * (its own, or the queue's global rate limit) hands out no job until it expires; workers
+ * without any limiter are NOT stopped (BullMQ behaviour).
+ * Errors: FERRY_EINVAL unless ms is in [1, FERRY_LIMIT_MS_MAX]. */
 FERRY_API int ferry_queue_rate_limit(ferry_queue *q, long long ms, ferry_error *err);
-/* What BullMQ's queue.getRateLimitTtl() (no maxJobs) returns, read atomically:
- * - when the queue has a global rate limit (meta.max): the ms until limited workers may
- *   fetch again, i.e. the limiter's PTTL when its count has reached meta.max, else 0;
- * - otherwise the limiter key's PTTL: -2 when there is none, -1 when it has no expiry
- *   (a worker limiter's window counts here even when it is not full).
- * Unlike BullMQ it never deletes the key (BullMQ deletes a key whose PTTL reads 0). */
+/* Returns: 0 and in *ttl_ms what BullMQ's queue.getRateLimitTtl() (no maxJobs) returns,
+ * read atomically:
+ * - when the queue has a global rate limit: the ms until limited workers may fetch again
+ *   (0 while the window's count is below its max);
+ * - otherwise the limiter's remaining time: -2 when there is none, -1 when it has no
+ *   expiry (a worker limiter's window counts here even when it is not full).
+ * Unlike BullMQ it never deletes the limiter. */
 FERRY_API int ferry_queue_rate_limit_ttl(ferry_queue *q, long long *ttl_ms, ferry_error *err);
-/* Delete the limiter key (BullMQ removeRateLimitKey): limited workers resume at once
- * (after their own wait for the old TTL ends). *removed = 1 when it existed (may be NULL). */
+/* End any rate limit (BullMQ removeRateLimitKey): limited workers resume at once (after
+ * their own wait for the old TTL ends).
+ * Returns: 0, and *removed (may be NULL) = 1 when a limit existed, else 0. */
 FERRY_API int ferry_queue_clear_rate_limit(ferry_queue *q, int *removed, ferry_error *err);
 
-/* Global concurrency (meta.concurrency): workers fetch nothing while the queue's `active`
- * list holds n or more jobs, so at most n run at once across all workers, Node or ferry.
- * n in [1, FERRY_LIMIT_COUNT_MAX]; ferry_queue_remove_global_concurrency deletes the
- * setting. get writes 0 when unset, and fails with FERRY_EPROTO (naming the stored text)
- * when the stored value is not an integer in [1, FERRY_LIMIT_COUNT_MAX] (e.g. Node's
- * setGlobalConcurrency(0), which stops every worker). */
+/* Global concurrency: workers fetch nothing while n or more of the queue's jobs are
+ * active, so at most n run at once across all workers, Node or ferry. set takes n in
+ * [1, FERRY_LIMIT_COUNT_MAX] (else FERRY_EINVAL); remove deletes the setting; get writes
+ * 0 to *n when unset.
+ * Errors (get): FERRY_EPROTO (naming the stored text) when the stored value is not an
+ *   integer in [1, FERRY_LIMIT_COUNT_MAX] (e.g. Node's setGlobalConcurrency(0), which
+ *   stops every worker). */
 FERRY_API int ferry_queue_set_global_concurrency(ferry_queue *q, long n, ferry_error *err);
 FERRY_API int ferry_queue_remove_global_concurrency(ferry_queue *q, ferry_error *err);
 FERRY_API int ferry_queue_get_global_concurrency(ferry_queue *q, long *n, ferry_error *err);
 
-/* Global rate limit (meta.max / meta.duration, one HSET): at most max jobs per duration_ms
- * window across all workers, including those without a limiter of their own. A worker's
- * own limiter duration overrides duration_ms (BullMQ). max in [1, FERRY_LIMIT_COUNT_MAX],
- * duration_ms in [1, FERRY_LIMIT_MS_MAX]. get writes 0/0 when neither field is set, and
- * fails with FERRY_EPROTO when only one is set or a value is not an integer in those
- * ranges (Node's getGlobalRateLimit() reports null for a half-set pair, but workers still
- * obey meta.max). */
+/* Global rate limit: at most max jobs per duration_ms window across all workers,
+ * including those without a limiter of their own. A worker's own limiter duration
+ * overrides duration_ms (BullMQ). set takes max in [1, FERRY_LIMIT_COUNT_MAX] and
+ * duration_ms in [1, FERRY_LIMIT_MS_MAX] (else FERRY_EINVAL), written at once; get writes
+ * 0/0 when neither is set.
+ * Errors (get): FERRY_EPROTO when only one of the two is set or a value is not an integer
+ *   in those ranges (Node's getGlobalRateLimit() reports null for a half-set pair, but
+ *   workers still obey the max). */
 FERRY_API int ferry_queue_set_global_rate_limit(ferry_queue *q, long max, long long duration_ms,
                                                 ferry_error *err);
 FERRY_API int ferry_queue_remove_global_rate_limit(ferry_queue *q, ferry_error *err);
 FERRY_API int ferry_queue_get_global_rate_limit(ferry_queue *q, long *max, long long *duration_ms,
                                                 ferry_error *err);
 
-/* The queue's name and prefix (borrowed, valid while the handle lives). */
+/* The queue's name and prefix.
+ * Returns: borrowed strings, valid while the handle lives (NULL for a NULL handle).
+ * Blocks: no. Threads: any. */
 FERRY_API const char *ferry_queue_name(const ferry_queue *q);
 FERRY_API const char *ferry_queue_prefix(const ferry_queue *q);
 

@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 #define FERRY_DEFAULT_REDIS_URL "redis://127.0.0.1:6379"
+#define FERRY_REDIS_TIMEOUT_MAX_MS 86400000 /* connect_timeout_ms, command_timeout_ms: a day */
 
 typedef struct ferry_redis_options {
     /* redis://[user:pass@]host[:port][/db], rediss://... (TLS), unix:///path[?db=N].
@@ -28,15 +29,18 @@ typedef struct ferry_redis_options {
     const char *tls_server_name; /* name to verify and send as SNI; NULL = URL host */
     int tls_insecure;            /* 1 = skip certificate verification (tests only) */
     int connect_timeout_ms;      /* TCP connect + TLS handshake + AUTH/SELECT; 0 = 5000;
-                                    at most 86400000 (a day) */
-    int command_timeout_ms;      /* one request/reply round trip; 0 = 5000; at most a day */
+                                    at most FERRY_REDIS_TIMEOUT_MAX_MS */
+    int command_timeout_ms;      /* one request/reply round trip; 0 = 5000; at most
+                                    FERRY_REDIS_TIMEOUT_MAX_MS */
 } ferry_redis_options;
 
-/* Fill *o with defaults (all NULL / 0). Thread-safe; no allocation. */
+/* Fill *o with defaults (all NULL / 0; NULL accepted). Threads: any. Blocks: no; no
+ * allocation. */
 FERRY_API void ferry_redis_options_init(ferry_redis_options *o);
 
 /* Check that a URL parses (scheme, host, port, db, percent-encoding) without connecting.
- * Returns 0 or FERRY_EINVAL with a message naming the problem in *err. Pure, thread-safe. */
+ * Returns: 0. Errors: FERRY_EINVAL with a message naming the problem in *err.
+ * Threads: any. Blocks: no (pure). */
 FERRY_API int ferry_redis_url_check(const char *url, ferry_error *err);
 
 #ifdef __cplusplus

@@ -5,18 +5,20 @@
  * pattern in an IANA time zone, plus a job template (name, data, options). There is always
  * exactly one pending iteration, a job with id "repeat:<id>:<millis>"; the worker that
  * fetches it adds the next one (ferry's worker and Node's both do), so one job runs per
- * tick however many workers or replicas share the queue. Everything is stored exactly as
- * Node BullMQ 6.7.0's queue.upsertJobScheduler() stores it (`<prefix>:<queue>:repeat` zset,
- * `repeat:<id>` hash), so Node's getJobSchedulers() lists ferry's schedulers and the other
- * way round; docs/schedulers.md has the layout and the few deliberate differences.
+ * tick however many workers or replicas share the queue. Schedulers are stored exactly as
+ * Node BullMQ 6.7.0's queue.upsertJobScheduler() stores them, so Node's getJobSchedulers()
+ * lists ferry's and the other way round (docs/schedulers.md: the layout and the few
+ * deliberate differences).
  *
  * Upserting is idempotent: calling it again with the same id (on every deploy, from several
  * replicas) replaces the scheduler and its pending iteration instead of adding one, and an
  * unchanged `every` keeps its timing.
  *
- * Thread-safety: the calls use the queue's connection under its mutex, so they may be made
- * from any thread that may use the ferry_queue. Blocking: one or two round trips, each
- * bounded by the queue's connect + command timeouts. */
+ * For every function taking a ferry_queue:
+ * Threads: the calls use the queue's connection under its mutex, so they may be made from
+ *   any thread that may use the ferry_queue.
+ * Blocks: one or two round trips, each bounded by the queue's connect + command timeouts.
+ * Errors: transport errors within those timeouts, besides those each call names. */
 #ifndef FERRY_SCHEDULER_H
 #define FERRY_SCHEDULER_H
 
@@ -40,8 +42,9 @@ extern "C" {
 #define FERRY_SCHEDULER_EVERY_MAX 315360000000LL
 #define FERRY_SCHEDULER_LIST_MAX 1000 /* schedulers per ferry_scheduler_list call */
 
-/* What a scheduler does. Exactly one of every_ms / pattern. All strings are borrowed for
- * the duration of the call. Zero / NULL means "not given" for every field. */
+/* What a scheduler does. Exactly one of every_ms / pattern. Zero / NULL means "not given"
+ * for every field.
+ * Ownership: all strings are borrowed for the duration of the call. */
 typedef struct ferry_scheduler_spec {
     long long every_ms;      /* fixed interval in ms, 1..FERRY_SCHEDULER_EVERY_MAX */
     const char *pattern;     /* cron expression, 5 fields or 6 with seconds first, or @daily etc.
@@ -64,33 +67,37 @@ typedef struct ferry_scheduler_spec {
                                 scheduler sets or does not support them. */
 } ferry_scheduler_spec;
 
-/* Fill *s with "nothing given". No allocation, thread-safe. */
+/* Fill *s with "nothing given" (all zero / NULL; NULL accepted). Threads: any. Blocks: no;
+ * no allocation. */
 FERRY_API void ferry_scheduler_spec_init(ferry_scheduler_spec *s);
 
 /* Create or replace scheduler `id` (1..FERRY_SCHEDULER_ID_MAX bytes of UTF-8, no NUL) and
  * its pending iteration, in one script. The pending iteration of an existing scheduler is
  * replaced if it has not started (waiting, delayed or prioritized); for an unchanged `every`
  * it keeps its time slot, so repeated upserts neither duplicate nor shift the schedule.
- * On success, if non-NULL, *job_id receives the pending iteration's id (malloc'd, the caller
- * frees it) and *delay_ms the time until it runs (0 = now).
+ * Returns: 0; if non-NULL, *job_id receives the pending iteration's id and *delay_ms the
+ *   time until it runs (0 = now).
  * Errors: FERRY_EINVAL naming the bad field (both or neither of every/pattern, a bad cron
- * pattern or time zone, negative values, limit or end_date_ms over FERRY_SCHEDULER_NUM_MAX, end
- * date in the past, start_date with immediately, offset with a pattern, a pattern with no run time
- * before end_date, bad data/opts JSON); FERRY_ETOOBIG (data over the queue's payload limit, id or
- * name too long); FERRY_ESTATE when the next slot is held by a job that cannot be replaced
- * (BullMQ's codes -10/-11); transport errors within the queue's timeouts. */
+ *   pattern or time zone, negative values, limit or end_date_ms over
+ *   FERRY_SCHEDULER_NUM_MAX, end date in the past, start_date with immediately, offset
+ *   with a pattern, a pattern with no run time before end_date, bad data/opts JSON);
+ *   FERRY_ETOOBIG (data over the queue's payload limit, id or name too long); FERRY_ESTATE
+ *   when the next slot is held by a job that cannot be replaced.
+ * Ownership: *job_id is malloc'd; the caller frees it. */
 FERRY_API int ferry_scheduler_upsert(ferry_queue *q, const char *id,
                                      const ferry_scheduler_spec *spec, char **job_id,
                                      long long *delay_ms, ferry_error *err);
 
 /* Remove scheduler `id` (1..FERRY_SCHEDULER_FOREIGN_ID_MAX bytes of UTF-8: Node may have
- * written longer ids than upsert takes): its pending iteration is deleted if it has not started
- * (event `removed`), then the scheduler itself. An iteration already running finishes normally and
- * produces no successor. Returns 0, or FERRY_ENOTFOUND when no such scheduler existed. */
+ * written longer ids than upsert takes): its pending iteration is deleted if it has not
+ * started (event `removed`), then the scheduler itself. An iteration already running
+ * finishes normally and produces no successor.
+ * Returns: 0. Errors: FERRY_ENOTFOUND when no such scheduler existed. */
 FERRY_API int ferry_scheduler_remove(ferry_queue *q, const char *id, ferry_error *err);
 
-/* One scheduler as stored (Node's getJobSchedulers() entry). Strings are owned by the
- * struct (NULL when absent); free with ferry_scheduler_info_free / _list_free. */
+/* One scheduler as stored (Node's getJobSchedulers() entry).
+ * Ownership: strings are owned by the struct (NULL when absent); free with
+ *   ferry_scheduler_info_free / _list_free. */
 typedef struct ferry_scheduler_info {
     char *id;
     char *name;                /* job name; NULL for a `repeat` entry without a scheduler hash
@@ -108,23 +115,28 @@ typedef struct ferry_scheduler_info {
     char *opts_json;         /* template options, NULL = {} */
 } ferry_scheduler_info;
 
-/* Read one scheduler (id: 1..FERRY_SCHEDULER_FOREIGN_ID_MAX bytes of UTF-8). FERRY_ENOTFOUND
- * if none; FERRY_EREDIS with Redis's message (WRONGTYPE...) when a key is not of its type. *out is
- * freed with ferry_scheduler_info_free. */
+/* Read one scheduler (id: 1..FERRY_SCHEDULER_FOREIGN_ID_MAX bytes of UTF-8).
+ * Returns: 0 and *out.
+ * Errors: FERRY_ENOTFOUND if none; FERRY_EREDIS with Redis's message (WRONGTYPE...) when a
+ *   key is not of its type.
+ * Ownership: *out is freed with ferry_scheduler_info_free (NULL accepted). */
 FERRY_API int ferry_scheduler_get(ferry_queue *q, const char *id, ferry_scheduler_info **out,
                                   ferry_error *err);
 FERRY_API void ferry_scheduler_info_free(ferry_scheduler_info *info);
 
 /* Read up to `max` (1..FERRY_SCHEDULER_LIST_MAX) schedulers starting at position `start`
  * (>= 0) in the order of their next run: ascending when `ascending`, else descending (Node's
- * getJobSchedulers() default). *items receives a malloc'd array of *n entries (n < max means
- * the end was reached), freed with ferry_scheduler_list_free(*items, *n). Not a snapshot:
- * schedulers changed between calls may be seen twice or not at all when paging. */
+ * getJobSchedulers() default). Not a snapshot: schedulers changed between calls may be seen
+ * twice or not at all when paging.
+ * Returns: 0, *items and *n (n < max means the end was reached).
+ * Errors: FERRY_EINVAL for max or start out of range.
+ * Ownership: *items is a malloc'd array freed with ferry_scheduler_list_free(*items, *n). */
 FERRY_API int ferry_scheduler_list(ferry_queue *q, long long start, size_t max, int ascending,
                                    ferry_scheduler_info **items, size_t *n, ferry_error *err);
 FERRY_API void ferry_scheduler_list_free(ferry_scheduler_info *items, size_t n);
 
-/* Number of schedulers (ZCARD of the `repeat` zset, legacy entries included). */
+/* Count the schedulers (legacy v5 repeatable entries included).
+ * Returns: 0 and *count. Blocks: one round trip. */
 FERRY_API int ferry_scheduler_count(ferry_queue *q, long long *count, ferry_error *err);
 
 #ifdef __cplusplus

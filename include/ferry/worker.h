@@ -1,25 +1,19 @@
 /* ferry/worker.h - a BullMQ-compatible worker running a plain blocking handler.
  *
- * A worker fetches jobs from one queue (the same Lua transitions as BullMQ 6.7.0: lock
- * token per job, `ats`/`atm` counters, events, markers) and runs `handler` on up to
- * `concurrency` threads. Connections per worker: exactly two per lane — one command
- * connection (fetch, finish, lock renewal, stalled checks, all batched; used by one thread
- * at a time: the dispatcher, or a handler thread that writes results for the others) and
- * one blocking connection for BZPOPMIN on the queue marker. A worker has one lane, or two
- * from concurrency 8 up (`lanes` option): each lane runs its share of the concurrency with
- * its own pair of connections, so two finish+fetch calls are in flight at once.
+ * A worker takes jobs from one queue and runs `handler` on up to `concurrency` threads; Node
+ * BullMQ 6.7.0 workers and producers share the queue with it (docs/worker.md has how each
+ * step maps onto BullMQ's). It keeps exactly two Redis connections per lane (count them for
+ * Redis' maxclients): one lane, or two from concurrency 8 up (`lanes`).
  *
- * Thread-safety: ferry_worker_start/close/free must be called from one controlling
- * thread; ferry_worker_stop may be called from any thread (not from a signal handler:
- * use a self-pipe or sigwait thread, as the CLI does). Callbacks run one at a time on
- * whichever worker thread writes the result (the dispatcher, a handler thread, or the
- * waiter acting for it), never after ferry_worker_close returned; they must not block for
- * long. */
+ * Threads (every function below unless it says otherwise): ferry_worker_start, _close and
+ * _free from one controlling thread; ferry_worker_stop from any thread (not from a signal
+ * handler: use a self-pipe or sigwait thread, as the CLI does). Callbacks (and backoff
+ * strategies) run one at a time on some worker thread, never after ferry_worker_close has
+ * returned, and must not block for long. Job accessors and setters: see ferry_job. */
 #ifndef FERRY_WORKER_H
 #define FERRY_WORKER_H
 
 #include "common.h"
-#include "http_classify.h"
 #include "redis.h"
 
 #ifdef __cplusplus
@@ -28,11 +22,16 @@ extern "C" {
 
 typedef struct ferry_worker ferry_worker;
 
+/* From ferry/http_classify.h (include it to build one), for ferry_job_http_outcome. */
+struct ferry_http_verdict;
+
 /* A fetched job as the handler sees it. Valid only during the handler call (or the
- * callback it is passed to); every string is borrowed from the worker. The job passed to
- * the accessors and setters must not be NULL. The accessors
- * below only read, so other threads of the handler may call them on its job while the
- * handler call lasts; the setters are for the handler's own thread. */
+ * callback it is passed to).
+ * Ownership: every string the accessors below return is borrowed from the worker, valid as
+ *   long as the job.
+ * Threads: the accessors only read, so other threads of the handler may call them on its
+ *   job while the handler call lasts; the setters only from the handler's own thread.
+ * The job passed to the accessors and setters must not be NULL. Blocks: no. */
 typedef struct ferry_job ferry_job;
 
 FERRY_API const char *ferry_job_queue(const ferry_job *j);
@@ -45,106 +44,130 @@ FERRY_API long ferry_job_attempts_made(const ferry_job *j);
 /* Attempts started including this one (BullMQ attemptsStarted / `ats`). */
 FERRY_API long ferry_job_attempts_started(const ferry_job *j);
 FERRY_API long long ferry_job_timestamp(const ferry_job *j); /* enqueue ms */
-/* Any field of the job hash by name, or NULL. Borrowed. */
+/* Any field of the job hash by name (BullMQ's names: "data", "opts", "ats", ...).
+ * Returns: the field's text (borrowed), or NULL when the job has no such field. */
 FERRY_API const char *ferry_job_field(const ferry_job *j, const char *field);
 
 /* What a handler returns. */
 typedef enum ferry_outcome {
     FERRY_COMPLETED = 0, /* success; return value set with ferry_job_set_return */
     FERRY_FAILED = 1,    /* transient: retried with the job's backoff while attempts remain */
-    FERRY_FAILED_PERMANENT = 2, /* no retry (BullMQ UnrecoverableError) */
+    FERRY_FAILED_PERMANENT = 2, /* failed now, no retry (BullMQ UnrecoverableError) */
     /* Back to `delayed` for the delay set with ferry_job_set_delay (0 when unset), without
-     * spending an attempt (BullMQ job.moveToDelayed + DelayedError: `atm` unchanged, `ats`
-     * counts the start, so max_started_attempts bounds endless postponing). The reason of
+     * spending an attempt (attemptsMade unchanged); the start still counts in
+     * attemptsStarted, so max_started_attempts bounds endless postponing. The reason of
      * ferry_job_set_failure, when given, is stored as failedReason; the stacktrace is
-     * left alone. */
+     * left alone. (BullMQ's DelayedError.) */
     FERRY_RETRY_LATER = 3,
     /* The service behind the job is rate limiting us. With a worker limiter
-     * (limiter_max > 0): the whole queue stops handing out jobs for the delay (BullMQ
-     * queue.rateLimit(delay): the limiter key) and the job goes back to the front of
-     * `wait` without spending an attempt (RateLimitError + moveJobFromActiveToWait); this
-     * worker then fetches nothing until the limit expires. Without a limiter: exactly
-     * FERRY_RETRY_LATER. As in BullMQ, the limit only stops workers that have a limiter
-     * (theirs or the queue's meta max), Node or ferry. Delay from ferry_job_set_delay;
-     * 0/unset means FERRY_THROTTLE_DEFAULT_MS (ferry/http_classify.h, 10 s). */
+     * (limiter_max > 0): the whole queue stops handing out jobs for the delay (as
+     * ferry_queue_rate_limit does) and the job goes back to the front of `wait` without
+     * spending an attempt; this worker then fetches nothing until the limit expires.
+     * Without a limiter: exactly FERRY_RETRY_LATER. As in BullMQ, the limit only stops
+     * workers that have a limiter (theirs or the queue's global rate limit), Node or
+     * ferry. Delay from ferry_job_set_delay; 0/unset means FERRY_THROTTLE_DEFAULT_MS
+     * (ferry/http_classify.h, 10 s). (BullMQ's RateLimitError.) */
     FERRY_THROTTLED = 4,
 } ferry_outcome;
 
-/* Delay in ms for FERRY_RETRY_LATER / FERRY_THROTTLED; clamped to
- * [0, FERRY_RETRY_AFTER_MAX_MS] (one day). Only from inside the handler. No allocation. */
+/* Set the delay in ms for FERRY_RETRY_LATER / FERRY_THROTTLED; clamped to
+ * [0, FERRY_RETRY_AFTER_MAX_MS] (ferry/http_classify.h: one day).
+ * Threads: only from inside the handler, on its job. Blocks: no; no allocation. */
 FERRY_API void ferry_job_set_delay(ferry_job *j, long long delay_ms);
+
+/* Limits of a worker's options. */
+#define FERRY_CONCURRENCY_MAX 1024      /* jobs one worker runs at once */
+#define FERRY_WORKER_NAME_MAX 256       /* bytes of a worker name (client name suffix) */
+#define FERRY_WORKER_LANES_MAX 4        /* ferry_worker_options.lanes */
+#define FERRY_BACKOFF_STRATEGIES_MAX 64 /* custom strategies per worker */
+#define FERRY_BACKOFF_NAME_MAX 63 /* bytes of a strategy name: the longest backoff.type stored */
+/* Longest delay any backoff strategy may give (2^40 ms, about 34 years); larger results are
+ * clamped. */
+#define FERRY_BACKOFF_MAX_MS (1LL << 40)
 
 /* The most bytes a job's return value may have as stored (16 MiB), and a failure reason or
  * stack trace given with ferry_job_set_failure (64 KiB each). Both are also written into the
  * events stream, so each costs Redis several copies. */
-/* Limits of a worker's options. */
-#define FERRY_CONCURRENCY_MAX 1024 /* jobs one worker runs at once */
-#define FERRY_WORKER_NAME_MAX 256  /* bytes of a worker name (client name suffix) */
-
 #define FERRY_RETURN_MAX_BYTES (16u * 1024 * 1024)
 #define FERRY_REASON_MAX_BYTES (64u * 1024)
 
 /* Set the completed job's return value (JSON text; non-JSON is stored as a JSON string).
- * Copied. Only from inside the handler, on the job it was given. 0, FERRY_ENOMEM, or
- * FERRY_ETOOBIG when the value (as stored) is over FERRY_RETURN_MAX_BYTES: then no value is
- * kept, and returning FERRY_COMPLETED fails the attempt instead (retried while attempts
- * remain) with a failedReason giving the size. */
+ * Returns: 0.
+ * Errors: FERRY_ENOMEM; FERRY_ETOOBIG when the value (as stored) is over
+ *   FERRY_RETURN_MAX_BYTES: then no value is kept, and returning FERRY_COMPLETED fails the
+ *   attempt instead (retried while attempts remain) with a failedReason giving the size.
+ * Threads: only from inside the handler, on the job it was given. Blocks: no.
+ * Ownership: `json` is copied. */
 FERRY_API int ferry_job_set_return(ferry_job *j, const char *json);
 /* Set the failure reason (plain text, stored as failedReason) and an optional stack-like
  * trace appended to the job's stacktrace array (NULL = "Error: <reason>\n    at ferry
- * handler (queue Q, job ID)"). Copied; a reason or trace over FERRY_REASON_MAX_BYTES is cut
- * to that size, ending with "... [cut: N bytes]". Only from inside the handler.
- * 0 or FERRY_ENOMEM. */
+ * handler (queue Q, job ID)"). A reason or trace over FERRY_REASON_MAX_BYTES is cut to that
+ * size, ending with "... [cut: N bytes]".
+ * Returns: 0. Errors: FERRY_ENOMEM.
+ * Threads: only from inside the handler, on its job. Blocks: no.
+ * Ownership: both strings are copied. */
 FERRY_API int ferry_job_set_failure(ferry_job *j, const char *reason, const char *stack);
 
 /* Map an HTTP verdict (ferry/http_classify.h) onto the outcome to return: OK ->
  * FERRY_COMPLETED; TRANSIENT -> FERRY_FAILED; RETRY_LATER -> FERRY_RETRY_LATER and
  * THROTTLED -> FERRY_THROTTLED, both with ferry_job_set_delay(v->delay_ms); PERMANENT ->
  * FERRY_FAILED_PERMANENT. For every class but OK, `reason` (NULL = "HTTP <class>") is set
- * as with ferry_job_set_failure. Only from inside the handler; on ENOMEM the reason is
- * dropped, the outcome stays right. Typical use:
- *     return ferry_job_http_outcome(job, &verdict, "payments: HTTP 503"); */
-FERRY_API ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
+ * as with ferry_job_set_failure. Typical use:
+ *     return ferry_job_http_outcome(job, &verdict, "payments: HTTP 503");
+ * Returns: the outcome. Cannot fail: on ENOMEM the reason is dropped, the outcome stays
+ *   right.
+ * Threads: only from inside the handler, on its job. Blocks: no.
+ * Ownership: `v` and `reason` are borrowed for the call (the reason is copied). */
+FERRY_API ferry_outcome ferry_job_http_outcome(ferry_job *j, const struct ferry_http_verdict *v,
                                                const char *reason);
 
-/* The handler: runs on a worker thread, may block (libpq, curl, ...). */
+/* The handler: runs a job and says how it went.
+ * Returns: the job's outcome.
+ * Threads: on one of the worker's handler threads; up to `concurrency` run at once, each on
+ *   its own job.
+ * Blocks: may (libpq, curl, ...): the job's lock is renewed meanwhile.
+ * Ownership: `job` is valid only during the call; `userdata` is handler_userdata. */
 typedef ferry_outcome (*ferry_handler_fn)(ferry_job *job, void *userdata);
 
 /* A custom backoff strategy, chosen by the job's `backoff.type` (BullMQ
  * settings.backoffStrategy). attempts_made counts the attempt that just failed (1 at the
- * first retry, BullMQ's attemptsMade + 1); `reason` is the failure reason; `job` is
- * valid only during the call. Returns the delay in ms (0 = retry at once), or -1 for "do
- * not retry" (the job fails now). Other negative values count as -1; delays over 2^40 ms
- * are clamped. Called on the handler thread that ran the job (or on the worker's dispatcher
- * thread, for a completion Redis refused because the job has pending children), under the
- * worker's callback lock: never at the same time as a callback or another strategy call of the same
- * worker, and never once ferry_worker_close has returned. Must not block (it holds up callbacks).
- */
+ * first retry, BullMQ's attemptsMade + 1); `reason` is the failure reason.
+ * Returns: the delay in ms (0 = retry at once), or -1 for "do not retry" (the job fails
+ *   now). Other negative values count as -1; delays over FERRY_BACKOFF_MAX_MS are clamped.
+ * Threads: on the handler thread that ran the job (or the worker's dispatcher thread, for a
+ *   completion Redis refused because the job has pending children), under the worker's
+ *   callback lock: never at the same time as a callback or another strategy call of the
+ *   same worker, and never once ferry_worker_close has returned.
+ * Blocks: must not (it holds up callbacks).
+ * Ownership: `type`, `reason` and `job` are valid only during the call. */
 typedef long long (*ferry_backoff_fn)(long attempts_made, const char *type, const char *reason,
                                       const ferry_job *job, void *userdata);
 
 typedef struct ferry_backoff_strategy {
-    const char *name; /* the backoff.type it serves (1..63 bytes); not "fixed" or
-                         "exponential" */
+    const char *name; /* the backoff.type it serves (1..FERRY_BACKOFF_NAME_MAX bytes); not
+                         "fixed" or "exponential" */
     ferry_backoff_fn fn;
     void *userdata; /* passed to fn; not owned */
 } ferry_backoff_strategy;
 
-/* ferry's `capped` strategy: exponential with a cap, jitter in the upper half:
+/* ferry's `capped` strategy (a ferry_backoff_fn): exponential with a cap, jitter in the
+ * upper half:
  *   ceiling = min(cap_ms, base_ms * 2^(attempts_made - 1));
  *   delay   = round(ceiling / 2 + random * ceiling / 2).
  * userdata: a `const ferry_backoff_capped_config *`, or NULL for base 2000 ms (or the
  * job's backoff.delay when > 0) and cap 15 min. It is also built in: a job with
  * backoff {type: "capped"} uses it with those defaults unless the worker registers its own
- * "capped". Thread-safe (OpenSSL CSPRNG). */
+ * "capped".
+ * Returns: the delay in ms, >= 0. Threads: any (OpenSSL CSPRNG). Blocks: no. */
 typedef struct ferry_backoff_capped_config {
     long long base_ms, cap_ms; /* both > 0 */
 } ferry_backoff_capped_config;
 FERRY_API long long ferry_backoff_capped(long attempts_made, const char *type, const char *reason,
                                          const ferry_job *job, void *userdata);
 
-/* One record per job outcome, for the worker's structured log (callbacks.job_log). Every
- * string is borrowed for the duration of the call. Never contains job data. */
+/* One record per job outcome, for the worker's structured log (callbacks.job_log). Never
+ * contains job data.
+ * Ownership: every string is borrowed for the duration of the call. */
 typedef struct ferry_job_log {
     const char *queue, *name, *id;
     long attempt;         /* 1-based: attemptsMade + 1 of the run that ended */
@@ -168,8 +191,9 @@ typedef struct ferry_job_log {
 /* Format a record as one line without a newline: text (`json` = 0), e.g.
  *   queue=payments job=capture-payment id=42 attempt=2 trace=4bf9... outcome=retry-later
  *   duration_ms=12 age_ms=3400 delay_ms=5000 reason="gateway: HTTP 503"
- * or one JSON object (`json` = 1). Writes at most `cap` bytes including the NUL and
- * returns the length it needed (as snprintf: >= cap means truncated). Thread-safe. */
+ * or one JSON object (`json` = 1). Writes at most `cap` bytes into buf, including the NUL.
+ * Returns: the length it needed (as snprintf: >= cap means truncated). Cannot fail.
+ * Threads: any. Blocks: no. Ownership: `rec` is only read. */
 FERRY_API size_t ferry_job_log_format(const ferry_job_log *rec, int json, char *buf, size_t cap);
 
 /* What a worker-wide notice is about (ferry_worker_notice.kind). */
@@ -190,7 +214,8 @@ typedef enum ferry_worker_notice_kind {
     FERRY_NOTICE_EVICTION_POLICY = 3,
 } ferry_worker_notice_kind;
 
-/* A worker-wide notice (callbacks.notice). Every string is borrowed for the call. */
+/* A worker-wide notice (callbacks.notice; also a line to callbacks.log).
+ * Ownership: every string is borrowed for the call. */
 typedef struct ferry_worker_notice {
     ferry_worker_notice_kind kind;
     /* One line of English text for a log, without a trailing newline; the queue name and
@@ -203,14 +228,17 @@ typedef struct ferry_worker_notice {
     const char *policy; /* EVICTION_POLICY: the policy as the server names it; else NULL */
 } ferry_worker_notice;
 
-/* Callbacks (all optional), called one at a time on a worker thread (see the top of this
- * file). `job` is valid only during the call. */
+/* Callbacks (all optional, NULL = not called), called one at a time on a worker thread (see
+ * the top of this file). Which kind of event goes where: ferry/common.h "diagnostics".
+ * Ownership: `job` and every string are valid only during the call; `userdata` is
+ * ferry_worker_options.userdata. */
 typedef struct ferry_worker_callbacks {
     void (*completed)(const ferry_job *job, const char *returnvalue, void *userdata);
     /* final = 1 when the job moved to failed (no more retries). */
     void (*failed)(const ferry_job *job, const char *reason, int final, void *userdata);
     void (*stalled)(const char *job_id, void *userdata);
-    /* Connection loss, script errors, lost locks... The worker keeps going. */
+    /* Connection loss, script errors, lost locks... with their code. The worker keeps
+     * going. */
     void (*error)(const ferry_error *err, void *userdata);
     /* One call per job outcome once it is written to Redis (or refused): see
      * ferry_job_log. The CLI prints ferry_job_log_format lines to stderr. */
@@ -220,6 +248,11 @@ typedef struct ferry_worker_callbacks {
      * as the other callbacks; the EVICTION_POLICY one runs on the thread calling
      * ferry_worker_start. `n` is valid only during the call. */
     void (*notice)(const ferry_worker_notice *n, void *userdata);
+    /* Log lines (ferry/common.h "diagnostics"): every report to `error` (at FERRY_LOG_WARN)
+     * and every notice (REDIS_RESTORED at FERRY_LOG_INFO, the others at FERRY_LOG_WARN),
+     * as its message, whether or not `error` / `notice` are set; called right after them,
+     * under the same rules. */
+    ferry_log_fn log;
 } ferry_worker_callbacks;
 
 /* Special values of ferry_worker_options.max_stalled_count. */
@@ -240,7 +273,8 @@ typedef struct ferry_worker_options {
      * job (at most one start that ended unseen, for handlers that must not run twice). */
     int max_stalled_count;
     int max_started_attempts; /* 0 = unlimited */
-    int drain_delay_ms;       /* longest BZPOPMIN wait; 0 = 5000 */
+    int drain_delay_ms;       /* longest wait for a job on an idle queue before looking
+                                 again; 0 = 5000 */
     /* Most jobs taken per fetch call: 0 = the lane's concurrency (a larger value is capped
      * at it, so with two lanes fetch_batch = concurrency means half per call). */
     int fetch_batch;
@@ -255,74 +289,83 @@ typedef struct ferry_worker_options {
      * limiter_max, and limiter_duration_ms overrides the meta duration, as in BullMQ. */
     int limiter_max;
     int limiter_duration_ms;
-    /* Custom backoff strategies by name, copied at create (at most 64, names unique,
-     * 1..63 bytes - the longest backoff.type a stored job can carry -, not
+    /* Custom backoff strategies by name, copied at create (at most
+     * FERRY_BACKOFF_STRATEGIES_MAX, names unique, 1..FERRY_BACKOFF_NAME_MAX bytes, not
      * "fixed"/"exponential"; "capped" replaces the built-in one). NULL/0 = none. */
     const ferry_backoff_strategy *backoff_strategies;
     size_t nbackoff_strategies;
     ferry_worker_callbacks callbacks;
     void *userdata; /* passed to callbacks */
-    /* Lanes: 1..4, or 0 = automatic (2 from concurrency 8 up, else 1); never more than
-     * concurrency. Each lane takes concurrency / lanes of the handler threads (the first
-     * ones one more when it does not divide) with its own command and blocking connection,
-     * dispatcher and waiter, and fetches and finishes on its own; callbacks, stats, stop and
-     * close cover them all. While one lane's call runs in Redis, the other's handlers
-     * finish and its next call is queued behind it, so Redis does not sit idle between
-     * round trips (at concurrency 10, no-op jobs: about +35% jobs/s). Only the first lane's
-     * blocking connection carries the worker's client name, so Node's Queue.getWorkers()
-     * lists a worker once, as it lists a Node Worker. */
+    /* Lanes: 1..FERRY_WORKER_LANES_MAX, or 0 = automatic (2 from concurrency 8 up, else 1);
+     * never more than concurrency. Each lane takes concurrency / lanes of the handler
+     * threads (the first ones one more when it does not divide) with its own two Redis
+     * connections, and fetches and finishes on its own; callbacks, stats, stop and close
+     * cover them all. Two lanes keep Redis busy between one lane's round trips
+     * (docs/worker.md "Threads and connections" has the measurements). Node's
+     * Queue.getWorkers() lists a worker once, whatever its lanes. */
     int lanes;
 } ferry_worker_options;
 
-/* Fill *o (not NULL) with defaults. No allocation. */
+/* Fill *o (not NULL) with defaults (all zero / NULL).
+ * Threads: any. Blocks: no; no allocation. */
 FERRY_API void ferry_worker_options_init(ferry_worker_options *o);
 
-/* Create a worker for queue `queue`. Validates options and copies them (every string, the
- * Redis options and the backoff strategy table); does not connect. *out is freed with
- * ferry_worker_free(). Any thread; workers share no state.
- * Not owned, and not copied: `handler_userdata`, `opts->userdata` and each strategy's
- * userdata. They must stay valid until ferry_worker_close has returned 0; after
- * FERRY_ETIMEDOUT, abandoned handlers may still run and call the handler's and the
- * strategies' code with them, so keep them alive (treat them as leaked) until the process
- * exits. */
+/* Create a worker for queue `queue`. Validates options; does not connect.
+ * Returns: 0 and a new worker in *out, freed with ferry_worker_free().
+ * Errors: FERRY_EINVAL naming the bad option (the ranges above, queue name, prefix, remove
+ *   options, strategy table); FERRY_ENOMEM.
+ * Blocks: no. Threads: any; workers share no state.
+ * Ownership: options are copied (every string, the Redis options and the backoff strategy
+ *   table). Not owned, and not copied: `handler_userdata`, `opts->userdata` and each
+ *   strategy's userdata. They must stay valid until ferry_worker_close has returned 0;
+ *   after FERRY_ETIMEDOUT, abandoned handlers may still run and call the handler's and the
+ *   strategies' code with them, so keep them alive (treat them as leaked) until the
+ *   process exits. */
 FERRY_API int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
                                   ferry_handler_fn handler, void *handler_userdata,
                                   ferry_worker **out, ferry_error *err);
 
-/* Connect and start the dispatcher and handler threads; returns once running. Fails
- * (connect errors) within the connect timeout. Blocking (each lane's two connections are
- * opened in turn, then INFO server and INFO memory are read). Once connected, a server
- * whose maxmemory-policy is not noeviction gets a FERRY_NOTICE_EVICTION_POLICY notice,
- * on the calling thread, before the threads start. After a successful start, connection
- * loss is handled by reconnecting with capped backoff (reported through callbacks.error,
- * and once per outage through callbacks.notice: REDIS_LOST, then REDIS_RESTORED).
- * Every lane connects before any lane starts a thread, so a start that failed to connect
- * took no job and may be tried again; after any other failure (no thread could be made),
- * or once ferry_worker_close was called, start fails with FERRY_ESTATE and the worker may
- * only be freed. */
+/* Connect and start the worker's threads. Once connected, a server whose maxmemory-policy
+ * is not noeviction gets a FERRY_NOTICE_EVICTION_POLICY notice, on the calling thread,
+ * before the threads start. After a successful start, connection loss is handled by
+ * reconnecting with capped backoff (reported through callbacks.error, and once per outage
+ * through callbacks.notice: REDIS_LOST, then REDIS_RESTORED; each also to callbacks.log).
+ * Returns: 0 once running.
+ * Errors: connect errors (FERRY_EIO, FERRY_ETIMEDOUT, FERRY_ETLS, FERRY_EAUTH, FERRY_EREDIS:
+ *   see ferry_worker_start_retryable). Every lane connects before any lane starts a thread,
+ *   so a start that failed to connect took no job and may be tried again. After any other
+ *   failure (no thread could be made), or once ferry_worker_close was called: FERRY_ESTATE,
+ *   and the worker may only be freed.
+ * Blocks: up to the connect timeout per connection (each lane's two are opened in turn),
+ *   plus a command timeout for the server checks. Threads: the controlling thread. */
 FERRY_API int ferry_worker_start(ferry_worker *w, ferry_error *err);
 
 /* ferry_worker_start, giving up connecting `timeout_ms` after the call (0 = no bound but
  * each connection's connect timeout): every connection of this start, and the reads made
- * on it before the threads start, get at most the time left (a connect timeout or
- * FERRY_ETIMEDOUT when it passes). For a caller that retries the start until a deadline
- * of its own. Reconnects after the start are not affected. Same returns, errors, blocking
- * and thread rules as ferry_worker_start; FERRY_EINVAL for timeout_ms < 0. */
+ * on it before the threads start, get at most the time left. For a caller that retries
+ * the start until a deadline of its own. Reconnects after the start are not affected.
+ * Returns, Threads: as ferry_worker_start.
+ * Errors: as ferry_worker_start; FERRY_ETIMEDOUT (or a connect timeout) when the time
+ *   passes; FERRY_EINVAL for timeout_ms < 0.
+ * Blocks: at most timeout_ms (when > 0). */
 FERRY_API int ferry_worker_start_within(ferry_worker *w, int timeout_ms, ferry_error *err);
 
-/* Whether a failed ferry_worker_start is worth trying again later, for a program that
- * waits for its Redis to come up: 1 for what passes by itself (connection refused or reset,
- * a timeout, an unknown host - FERRY_EIO, FERRY_ETIMEDOUT - and a server still loading its
- * data or busy: FERRY_EREDIS with LOADING, BUSY, MASTERDOWN or TRYAGAIN); 0 for what needs
- * a change of configuration (FERRY_EAUTH: wrong password or user, SELECT refused;
- * FERRY_ETLS: certificate or handshake failure; FERRY_EINVAL; any other Redis error, such
- * as an ACL refusing a command, also when the server closed the connection right after
- * answering with it (an FERRY_EIO whose message quotes the answer); FERRY_ESTATE: the
- * worker may not be started again) and for NULL. A server answering "ERR max number of
- * clients reached" counts as passing. Pure, thread-safe. */
+/* Predicate: whether a failed ferry_worker_start is worth trying again later, for a
+ * program that waits for its Redis to come up.
+ * Returns: 1 for what passes by itself (connection refused or reset, a timeout, an unknown
+ *   host - FERRY_EIO, FERRY_ETIMEDOUT - and a server still loading its data or busy:
+ *   FERRY_EREDIS with LOADING, BUSY, MASTERDOWN or TRYAGAIN; a server answering "ERR max
+ *   number of clients reached" counts as passing); 0 for what needs a change of
+ *   configuration (FERRY_EAUTH: wrong password or user, SELECT refused; FERRY_ETLS:
+ *   certificate or handshake failure; FERRY_EINVAL; any other Redis error, such as an ACL
+ *   refusing a command, also when the server closed the connection right after answering
+ *   with it (an FERRY_EIO whose message quotes the answer); FERRY_ESTATE: the worker may not
+ *   be started again) and for NULL. Cannot fail.
+ * Threads: any. Blocks: no (pure). */
 FERRY_API int ferry_worker_start_retryable(const ferry_error *err);
 
-/* Ask the worker to stop fetching. Returns at once. Any thread. */
+/* Ask the worker to stop fetching (ferry_worker_close then finishes what runs).
+ * Threads: any (not a signal handler). Blocks: no, returns at once. */
 FERRY_API void ferry_worker_stop(ferry_worker *w);
 
 /* Graceful close: stop fetching, wait up to deadline_ms for running handlers to finish and
@@ -330,22 +373,28 @@ FERRY_API void ferry_worker_stop(ferry_worker *w);
  * fetched but not started yet are run too. Handlers still running at the deadline are
  * abandoned, and fetched jobs not started by then are never started: both keep their locks
  * until they expire and are recovered as stalled by any worker (counting a stall, as for a
- * worker that died). Returns 0, or FERRY_ETIMEDOUT when the deadline
- * passed with handlers still running (threads of those handlers are detached) or with
- * finished results not yet written (Redis unreachable, or a fetch in flight that Redis does
- * not answer; those jobs are recovered as stalled once their locks expire). Calling it
- * again returns what the first call returned, at once: after FERRY_ETIMEDOUT, abandoned
- * handlers may still use the userdata, which must therefore be kept. */
+ * worker that died).
+ * Returns: 0 when everything finished and was written in time. Calling it again returns
+ *   what the first call returned, at once.
+ * Errors: FERRY_ETIMEDOUT when the deadline passed with handlers still running (threads of
+ *   those handlers are detached) or with finished results not yet written (Redis
+ *   unreachable, or a fetch in flight that Redis does not answer; those jobs are recovered
+ *   as stalled once their locks expire).
+ * Blocks: up to deadline_ms. Threads: the controlling thread.
+ * Ownership: after FERRY_ETIMEDOUT, abandoned handlers may still use the userdata, which
+ *   must therefore be kept. */
 FERRY_API int ferry_worker_close(ferry_worker *w, int deadline_ms);
 
-/* How many lanes worker `w` (not NULL) runs (1..4: the `lanes` option, or the automatic
- * choice, capped at concurrency). Fixed at create; any thread. */
+/* How many lanes worker `w` (not NULL) runs: the `lanes` option, or the automatic choice,
+ * capped at concurrency. Fixed at create.
+ * Returns: 1..FERRY_WORKER_LANES_MAX. Cannot fail. Threads: any. Blocks: no. */
 FERRY_API int ferry_worker_lanes(const ferry_worker *w);
 
-/* Free a closed (or never started) worker. NULL accepted. */
+/* Free a closed (or never started) worker. NULL accepted.
+ * Threads: the controlling thread, after ferry_worker_close returned. */
 FERRY_API void ferry_worker_free(ferry_worker *w);
 
-/* Totals since start (thread-safe snapshot). */
+/* Totals since start. */
 typedef struct ferry_worker_stats {
     unsigned long long completed, failed, retried, stalled, lock_lost;
     /* moves to delayed without an attempt (FERRY_RETRY_LATER, and FERRY_THROTTLED without
@@ -353,6 +402,8 @@ typedef struct ferry_worker_stats {
     unsigned long long retried_later, throttled;
     int busy; /* handlers running now */
 } ferry_worker_stats;
+/* Copy the worker's totals since start into *out (a consistent snapshot, all lanes summed).
+ * Threads: any, while the worker lives. Blocks: no. */
 FERRY_API void ferry_worker_get_stats(ferry_worker *w, ferry_worker_stats *out);
 
 #ifdef __cplusplus

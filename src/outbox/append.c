@@ -60,6 +60,10 @@ static int check_event(const ferry_outbox_event *ev, size_t max_payload, ferry_e
     return rc;
 }
 
+void ferry_outbox_options_init(ferry_outbox_options *o) {
+    if (o) memset(o, 0, sizeof *o);
+}
+
 int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts,
                         const ferry_outbox_event *ev, char id_out[FERRY_UUID_STRLEN + 1],
                         ferry_error *err) {

@@ -14,7 +14,7 @@
 #include "util/printable.h"
 #include "util/range.h"
 
-#define CLEANUP_BATCH_MAX 100000
+#define CLEANUP_BATCH_MAX FERRY_RELAY_RETENTION_BATCH_MAX
 
 void ferry_outbox_status_free(ferry_outbox_status *s) {
     if (!s) return;

@@ -11,7 +11,7 @@
 #include "util/range.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
-#define MAX_TIMEOUT_MS (24 * 3600 * 1000)
+#define MAX_TIMEOUT_MS FERRY_MIGRATE_TIMEOUT_MAX_MS
 
 int ferry_outbox_schema_version(void) {
     int v = 0;
@@ -170,6 +170,10 @@ static int apply_locked(PGconn *conn, const char *schema, const char *qs,
     }
     free(applied);
     return rc;
+}
+
+void ferry_migrate_options_init(ferry_migrate_options *o) {
+    if (o) memset(o, 0, sizeof *o);
 }
 
 int ferry_outbox_migrate(PGconn *conn, const ferry_migrate_options *opts, int *applied,

@@ -20,7 +20,7 @@
 #define CHUNK_JOBS 1000                 /* jobs per addJobs call */
 #define CHUNK_BYTES ((size_t)8 << 20)   /* argument bytes per addJobs call (soft) */
 #define WINDOW_BYTES ((size_t)64 << 20) /* bytes buffered before one round trip (soft) */
-#define BULK_MAX 1000000                /* jobs per ferry_queue_add_bulk call */
+#define BULK_MAX FERRY_QUEUE_BULK_MAX   /* jobs per ferry_queue_add_bulk call */
 #define FIELDS_PER_JOB 5
 #define HEAD_ARGS 3
 #define DUE_MS_MAX 2199023255551LL /* 2^41 - 1: due * 4096 must stay below 2^53 */

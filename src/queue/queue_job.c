@@ -15,7 +15,8 @@
  * (ferry's own producer: FERRY_JOB_ID_MAX), and a scheduler's iteration is
  * "repeat:<scheduler id>:<ms>" with scheduler ids up to FERRY_SCHEDULER_FOREIGN_ID_MAX bytes.
  * So get and remove take ids this long, whatever their form. */
-#define READ_ID_MAX (FERRY_SCHEDULER_FOREIGN_ID_MAX + 32)
+#define READ_ID_MAX FERRY_JOB_FOREIGN_ID_MAX
+_Static_assert(READ_ID_MAX == FERRY_SCHEDULER_FOREIGN_ID_MAX + 32, "room for repeat:<id>:<ms>");
 #define SHOWN_ID_MAX 256 /* a job id as error messages show it (escaped, cut) */
 
 /* The job's key (malloc'd into *key) after checking the id; 0 or an error. */

@@ -16,7 +16,7 @@
 #include "util/error.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
-#define TIMEOUT_MAX_MS (24 * 3600 * 1000)
+#define TIMEOUT_MAX_MS FERRY_REDIS_TIMEOUT_MAX_MS
 #define OBUF_MAX ((size_t)512 << 20)         /* encoded requests waiting to be sent */
 #define REPLY_BYTES_MAX ((size_t)512 << 20)  /* unparsed bytes of one reply */
 #define REPLY_ELEMENTS_MAX (1 << 24)         /* elements of one reply array */

@@ -1,4 +1,5 @@
-/* error.c - error codes to text and the ferry_error filler. */
+/* error.c - error codes to text and names (both from FERRY_ERRNO_MAP), the ferry_error
+ * filler. */
 #include "util/error.h"
 
 #include <stdarg.h>
@@ -7,22 +8,25 @@
 
 const char *ferry_strerror(int code) {
     switch (code) {
-    case FERRY_OK: return "ok";
-    case FERRY_EINVAL: return "invalid argument";
-    case FERRY_ENOMEM: return "out of memory";
-    case FERRY_EIO: return "I/O error";
-    case FERRY_ETIMEDOUT: return "timed out";
-    case FERRY_EPROTO: return "protocol error";
-    case FERRY_EREDIS: return "Redis error";
-    case FERRY_ETLS: return "TLS error";
-    case FERRY_EAUTH: return "authentication failed";
-    case FERRY_ENOTFOUND: return "not found";
-    case FERRY_ETOOBIG: return "too big";
-    case FERRY_ELOCK: return "lock lost";
-    case FERRY_ESTATE: return "wrong state";
-    case FERRY_ECLOSED: return "closed";
-    case FERRY_EDB: return "database error";
-    default: return "unknown error";
+#define FERRY__ERR_MESSAGE(name, value, message)                                                   \
+    case FERRY_##name:                                                                             \
+        return message;
+        FERRY_ERRNO_MAP(FERRY__ERR_MESSAGE)
+#undef FERRY__ERR_MESSAGE
+    default:
+        return "unknown error";
+    }
+}
+
+const char *ferry_err_name(int code) {
+    switch (code) {
+#define FERRY__ERR_NAME(name, value, message)                                                      \
+    case FERRY_##name:                                                                             \
+        return "FERRY_" #name;
+        FERRY_ERRNO_MAP(FERRY__ERR_NAME)
+#undef FERRY__ERR_NAME
+    default:
+        return "FERRY_UNKNOWN";
     }
 }
 

@@ -16,15 +16,14 @@
 #include "ferry/worker.h"
 #include "queue/job_opts.h"
 
-/* Longest delay any strategy may return (2^40 ms, about 34 years); larger results are
- * clamped, so the delayed score (due ms * 4096) never overflows. */
-#define FERRY_BACKOFF_MAX_MS (1LL << 40)
+/* FERRY_BACKOFF_MAX_MS (ferry/worker.h) keeps the delayed score (due ms * 4096) from
+ * overflowing. */
 
 /* Registry limits: at most this many custom strategies per worker, names at most
  * FERRY__BACKOFF_NAME_MAX bytes (the longest backoff.type a stored job can carry, see
  * ferry__backoff.type). */
-#define FERRY__BACKOFF_STRATEGIES_MAX 64
-#define FERRY__BACKOFF_NAME_MAX 63
+#define FERRY__BACKOFF_STRATEGIES_MAX FERRY_BACKOFF_STRATEGIES_MAX
+#define FERRY__BACKOFF_NAME_MAX FERRY_BACKOFF_NAME_MAX
 
 /* "capped" defaults: base 2 s, cap 15 min. */
 #define FERRY__CAPPED_BASE_MS 2000LL

@@ -181,8 +181,8 @@ static void deliver_posted(ferry__lane *lane) {
     lane->nposted_dropped = 0;
     pthread_mutex_unlock(&lane->mu);
     for (int i = 0; i < n; i++)
-        if (lane->cb.error && ferry__cb_enter(lane) == 0) {
-            lane->cb.error(&posted[i], lane->cb_ud);
+        if (ferry__wants_errors(lane) && ferry__cb_enter(lane) == 0) {
+            ferry__deliver_error(lane, &posted[i]);
             ferry__cb_leave(lane);
         }
     if (dropped)

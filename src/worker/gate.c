@@ -48,7 +48,7 @@ void ferry__cbgate_drop(ferry__cbgate *g) {
 }
 
 void ferry__lane_report(ferry__lane *lane, int code, const char *fmt, ...) {
-    if (!lane->cb.error) return;
+    if (!ferry__wants_errors(lane)) return;
     ferry_error e;
     e.code = code;
     /* queue names, job ids and server replies may hold any bytes: escaped, so that a
@@ -60,6 +60,6 @@ void ferry__lane_report(ferry__lane *lane, int code, const char *fmt, ...) {
     va_end(ap);
     ferryx_printable(raw, e.message, sizeof e.message);
     if (ferry__cb_enter(lane) != 0) return;
-    lane->cb.error(&e, lane->cb_ud);
+    ferry__deliver_error(lane, &e);
     ferry__cb_leave(lane);
 }

@@ -36,27 +36,27 @@ static long long delay_until(long long at_ms, long long now_ms) {
 }
 
 int ferry_retry_after_parse(const char *value, long long now_ms, long long *delay_ms) {
-    if (!value) return 0;
+    if (!value) return FERRY_EINVAL;
     size_t len = strnlen(value, FERRY_RETRY_AFTER_MAX_LEN + 1);
-    if (len > FERRY_RETRY_AFTER_MAX_LEN) return 0;
+    if (len > FERRY_RETRY_AFTER_MAX_LEN) return FERRY_EINVAL;
     while (len > 0 && is_ows(value[0])) {
         value++;
         len--;
     }
     while (len > 0 && is_ows(value[len - 1]))
         len--;
-    if (len == 0) return 0;
+    if (len == 0) return FERRY_EINVAL;
 
     long long d;
     if (value[0] >= '0' && value[0] <= '9') {
-        if (!delta_seconds(value, len, &d)) return 0;
+        if (!delta_seconds(value, len, &d)) return FERRY_EINVAL;
     } else {
         int64_t at_ms;
-        if (ferry__httpdate_parse(value, len, now_ms, &at_ms) != 0) return 0;
+        if (ferry__httpdate_parse(value, len, now_ms, &at_ms) != 0) return FERRY_EINVAL;
         d = delay_until(at_ms, now_ms);
     }
     if (delay_ms) *delay_ms = d;
-    return 1;
+    return 0;
 }
 
 int ferry_retry_after_parse_now(const char *value, long long *delay_ms) {
@@ -72,10 +72,11 @@ ferry_http_verdict ferry_http_classify(int status, const char *retry_after, long
         v.cls = FERRY_HTTP_OK;
     } else if (status == 429) {
         v.cls = FERRY_HTTP_THROTTLED;
-        v.delay_ms =
-            ferry_retry_after_parse(retry_after, now_ms, &hint) ? hint : FERRY_THROTTLE_DEFAULT_MS;
+        v.delay_ms = ferry_retry_after_parse(retry_after, now_ms, &hint) == 0
+                         ? hint
+                         : FERRY_THROTTLE_DEFAULT_MS;
     } else if (status == 408 || (status >= 500 && status <= 599)) {
-        if (ferry_retry_after_parse(retry_after, now_ms, &hint)) {
+        if (ferry_retry_after_parse(retry_after, now_ms, &hint) == 0) {
             v.cls = FERRY_HTTP_RETRY_LATER;
             v.delay_ms = hint;
         } else {

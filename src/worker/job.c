@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ferry/http_classify.h"
 #include "util/error.h"
 #include "util/json_text.h"
 #include "worker/backoff.h"

@@ -42,7 +42,7 @@ void ferry__link_lost(ferry__lane *lane, int *counted, const ferry_error *e) {
         g->link_down = 1;
         g->link_down_since = ferry__mono_ms();
         atomic_fetch_add(&g->link_epoch, 1);
-        if (lane->cb.notice) {
+        if (ferry__wants_notices(lane)) {
             char q[QUEUE_SHOWN_MAX], why[FERRY_ERROR_MESSAGE_MAX],
                 msg[FERRY_ERROR_MESSAGE_MAX + 256];
             ferryx_printable(e && e->message[0] ? e->message : ferry_strerror(e ? e->code : 0), why,
@@ -51,7 +51,7 @@ void ferry__link_lost(ferry__lane *lane, int *counted, const ferry_error *e) {
                      ferry__lane_queue_shown(lane, q, sizeof q), why);
             ferry_worker_notice n = {FERRY_NOTICE_REDIS_LOST, msg, e ? e->code : FERRY_EIO, 0,
                                      NULL};
-            lane->cb.notice(&n, lane->cb_ud);
+            ferry__deliver_notice(lane, &n);
         }
     }
     ferry__cb_leave(lane);
@@ -72,19 +72,19 @@ void ferry__link_back(ferry__lane *lane, int *counted, unsigned *epoch, unsigned
          * outage. (The ones just reopened pass that check at the cost of one peek.) */
         atomic_fetch_add(&g->link_epoch, 1);
         long long down_ms = (long long)(ferry__mono_ms() - g->link_down_since);
-        if (lane->cb.notice) {
+        if (ferry__wants_notices(lane)) {
             char q[QUEUE_SHOWN_MAX], msg[QUEUE_SHOWN_MAX + 128];
             snprintf(msg, sizeof msg, "worker %s: Redis connection restored after %lld ms",
                      ferry__lane_queue_shown(lane, q, sizeof q), down_ms);
             ferry_worker_notice n = {FERRY_NOTICE_REDIS_RESTORED, msg, 0, down_ms, NULL};
-            lane->cb.notice(&n, lane->cb_ud);
+            ferry__deliver_notice(lane, &n);
         }
     }
     ferry__cb_leave(lane);
 }
 
 void ferry__link_check_eviction(ferry__lane *lane, ferry_conn *c) {
-    if (!lane->cb.notice || !c) return;
+    if (!ferry__wants_notices(lane) || !c) return;
     char policy[64], warn[512];
     ferry_error e = {0};
     /* unknown (INFO refused) or a transport failure (the dispatcher finds the connection
@@ -96,7 +96,7 @@ void ferry__link_check_eviction(ferry__lane *lane, ferry_conn *c) {
     snprintf(msg, sizeof msg, "worker %s: %s", ferry__lane_queue_shown(lane, q, sizeof q), warn);
     ferry_worker_notice n = {FERRY_NOTICE_EVICTION_POLICY, msg, 0, 0, shown};
     if (ferry__cb_enter(lane) != 0) return;
-    lane->cb.notice(&n, lane->cb_ud);
+    ferry__deliver_notice(lane, &n);
     ferry__cb_leave(lane);
 }
 

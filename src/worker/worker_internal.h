@@ -33,7 +33,7 @@
 #include "worker/backoff.h"
 
 #define FERRY__POSTED_MAX 8
-#define FERRY__MAX_LANES 4
+#define FERRY__MAX_LANES FERRY_WORKER_LANES_MAX
 /* lanes = 0: two lanes from this concurrency up, else one (bench/run.sh measurements in
  * docs/worker.md: two lanes gain from concurrency 8, cost at 2 and 4). */
 #define FERRY__AUTO_LANES_MIN_CONCURRENCY 8
@@ -531,6 +531,14 @@ void ferry__ready_help(ferry__lane *lane);
  * (callbacks run on the dispatcher thread only; it delivers queued reports on its next
  * turn). At most FERRY__POSTED_MAX are kept; later ones are counted and summarised. */
 void ferry__lane_post_error(ferry__lane *lane, const ferry_error *e);
+
+/* diag.c - deliver an error report (callbacks.error, then callbacks.log) or a notice
+ * (callbacks.notice, then callbacks.log). Called under ferry__cb_enter. The wants_ tests
+ * say whether anyone listens, before a message is built. */
+int ferry__wants_errors(const ferry__lane *lane);
+int ferry__wants_notices(const ferry__lane *lane);
+void ferry__deliver_error(ferry__lane *lane, const ferry_error *e);
+void ferry__deliver_notice(ferry__lane *lane, const ferry_worker_notice *n);
 
 /* Tell the handler threads to leave once the ready queue is empty (or at once when the
  * worker is abandoned). */

@@ -9,6 +9,7 @@
  * Timing checks are lower bounds only. */
 #include <jansson.h>
 
+#include "ferry/http_classify.h"
 #include "test_worker_support.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */

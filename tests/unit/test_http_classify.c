@@ -26,14 +26,14 @@
 
 static long long hint(const char *v, long long now_ms) {
     long long d = -12345;
-    if (ferry_retry_after_parse(v, now_ms, &d) != 1) fail_msg("no hint from '%s'", v);
+    if (ferry_retry_after_parse(v, now_ms, &d) != 0) fail_msg("no hint from '%s'", v);
     if (d < 0 || d > FERRY_RETRY_AFTER_MAX_MS) fail_msg("'%s': delay %lld out of range", v, d);
     return d;
 }
 
 static void no_hint(const char *v, long long now_ms) {
     long long d = -12345;
-    if (ferry_retry_after_parse(v, now_ms, &d) != 0)
+    if (ferry_retry_after_parse(v, now_ms, &d) != FERRY_EINVAL)
         fail_msg("'%s' gave a hint (%lld)", v ? v : "(null)", d);
     assert_int_equal(d, -12345); /* untouched */
 }
@@ -140,9 +140,9 @@ static void test_now_variants(void **state) {
     assert_int_equal(v.cls, FERRY_HTTP_THROTTLED);
     assert_int_equal(v.delay_ms, 0);
     long long d = -1;
-    assert_int_equal(ferry_retry_after_parse_now("Fri, 31 Dec 9999 23:59:59 GMT", &d), 1);
+    assert_int_equal(ferry_retry_after_parse_now("Fri, 31 Dec 9999 23:59:59 GMT", &d), 0);
     assert_int_equal(d, FERRY_RETRY_AFTER_MAX_MS);
-    assert_int_equal(ferry_retry_after_parse_now("x", &d), 0);
+    assert_int_equal(ferry_retry_after_parse_now("x", &d), FERRY_EINVAL);
 }
 
 /* ---- Retry-After: delta-seconds ------------------------------------------------------ */
@@ -162,8 +162,8 @@ static void test_delta_seconds(void **state) {
     assert_int_equal(hint("5", LLONG_MIN), 5000);
     assert_int_equal(hint("5", LLONG_MAX), 5000);
     /* only testing the value */
-    assert_int_equal(ferry_retry_after_parse("5", 0, NULL), 1);
-    assert_int_equal(ferry_retry_after_parse("x", 0, NULL), 0);
+    assert_int_equal(ferry_retry_after_parse("5", 0, NULL), 0);
+    assert_int_equal(ferry_retry_after_parse("x", 0, NULL), FERRY_EINVAL);
 }
 
 static void test_whitespace(void **state) {

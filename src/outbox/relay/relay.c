@@ -22,7 +22,7 @@
 #include "util/retry_delay.h"
 
 #define DEFAULT_BATCH 100
-#define MAX_BATCH 10000
+#define MAX_BATCH FERRY_RELAY_BATCH_SIZE_MAX
 #define DEFAULT_POLL_MS 500
 #define DEFAULT_MAX_BACKOFF_MS 30000
 #define BACKOFF_BASE_MS 100
@@ -32,8 +32,8 @@
 #define DEFAULT_RETENTION_INTERVAL_MS 3600000
 #define DEFAULT_RETENTION_BATCH 1000
 #define DEFAULT_UNKNOWN_MS 60000
-#define DEFAULT_MAX_ENVELOPE ((size_t)2 << 20)
-#define MAX_ENVELOPE_LIMIT ((size_t)512 << 20)
+#define DEFAULT_MAX_ENVELOPE FERRY_RELAY_DEFAULT_MAX_ENVELOPE
+#define MAX_ENVELOPE_LIMIT FERRY_RELAY_MAX_ENVELOPE_LIMIT
 #define DAY_MS (24 * 3600 * 1000)
 #define UNKNOWN_TOPICS_SHOWN 100
 
@@ -57,14 +57,22 @@ static int range(ferry_error *err, const char *name, long long v, long long lo, 
 
 static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_error *err) {
     int rc = range(err, "batch_size", o->batch_size, 0, MAX_BATCH);
-    if (!rc) rc = range(err, "poll_interval_ms", o->poll_interval_ms, 0, DAY_MS);
-    if (!rc) rc = range(err, "max_backoff_ms", o->max_backoff_ms, 0, DAY_MS);
-    if (!rc) rc = range(err, "statement_timeout_ms", o->statement_timeout_ms, 0, 3600000);
-    if (!rc) rc = range(err, "connect_timeout_ms", o->connect_timeout_ms, 0, 3600000);
-    if (!rc) rc = range(err, "retention_s", o->retention_s, -1, 100LL * 365 * 24 * 3600);
-    if (!rc) rc = range(err, "retention_interval_ms", o->retention_interval_ms, 0, 7LL * DAY_MS);
-    if (!rc) rc = range(err, "retention_batch", o->retention_batch, 0, 100000);
-    if (!rc) rc = range(err, "unknown_report_ms", o->unknown_report_ms, 0, DAY_MS);
+    if (!rc)
+        rc = range(err, "poll_interval_ms", o->poll_interval_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
+    if (!rc) rc = range(err, "max_backoff_ms", o->max_backoff_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
+    if (!rc)
+        rc = range(err, "statement_timeout_ms", o->statement_timeout_ms, 0,
+                   FERRY_RELAY_TIMEOUT_MAX_MS);
+    if (!rc)
+        rc = range(err, "connect_timeout_ms", o->connect_timeout_ms, 0, FERRY_RELAY_TIMEOUT_MAX_MS);
+    if (!rc) rc = range(err, "retention_s", o->retention_s, -1, FERRY_RELAY_RETENTION_MAX_S);
+    if (!rc)
+        rc = range(err, "retention_interval_ms", o->retention_interval_ms, 0,
+                   FERRY_RELAY_RETENTION_INTERVAL_MAX_MS);
+    if (!rc)
+        rc = range(err, "retention_batch", o->retention_batch, 0, FERRY_RELAY_RETENTION_BATCH_MAX);
+    if (!rc)
+        rc = range(err, "unknown_report_ms", o->unknown_report_ms, 0, FERRY_RELAY_INTERVAL_MAX_MS);
     if (!rc)
         rc = range(err, "max_envelope_bytes", (long long)o->max_envelope_bytes, 0,
                    (long long)MAX_ENVELOPE_LIMIT);
