@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_spawn.h"
-#include "support/testenv.h"
+#include "support/cli.h"
+#include "support/th.h"
 
 static const char *url(void) {
-    return testenv_require("REDIS_URL");
+    return th_env_require("REDIS_URL");
 }
 
 /* Parse stdout as one JSON object; fails the test otherwise. Caller json_decref()s. */
@@ -53,8 +53,8 @@ static json_t *show_json(const char *q, const char *id, const char *p) {
 /* Field `field` of job `id` of queue `q` (prefix p) as stored in Redis is `want`. */
 static void expect_stored(const char *p, const char *q, const char *id, const char *field,
                           const char *want) {
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
     if (rep->type != REDIS_REPLY_STRING || strcmp(rep->str, want))
         fail_msg("%s of job %s: want %s, got %s", field, id, want,
                  rep->type == REDIS_REPLY_STRING ? rep->str : "(none)");
@@ -120,7 +120,7 @@ static void test_help_and_version(void **state) {
 
 static void test_add_show_round_trip(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "mail", "welcome", "{\"to\":\"a@example.com\",\"n\":0.1}", "--redis",
         url(), "--prefix", p);
@@ -171,16 +171,16 @@ static void test_add_show_round_trip(void **state) {
  * valid JSON from job show --json: such bytes come out as U+FFFD. */
 static void test_show_json_with_invalid_utf8(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "bytes", "n", "{}", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char id[64];
     line1(&r, id, sizeof id);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     freeReplyObject(
-        testenv_cmd(c, "HSET %s:bytes:%s failedReason %b", p, id, "bad \xff\xc3( end", (size_t)11));
+        th_cmd(c, "HSET %s:bytes:%s failedReason %b", p, id, "bad \xff\xc3( end", (size_t)11));
     ferry__conn_close(c);
     CLI(r, "job", "show", "bytes", id, "--json", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 0);
@@ -205,17 +205,17 @@ static void expect_no_raw_codes(const char *what, const char *out) {
  * cannot forge lines or reach the terminal. --json stays exact. */
 static void test_show_text_escapes(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "esc", "na\nme\x1b[2J", "{}", "--job-id", "id\nFAKE", "--redis", url(),
         "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    freeReplyObject(testenv_cmd(c, "HSET %s:esc:id\nFAKE failedReason %s returnvalue %s data %s",
-                                p, "\033[31mred\\x", "\"\xc2\x9b" "2J\"", "{\"a\":\n\"b\\\\c\"}"));
-    freeReplyObject(testenv_cmd(c, "HSET %s:esc:id\nFAKE stacktrace %b", p, "[\"\xe0\x80\x8a\"]",
-                                (size_t)7));
+    ferry_conn *c = th_conn();
+    freeReplyObject(th_cmd(c, "HSET %s:esc:id\nFAKE failedReason %s returnvalue %s data %s",
+                           p, "\033[31mred\\x", "\"\xc2\x9b" "2J\"", "{\"a\":\n\"b\\\\c\"}"));
+    freeReplyObject(th_cmd(c, "HSET %s:esc:id\nFAKE stacktrace %b", p, "[\"\xe0\x80\x8a\"]",
+                           (size_t)7));
     ferry__conn_close(c);
 
     CLI(r, "job", "show", "esc", "id\nFAKE", "--redis", url(), "--prefix", p);
@@ -247,7 +247,7 @@ static void test_show_text_escapes(void **state) {
 /* `scheduler upsert` prints the first job's id (repeat:ID:MS) escaped; --json exact. */
 static void test_scheduler_upsert_escapes(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "scheduler", "upsert", "esc", "s\x1b[2J\nx", "--every", "60000", "--redis", url(),
         "--prefix", p);
@@ -272,7 +272,7 @@ static void test_scheduler_upsert_escapes(void **state) {
  * surrogate escape) is job data like any other: added, stored and shown as JSON. */
 static void test_add_show_wide_json(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     const char *data = "{\"n\":100000000000000000000,\"s\":\"a\\u0000b\",\"l\":\"\\ud800\"}";
     cli_run r;
     CLI(r, "queue", "add", "wide", "n", data, "--redis", url(), "--prefix", p);
@@ -295,7 +295,7 @@ static void test_add_show_wide_json(void **state) {
 
 static void test_add_from_stdin_and_env(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char env_url[1100], env_prefix[128];
     snprintf(env_url, sizeof env_url, "REDIS_URL=%s", url());
     snprintf(env_prefix, sizeof env_prefix, "FERRY_PREFIX=%s", p);
@@ -324,7 +324,7 @@ static void test_add_from_stdin_and_env(void **state) {
  * registering that strategy would retry the job (a typo would silently remove retries). */
 static void test_add_warns_unknown_backoff(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "q", "n", "--opts",
         "{\"attempts\":2,\"backoff\":{\"type\":\"exponentail\",\"delay\":100}}", "--redis", url(),
@@ -358,7 +358,7 @@ static void test_add_warns_unknown_backoff(void **state) {
 
 static void test_opts_stored(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "q", "retrying", "{}", "--opts",
         "{\"attempts\":3,\"backoff\":{\"type\":\"exponential\",\"delay\":1000},\"delay\":60000}",
@@ -397,7 +397,7 @@ static void test_opts_stored(void **state) {
 
 static void test_duplicate_job_id(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "q", "once", "{\"v\":1}", "--job-id", "order-42", "--redis", url(),
         "--prefix", p);
@@ -421,7 +421,7 @@ static void test_duplicate_job_id(void **state) {
 
 static void test_counts_json(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     for (int i = 0; i < 3; i++) {
         CLI(r, "queue", "add", "c", "n", "--redis", url(), "--prefix", p);
@@ -453,8 +453,8 @@ static void test_counts_json(void **state) {
 }
 
 static long long meta_paused(const char *p, const char *q) {
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HEXISTS %s:%s:meta paused", p, q);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HEXISTS %s:%s:meta paused", p, q);
     long long v = rep->integer;
     freeReplyObject(rep);
     ferry__conn_close(c);
@@ -463,7 +463,7 @@ static long long meta_paused(const char *p, const char *q) {
 
 static void test_pause_resume(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "pq", "n", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 0);
@@ -489,7 +489,7 @@ static void test_pause_resume(void **state) {
 
 static void test_job_missing_and_remove(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "job", "show", "q", "nope", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 1);
@@ -514,7 +514,7 @@ static void test_job_missing_and_remove(void **state) {
  * it, wherever the positionals stand; a negative number is a positional without it. */
 static void test_dash_positionals(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char buf[64];
     cli_run r;
     CLI(r, "queue", "add", "q", "n", "--job-id", "-abc", "--redis", url(), "--prefix", p);
@@ -564,9 +564,9 @@ static void test_dash_positionals(void **state) {
 static void test_stdout_write_error(void **state) {
     (void)state;
     char err[160];
-    snprintf(err, sizeof err, "%s/full.err", cli_tmpdir());
+    snprintf(err, sizeof err, "%s/full.err", th_tmpdir());
     const char *const *argvs[] = {
-        CLI_ARGV("queue", "add", "q", "n", "--redis", url(), "--prefix", testenv_prefix()),
+        CLI_ARGV("queue", "add", "q", "n", "--redis", url(), "--prefix", th_prefix()),
         CLI_ARGV("--version"),
         /* its status is its verdict (119 throttled), kept; the delay line is what is lost */
         CLI_ARGV("http-outcome", "429", "60"),
@@ -574,7 +574,7 @@ static void test_stdout_write_error(void **state) {
     const int want[] = {1, 1, 119};
     for (size_t i = 0; i < sizeof argvs / sizeof argvs[0]; i++) {
         int code = cli_wait(cli_start(argvs[i], NULL, NULL, "/dev/full", err), 60000);
-        char *e = cli_slurp(err);
+        char *e = th_slurp(err);
         if (code != want[i] || !strstr(e, "ferry: error writing standard output: "))
             fail_msg("%s: exit %d, stderr: %s", argvs[i][0], code, e);
         if (i < 2 && !strstr(e, "No space left on device")) fail_msg("stderr: %s", e);
@@ -587,7 +587,7 @@ static void test_stdout_write_error(void **state) {
  * adding a job writes it as Node's Queue does. */
 static void test_read_only_leaves_no_key(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     const char *cmds[][4] = {
         {"queue", "counts", "ghost", NULL},
         {"job", "show", "ghost", "1"}, /* exit 1: not found, after opening the queue */
@@ -598,7 +598,7 @@ static void test_read_only_leaves_no_key(void **state) {
         {"queue", "obliterate", "ghost", "--yes"},
     };
     const int want_code[] = {0, 1, 0, 0, 0, 0, 0};
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cli_run r;
         if (cmds[i][3])
@@ -612,7 +612,7 @@ static void test_read_only_leaves_no_key(void **state) {
         if (i == sizeof cmds / sizeof cmds[0] - 1)
             assert_non_null(strstr(r.out, "obliterated, 0 keys deleted"));
         cli_run_free(&r);
-        redisReply *k = testenv_cmd(c, "KEYS %s:ghost:*", p);
+        redisReply *k = th_cmd(c, "KEYS %s:ghost:*", p);
         if (k->elements != 0) fail_msg("%s %s left %s", cmds[i][0], cmds[i][1], k->element[0]->str);
         freeReplyObject(k);
     }
@@ -626,7 +626,7 @@ static void test_read_only_leaves_no_key(void **state) {
             CLI(r, "queue", "concurrency", "ghost2", "3", "--redis", url(), "--prefix", p);
         CLI_EXPECT(r, 0);
         cli_run_free(&r);
-        redisReply *v = testenv_cmd(c, "HGET %s:%s:meta version", p, queues[i]);
+        redisReply *v = th_cmd(c, "HGET %s:%s:meta version", p, queues[i]);
         assert_int_equal(v->type, REDIS_REPLY_STRING);
         assert_non_null(strstr(v->str, "bullmq:"));
         freeReplyObject(v);
@@ -750,6 +750,6 @@ int main(void) {
         cmocka_unit_test(test_unreachable_redis),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

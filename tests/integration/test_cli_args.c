@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_spawn.h"
-#include "support/testenv.h"
+#include "support/cli.h"
+#include "support/th.h"
 
 static const char *url(void) {
-    return testenv_require("REDIS_URL");
+    return th_env_require("REDIS_URL");
 }
 
 /* A usage error: exit 2, nothing on stdout, exactly one line on stderr containing `want`. */
@@ -24,8 +24,8 @@ static void expect_usage_error(cli_run *r, const char *want) {
 
 /* EXISTS <prefix>:<queue>:<rest> */
 static long long exists(const char *p, const char *q, const char *rest) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "EXISTS %s:%s:%s", p, q, rest);
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "EXISTS %s:%s:%s", p, q, rest);
     long long v = r->integer;
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -36,7 +36,7 @@ static long long exists(const char *p, const char *q, const char *rest) {
 
 static void test_job_id_not_utf8(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "u1", "n", "--job-id",
         "ab\xff"
@@ -74,7 +74,7 @@ static char *json_of_size(size_t size, size_t extra) {
 
 static void test_stdin_payload_limit_after_trim(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     const size_t limit = 524288; /* the default --max-payload */
     cli_run r;
     /* exactly at the limit, with the newline `echo` or a file leaves and more blanks */
@@ -84,8 +84,8 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "1\n");
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HSTRLEN %s:q:1 data", p);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HSTRLEN %s:q:1 data", p);
     assert_int_equal(rep->integer, (long long)limit);
     freeReplyObject(rep);
     ferry__conn_close(c);
@@ -124,7 +124,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
 
 static void test_tls_options_need_rediss(void **state) {
     (void)state;
-    const char *ca = testenv_require("TLS_CA");
+    const char *ca = th_env_require("TLS_CA");
     cli_run r;
     CLI(r, "queue", "counts", "q", "--redis", url(), "--tls-insecure");
     expect_usage_error(&r, "--tls-insecure applies to rediss:// (TLS) URLs only");
@@ -136,15 +136,15 @@ static void test_tls_options_need_rediss(void **state) {
                            "redis://");
     cli_run_free(&r);
     char unix_url[1100];
-    snprintf(unix_url, sizeof unix_url, "unix://%s", testenv_require("REDIS_UNIX"));
+    snprintf(unix_url, sizeof unix_url, "unix://%s", th_env_require("REDIS_UNIX"));
     CLI(r, "queue", "counts", "q", "--redis", unix_url, "--tls-cert", ca);
     expect_usage_error(&r, "--tls-cert applies to rediss://");
     cli_run_free(&r);
     /* with a rediss:// URL they are used */
-    const char *tls_url = testenv_get("REDIS_TLS_URL");
+    const char *tls_url = th_env_get("REDIS_TLS_URL");
     if (tls_url) {
         CLI(r, "queue", "counts", "q", "--json", "--redis", tls_url, "--tls-ca", ca, "--prefix",
-            testenv_prefix());
+            th_prefix());
         CLI_EXPECT(r, 0);
         assert_non_null(strstr(r.out, "\"waiting\":0"));
         cli_run_free(&r);
@@ -187,7 +187,7 @@ static void test_numbers_are_strict(void **state) {
     }
     cli_run r;
     CLI(r, "queue", "counts", "q", "--json", "--timeout", "5000", "--redis", url(), "--prefix",
-        testenv_prefix());
+        th_prefix());
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     /* every numeric option states its range in --help */
@@ -245,7 +245,7 @@ static void test_group_help_and_extra_arguments(void **state) {
 
 static void test_scheduler_ranges_and_list(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "scheduler", "upsert", "--help");
     CLI_EXPECT(r, 0);
@@ -277,8 +277,8 @@ static void test_scheduler_ranges_and_list(void **state) {
     cli_run_free(&r);
 
     /* data another client stored that is neither JSON nor UTF-8: shown, not dropped */
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HSET %s:q:repeat:tick data %s", p, "caf\xe9");
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HSET %s:q:repeat:tick data %s", p, "caf\xe9");
     freeReplyObject(rep);
     ferry__conn_close(c);
     CLI(r, "scheduler", "list", "q", "--json", "--redis", url(), "--prefix", p);
@@ -294,22 +294,22 @@ static void test_scheduler_ranges_and_list(void **state) {
     cli_run_free(&r);
 
     /* remove: the scheduler and its pending iteration go; a second remove finds nothing */
-    c = testenv_conn();
-    rep = testenv_cmd(c, "ZCARD %s:q:delayed", p);
+    c = th_conn();
+    rep = th_cmd(c, "ZCARD %s:q:delayed", p);
     assert_int_equal(rep->integer, 1); /* the pending iteration */
     freeReplyObject(rep);
     ferry__conn_close(c);
     CLI(r, "scheduler", "remove", "q", "tick", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    c = testenv_conn();
-    rep = testenv_cmd(c, "EXISTS %s:q:repeat:tick", p);
+    c = th_conn();
+    rep = th_cmd(c, "EXISTS %s:q:repeat:tick", p);
     assert_int_equal(rep->integer, 0);
     freeReplyObject(rep);
-    rep = testenv_cmd(c, "ZCARD %s:q:delayed", p);
+    rep = th_cmd(c, "ZCARD %s:q:delayed", p);
     assert_int_equal(rep->integer, 0);
     freeReplyObject(rep);
-    rep = testenv_cmd(c, "ZCARD %s:q:repeat", p);
+    rep = th_cmd(c, "ZCARD %s:q:repeat", p);
     assert_int_equal(rep->integer, 0);
     freeReplyObject(rep);
     ferry__conn_close(c);
@@ -330,6 +330,6 @@ int main(void) {
         cmocka_unit_test(test_scheduler_ranges_and_list),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

@@ -8,9 +8,9 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "pg/pg.h"
 #include "outbox/relay/relay_internal.h"
-#include "test_outbox_support.h"
+#include "pg/pg.h"
+#include "support/ob.h"
 #include "util/clock.h"
 
 static PGconn *db;
@@ -28,7 +28,7 @@ typedef struct mig_thread {
 
 static void *migrate_thread(void *arg) {
     mig_thread *t = arg;
-    PGconn *c = PQconnectdb(testenv_require("DATABASE_URL"));
+    PGconn *c = PQconnectdb(th_env_require("DATABASE_URL"));
     PQclear(PQexec(c, "SET client_min_messages = warning"));
     ferry_migrate_options mo = {.schema = t->schema};
     ferry_error e = {0};
@@ -268,11 +268,11 @@ static int job_exists(void *arg) {
 
 static int wait_job(const char *prefix, const char *queue, const char *id, int timeout_ms) {
     job_wait w = {prefix, queue, id};
-    return testenv_wait_until(job_exists, &w, timeout_ms);
+    return th_wait_until(job_exists, &w, timeout_ms);
 }
 
 static char *job_field(const char *prefix, const char *queue, const char *id, const char *field) {
-    redisReply *r = testenv_cmd(rds, "HGET %s:%s:%s %s", prefix, queue, id, field);
+    redisReply *r = th_cmd(rds, "HGET %s:%s:%s %s", prefix, queue, id, field);
     char *s = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
     freeReplyObject(r);
     return s;
@@ -282,7 +282,7 @@ static void test_relay_end_to_end(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("seed.routes", OB_SHOP_ROUTES);
     ob_relay rl;
     /* Poll interval 1 hour: every delivery below within the test's waits is a NOTIFY wake-up. */
@@ -372,12 +372,12 @@ static void test_relay_end_to_end(void **state) {
     /* status: one unknown-topic row, one quarantined with an error */
     const char *bin = getenv("FERRY_BIN");
     char cmd[1024], out_path[300];
-    snprintf(out_path, sizeof out_path, "%s/status.json", cli_tmpdir());
+    snprintf(out_path, sizeof out_path, "%s/status.json", th_tmpdir());
     snprintf(cmd, sizeof cmd,
              "'%s' outbox status --json --schema %s --routes '%s' --database '%s' > '%s'", bin,
-             schema, routes, testenv_require("DATABASE_URL"), out_path);
+             schema, routes, th_env_require("DATABASE_URL"), out_path);
     assert_int_equal(system(cmd), 0);
-    char *text = cli_slurp(out_path);
+    char *text = th_slurp(out_path);
     json_t *st = json_loads(text, 0, NULL);
     if (!st) fail_msg("status output is not JSON: %s", text);
     assert_int_equal(json_integer_value(json_object_get(st, "unpublished")), 2);
@@ -412,14 +412,14 @@ static void test_relay_refuses_to_start(void **state) {
     const char *schema = ob_schema(db);
     const char *bad = ob_file("bad.routes", "order.placed payments:capture\n\norder.cancelled\n");
     ob_relay rl;
-    ob_relay_start(&rl, schema, testenv_prefix(), bad, NULL, NULL);
+    ob_relay_start(&rl, schema, th_prefix(), bad, NULL, NULL);
     assert_int_equal(ob_relay_wait(&rl, 20000), 2);
     char want[300];
     snprintf(want, sizeof want, "%s:3: topic 'order.cancelled' has no targets", bad);
     if (!ob_relay_log_contains(&rl, want)) OB_FAIL_LOG(&rl, "message lacks '%s'", want);
 
     const char *good = ob_file("good.routes", OB_SHOP_ROUTES);
-    ob_relay_start(&rl, "no_such_schema_q", testenv_prefix(), good, NULL, NULL);
+    ob_relay_start(&rl, "no_such_schema_q", th_prefix(), good, NULL, NULL);
     assert_int_equal(ob_relay_wait(&rl, 20000), 3);
     if (!ob_relay_log_contains(&rl, "run `ferry migrate`")) OB_FAIL_LOG(&rl, "no hint to migrate");
 }
@@ -430,7 +430,7 @@ static void test_crash_before_commit_dedups(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("crash.routes", OB_SHOP_ROUTES);
     ob_insert_many(db, schema, "order.placed", 50);
     ob_relay rl;
@@ -468,7 +468,7 @@ static void test_crash_before_commit_dedups(void **state) {
 static void test_owned_connection_pipeline(void **state) {
     (void)state;
     ferry__pgc c = {0};
-    ferry__pg_session s = {testenv_require("DATABASE_URL"), "ferry test", 5000, 5000, 20000};
+    ferry__pg_session s = {th_env_require("DATABASE_URL"), "ferry test", 5000, 5000, 20000};
     ferry_error e = {0};
     if (ferry__pgc_connect(&c, &s, &e)) fail_msg("%s", e.message);
     /* an error mid-pipeline: reported with its SQLSTATE, the rest skipped, connection usable */
@@ -554,18 +554,18 @@ static void test_library_relay_in_process(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     ferry_routes *routes = NULL;
     ferry_error e = {0};
     const char *text = "order.placed lib-q:handle\n";
     assert_int_equal(ferry_routes_parse(text, strlen(text), NULL, &routes, &e), 0);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     captured_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
     ferry_relay_options o;
     ferry_relay_options_init(&o);
-    o.database_url = testenv_require("DATABASE_URL");
+    o.database_url = th_env_require("DATABASE_URL");
     o.schema = schema;
     o.redis = &ro;
     o.prefix = prefix;
@@ -591,7 +591,7 @@ static void test_library_relay_in_process(void **state) {
     o.schema = schema;
     ro.url = "redis://host:99999";
     assert_int_equal(ferry_relay_create(&o, &relay, &e), FERRY_EINVAL);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     assert_null(relay);
 
     if (ferry_relay_create(&o, &relay, &e)) fail_msg("%s", e.message);
@@ -603,7 +603,7 @@ static void test_library_relay_in_process(void **state) {
     ob_append(db, schema, "order.placed", "{\"n\":1}", NULL, 1, id);
     if (!wait_job(prefix, "lib-q", id, 10000)) fail_msg("no job; log:\n%s", log.text);
     stats_wait sw = {relay, 1};
-    assert_true(testenv_wait_until(stats_reached, &sw, 10000));
+    assert_true(th_wait_until(stats_reached, &sw, 10000));
     char *opts = job_field(prefix, "lib-q", id, "opts");
     assert_non_null(strstr(opts, "\"attempts\":3"));
     free(opts);

@@ -5,7 +5,7 @@
  *    open in a transaction, delivery resumes after SIGCONT;
  *  - PostgreSQL crashed and restarted (immediate mode) mid-run: the relay reconnects and
  *    every row ends up with exactly one job per queue. */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 static PGconn *db;
 static ferry_conn *rds;
@@ -27,13 +27,13 @@ static int teardown(void **state) {
 
 static void redis_ctl(const char *action) {
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", testenv_require("REDIS_CTL"), action);
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", th_env_require("REDIS_CTL"), action);
     if (system(cmd) != 0) fail_msg("redis-ctl %s failed", action);
 }
 
 static pid_t redis_pid(void) {
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' pid", testenv_require("REDIS_CTL"));
+    snprintf(cmd, sizeof cmd, "'%s' pid", th_env_require("REDIS_CTL"));
     FILE *p = popen(cmd, "r");
     long pid = 0;
     if (!p || fscanf(p, "%ld", &pid) != 1) fail_msg("redis-ctl pid failed");
@@ -44,7 +44,7 @@ static pid_t redis_pid(void) {
 /* Reopen the test's Redis connection after a restart. */
 static void redis_reconnect(void) {
     ferry__conn_close(rds);
-    rds = testenv_conn();
+    rds = th_conn();
 }
 
 typedef struct alive_wait {
@@ -54,7 +54,7 @@ typedef struct alive_wait {
 
 static int exited_or_time_up(void *arg) {
     alive_wait *w = arg;
-    return ob_relay_exited(w->rl) || cli_mono_ms() >= w->until;
+    return ob_relay_exited(w->rl) || th_mono_ms() >= w->until;
 }
 
 static long long count_in_tx(void) {
@@ -67,7 +67,7 @@ static void test_redis_down_10s(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64], sql[512];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("down.routes", "order.placed q1:capture q2:notify\n");
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes,
@@ -82,7 +82,7 @@ static void test_redis_down_10s(void **state) {
         OB_FAIL_LOG(&rl, "relay not publishing before the outage");
 
     redis_ctl("stop");
-    long long down_at = cli_mono_ms();
+    long long down_at = th_mono_ms();
     ob_insert_many(db, schema, "order.placed", 300);
     PQclear(ob_sql(db,
                    "CREATE TEMP TABLE outage_rows AS SELECT id FROM %s.outbox_events "
@@ -96,7 +96,7 @@ static void test_redis_down_10s(void **state) {
     if (!ob_wait_count(db, sql, 1, 0, 15000, &n)) OB_FAIL_LOG(&rl, "no failed attempts recorded");
     /* keep Redis down for 10 s in all; the relay must stay up */
     alive_wait aw = {&rl, down_at + 10000};
-    testenv_wait_until(exited_or_time_up, &aw, 20000);
+    th_wait_until(exited_or_time_up, &aw, 20000);
     if (ob_relay_exited(&rl))
         OB_FAIL_LOG(&rl, "relay exited (status %d) while Redis was down", rl.status);
     assert_int_equal(
@@ -144,7 +144,7 @@ static void test_redis_hung(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64], sql[512];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("hung.routes", "order.placed q1:capture\n");
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes,
@@ -179,13 +179,13 @@ static void test_redis_hung(void **state) {
 
 static void pg_restart(void) {
     char cmd[2048];
-    const char *ctl = testenv_get("PG_CTL");
+    const char *ctl = th_env_get("PG_CTL");
     if (ctl) {
-        snprintf(cmd, sizeof cmd, "'%s' restart >'%s/pgctl.log' 2>&1", ctl, cli_tmpdir());
+        snprintf(cmd, sizeof cmd, "'%s' restart >'%s/pgctl.log' 2>&1", ctl, th_tmpdir());
     } else {
         /* The fixture's cluster (scripts/lib.sh): pg_ctl restart reuses postmaster.opts;
          * as root it must run as the postgres user. */
-        const char *data = testenv_require("PG_DATA");
+        const char *data = th_env_require("PG_DATA");
         char bindir[512] = "";
         FILE *p = popen("pg_config --bindir 2>/dev/null", "r");
         if (p) {
@@ -195,12 +195,12 @@ static void pg_restart(void) {
         snprintf(cmd, sizeof cmd,
                  "%s'%s/pg_ctl' -D '%s' -m immediate -w -t 60 -l '%s/../postgres.log' "
                  "restart >'%s/pgctl.log' 2>&1",
-                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data, cli_tmpdir());
+                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data, th_tmpdir());
     }
     if (system(cmd) != 0) {
         char path[300];
-        snprintf(path, sizeof path, "%s/pgctl.log", cli_tmpdir());
-        fail_msg("PostgreSQL restart failed: %s\n%s", cmd, cli_slurp(path));
+        snprintf(path, sizeof path, "%s/pgctl.log", th_tmpdir());
+        fail_msg("PostgreSQL restart failed: %s\n%s", cmd, th_slurp(path));
     }
 }
 
@@ -212,7 +212,7 @@ static void test_postgres_restart_mid_run(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64], sql[512];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("pg.routes", "order.placed q1:capture\n");
     ob_insert_many(db, schema, "order.placed", 1000);
     ob_relay rl;
@@ -234,7 +234,7 @@ static void test_postgres_restart_mid_run(void **state) {
     if (!ob_wait_count(db, sql, 0, 1, 60000, &n))
         OB_FAIL_LOG(&rl, "%lld rows left after the restart", n);
     if (ob_relay_exited(&rl)) OB_FAIL_LOG(&rl, "relay exited");
-    char *log = cli_slurp(rl.log);
+    char *log = th_slurp(rl.log);
     int reconnected = strstr(log, "database connection restored") != NULL;
     free(log);
     if (!reconnected) OB_FAIL_LOG(&rl, "no reconnect in the relay's log");
@@ -242,7 +242,7 @@ static void test_postgres_restart_mid_run(void **state) {
 
     PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY id::text", schema);
     assert_int_equal(PQntuples(res), 2000);
-    redisReply *rep = testenv_cmd(rds, "LRANGE %s:q1:wait 0 -1", prefix);
+    redisReply *rep = th_cmd(rds, "LRANGE %s:q1:wait 0 -1", prefix);
     assert_int_equal(rep->elements, 2000);
     char **ids = calloc(rep->elements, sizeof *ids);
     for (size_t i = 0; i < rep->elements; i++)

@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_spawn.h"
-#include "support/testenv.h"
+#include "support/cli.h"
+#include "support/th.h"
 
 static const char *url(void) {
-    return testenv_require("REDIS_URL");
+    return th_env_require("REDIS_URL");
 }
 
 static size_t count_keys(const char *p, const char *q) {
-    ferry_conn *c = testenv_conn();
-    redisReply *k = testenv_cmd(c, "KEYS %s:%s:*", p, q);
+    ferry_conn *c = th_conn();
+    redisReply *k = th_cmd(c, "KEYS %s:%s:*", p, q);
     size_t n = k->elements;
     freeReplyObject(k);
     ferry__conn_close(c);
@@ -26,8 +26,8 @@ static size_t count_keys(const char *p, const char *q) {
 
 /* HGET of job id's field, or NULL (caller frees). */
 static char *hget(const char *p, const char *q, const char *id, const char *field) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
     char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -42,8 +42,8 @@ static void expect_field(const char *p, const char *q, const char *id, const cha
 }
 
 static long long llen(const char *p, const char *q, const char *list) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "LLEN %s:%s:%s", p, q, list);
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "LLEN %s:%s:%s", p, q, list);
     long long n = r->integer;
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -60,7 +60,7 @@ static size_t split_ids(char *out, char ids[][64], size_t cap) {
 
 static void test_bulk_adds_and_stores_like_add(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     const char *input = "{\"name\":\"a\",\"data\":{\"n\":1,\"big\":12345678901234567890123}}\n"
                         "\n"
                         "   \t\r\n"
@@ -93,8 +93,8 @@ static void test_bulk_adds_and_stores_like_add(void **state) {
 
     /* --file, and the same id again adds nothing (BullMQ duplicate rule), printing it */
     char path[256];
-    snprintf(path, sizeof path, "%s/bulk.ndjson", cli_tmpdir());
-    cli_write_file(path, "{\"name\":\"again\",\"opts\":{\"jobId\":\"custom-c\"}}\n", 0600);
+    snprintf(path, sizeof path, "%s/bulk.ndjson", th_tmpdir());
+    th_write_file(path, "{\"name\":\"again\",\"opts\":{\"jobId\":\"custom-c\"}}\n", 0600);
     CLI(r, "queue", "add-bulk", "bq", "--file", path, "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "custom-c\n");
@@ -109,7 +109,7 @@ static void test_bulk_adds_and_stores_like_add(void **state) {
 /* The stop at line N: lines 1..N-1 added and printed, nothing from N on. */
 static void test_bulk_stops_at_bad_line(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     static const struct {
         const char *bad, *want;
     } cases[] = {
@@ -183,7 +183,7 @@ static void test_bulk_stops_at_bad_line(void **state) {
 /* More lines than one batch: every id printed in order, every job there. */
 static void test_bulk_many_batches(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     size_t n = 1234;
     char *input = malloc(n * 48);
     assert_non_null(input);
@@ -203,7 +203,7 @@ static void test_bulk_many_batches(void **state) {
 /* The warnings queue add gives, with the line number. */
 static void test_bulk_warns_backoff(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI_IN(r, "{\"name\":\"a\"}\n{\"name\":\"b\",\"opts\":{\"backoff\":{\"type\":\"capped\"}}}\n",
            "queue", "add-bulk", "warn", "--redis", url(), "--prefix", p);
@@ -217,11 +217,11 @@ static void test_bulk_warns_backoff(void **state) {
 /* add-bulk with its stdin on a FIFO the test writes to; returns the pid, *w the write end. */
 static pid_t start_on_fifo(const char *p, const char *q, int *w, char *out_path, char *err_path) {
     char fifo[256];
-    snprintf(fifo, sizeof fifo, "%s/bulk.fifo", cli_tmpdir());
+    snprintf(fifo, sizeof fifo, "%s/bulk.fifo", th_tmpdir());
     unlink(fifo);
     if (mkfifo(fifo, 0600) != 0) fail_msg("mkfifo: %s", strerror(errno));
-    snprintf(out_path, 256, "%s/bulk.out", cli_tmpdir());
-    snprintf(err_path, 256, "%s/bulk.err", cli_tmpdir());
+    snprintf(out_path, 256, "%s/bulk.out", th_tmpdir());
+    snprintf(err_path, 256, "%s/bulk.err", th_tmpdir());
     /* posix_spawn returns once the child has exec'd, and the child's open of a FIFO waits
      * for a writer: open both ends here first (a non-blocking reader lets the writer open),
      * so neither side waits for the other. */
@@ -248,14 +248,14 @@ static int has_len(void *arg) {
  * batch of 500 is full or at the end of the input (tail -f | ferry queue add-bulk). */
 static void test_bulk_slow_producer(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char out[256], err[256];
     int w;
     pid_t pid = start_on_fifo(p, "slow", &w, out, err);
     const char *two = "{\"name\":\"a\"}\n{\"name\":\"b\"}\n";
     assert_int_equal(write(w, two, strlen(two)), (ssize_t)strlen(two));
     wait_len wl = {p, "slow", 2};
-    if (!testenv_wait_until(has_len, &wl, 10000))
+    if (!th_wait_until(has_len, &wl, 10000))
         fail_msg("2 lines written, %lld jobs added while the input stays open",
                  llen(p, "slow", "wait"));
     const char *third = "{\"name\":\"c\"}\n";
@@ -263,7 +263,7 @@ static void test_bulk_slow_producer(void **state) {
     close(w);
     assert_int_equal(cli_wait(pid, 20000), 0);
     assert_int_equal(llen(p, "slow", "wait"), 3);
-    char *ids = cli_slurp(out);
+    char *ids = th_slurp(out);
     assert_int_equal(cli_lines(ids), 3);
     free(ids);
 }
@@ -272,19 +272,19 @@ static void test_bulk_slow_producer(void **state) {
  * partial line is not, exit 128 + 15, saying so. */
 static void test_bulk_stop_signal_adds_lines_read(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char out[256], err[256];
     int w;
     pid_t pid = start_on_fifo(p, "stop", &w, out, err);
     const char *text = "{\"name\":\"a\"}\n{\"name\":\"b\"}\n{\"name\":\"part";
     assert_int_equal(write(w, text, strlen(text)), (ssize_t)strlen(text));
     wait_len wl = {p, "stop", 2};
-    assert_true(testenv_wait_until(has_len, &wl, 10000));
+    assert_true(th_wait_until(has_len, &wl, 10000));
     assert_int_equal(kill(pid, SIGTERM), 0);
     assert_int_equal(cli_wait(pid, 20000), 128 + SIGTERM);
     close(w);
     assert_int_equal(llen(p, "stop", "wait"), 2);
-    char *ids = cli_slurp(out), *e = cli_slurp(err);
+    char *ids = th_slurp(out), *e = th_slurp(err);
     assert_int_equal(cli_lines(ids), 2);
     if (!strstr(e, "stopped by signal 15 after line 2")) fail_msg("stderr: %s", e);
     free(ids);
@@ -294,22 +294,22 @@ static void test_bulk_stop_signal_adds_lines_read(void **state) {
 /* A directory as input is bad input (exit 2), by --file and as standard input. */
 static void test_bulk_directory_input(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add-bulk", "dir", "--file", "/tmp", "--redis", url(), "--prefix", p);
     CLI_EXPECT(r, 2);
     assert_non_null(strstr(r.err, "--file: /tmp is a directory"));
     cli_run_free(&r);
     char out[256], err[256];
-    snprintf(out, sizeof out, "%s/dir.out", cli_tmpdir());
-    snprintf(err, sizeof err, "%s/dir.err", cli_tmpdir());
+    snprintf(out, sizeof out, "%s/dir.out", th_tmpdir());
+    snprintf(err, sizeof err, "%s/dir.err", th_tmpdir());
     pid_t pid = cli_start(CLI_ARGV("queue", "add-bulk", "dir", "--redis", url(), "--prefix", p),
                           NULL, "/tmp", out, err);
     assert_int_equal(cli_wait(pid, 20000), 2);
     pid = cli_start(CLI_ARGV("queue", "add", "dir", "n", "-", "--redis", url(), "--prefix", p),
                     NULL, "/tmp", out, err);
     assert_int_equal(cli_wait(pid, 20000), 2);
-    char *e = cli_slurp(err);
+    char *e = th_slurp(err);
     assert_non_null(strstr(e, "standard input is a directory"));
     free(e);
     assert_int_equal(count_keys(p, "dir"), 0);
@@ -326,6 +326,6 @@ int main(void) {
         cmocka_unit_test(test_bulk_directory_input),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

@@ -9,18 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_spawn.h"
-#include "queue_test_helpers.h"
-#include "support/testenv.h"
+#include "support/cli.h"
+#include "support/qt.h"
+#include "support/th.h"
 
 static const char *url(void) {
-    return testenv_require("REDIS_URL");
+    return th_env_require("REDIS_URL");
 }
 
 /* How many keys match `pattern` (a KEYS pattern, already prefixed). */
 static size_t count_keys(const char *pattern) {
-    ferry_conn *c = testenv_conn();
-    redisReply *k = testenv_cmd(c, "KEYS %s", pattern);
+    ferry_conn *c = th_conn();
+    redisReply *k = th_cmd(c, "KEYS %s", pattern);
     size_t n = k->elements;
     freeReplyObject(k);
     ferry__conn_close(c);
@@ -38,7 +38,7 @@ static void expect_refused(cli_run *r, const char *want) {
 /* Item: a refused add wrote <prefix>:<queue>:meta. Every refusal now comes before the open. */
 static void test_refused_add_writes_nothing(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     static const struct {
         const char *opts, *job_id, *data, *want;
     } cases[] = {
@@ -83,7 +83,7 @@ static void test_refused_add_writes_nothing(void **state) {
 /* Item: control characters and invalid UTF-8 in queue names. */
 static void test_queue_name_rules(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char pattern[256];
     snprintf(pattern, sizeof pattern, "%s:q*", p);
     static const struct {
@@ -129,9 +129,9 @@ static void test_queue_name_rules(void **state) {
     }
 
     /* a queue Node made with such a name: job show/remove find its jobs */
-    ferry_conn *c = testenv_conn();
-    freeReplyObject(testenv_cmd(c, "HSET %s:q\nx:7 name n data {} opts {} timestamp 1", p));
-    freeReplyObject(testenv_cmd(c, "LPUSH %s:q\nx:wait 7", p));
+    ferry_conn *c = th_conn();
+    freeReplyObject(th_cmd(c, "HSET %s:q\nx:7 name n data {} opts {} timestamp 1", p));
+    freeReplyObject(th_cmd(c, "LPUSH %s:q\nx:wait 7", p));
     ferry__conn_close(c);
     cli_run r;
     CLI(r, "job", "show", "q\nx", "7", "--json", "--redis", url(), "--prefix", p);
@@ -170,7 +170,7 @@ static void test_queue_name_rules(void **state) {
  * stores them as given; the queue's default options follow the same rule. */
 static void test_unknown_options(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "uo", "n", "--opts", "{\"atempts\":3}", "--redis", url(), "--prefix", p);
     expect_refused(&r, "ferry queue add: unknown job option \"atempts\" (did you mean "
@@ -187,8 +187,8 @@ static void test_unknown_options(void **state) {
     snprintf(id, sizeof id, "%s", r.out);
     id[strcspn(id, "\n")] = 0;
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:uo:%s opts", p, id);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HGET %s:uo:%s opts", p, id);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "{\"attempts\":2,\"atempts\":3}");
     freeReplyObject(rep);
@@ -222,7 +222,7 @@ static void test_unknown_options(void **state) {
  * parent are refused for what they ask, not as unknown keys). */
 static void test_every_node_option_adds(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "allkeys", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "allkeys", NULL);
     static const char *const ok[] = {
         "{\"jobId\":\"all-1\"}",
         "{\"attempts\":3}",
@@ -268,7 +268,7 @@ static void test_every_node_option_adds(void **state) {
 /* Item: a misspelled queue looks like an empty one; the paused state in --json. */
 static void test_counts_exists_and_paused(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     /* missing */
     CLI(r, "queue", "counts", "nosuchq", "--redis", url(), "--prefix", p);
@@ -333,6 +333,6 @@ int main(void) {
         cmocka_unit_test(test_counts_exists_and_paused),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

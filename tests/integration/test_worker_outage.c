@@ -16,8 +16,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "cli_spawn.h"
-#include "test_worker_support.h"
+#include "support/cli.h"
+#include "support/wt.h"
 
 #define N_JOBS 300
 #define CONC 4
@@ -38,7 +38,7 @@
 static wt T;
 static int t_live;
 static ferry_worker *W;
-static hctx H;
+static wt_hctx H;
 static pid_t cli_pid;
 
 typedef struct runlog {
@@ -88,7 +88,7 @@ static int locked_int(pthread_mutex_t *mu, const int *v) {
 
 static int redis_ctl_rc(const char *action) {
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", testenv_require("REDIS_CTL"), action);
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", th_env_require("REDIS_CTL"), action);
     return system(cmd);
 }
 
@@ -98,7 +98,7 @@ static void redis_ctl(const char *action) {
 
 static pid_t redis_pid(void) {
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' pid", testenv_require("REDIS_CTL"));
+    snprintf(cmd, sizeof cmd, "'%s' pid", th_env_require("REDIS_CTL"));
     FILE *p = popen(cmd, "r");
     long pid = 0;
     if (!p) fail_msg("redis-ctl pid failed");
@@ -110,7 +110,7 @@ static pid_t redis_pid(void) {
 
 static const char *endpoint(void) {
     static char ep[64];
-    snprintf(ep, sizeof ep, "127.0.0.1:%s", testenv_require("REDIS_PORT"));
+    snprintf(ep, sizeof ep, "127.0.0.1:%s", th_env_require("REDIS_PORT"));
     return ep;
 }
 
@@ -118,7 +118,7 @@ static const char *endpoint(void) {
 static void reopen_conn(void) {
     ferry__conn_close(T.c);
     T.c = NULL; /* teardown closes it: never twice if the connect fails */
-    T.c = testenv_conn();
+    T.c = th_conn();
 }
 
 static void require_aof(void) {
@@ -236,9 +236,9 @@ static ferry_outcome work(ferry_job *job, void *ud) {
 }
 
 static ferry_outcome gate_handler(ferry_job *job, void *ud) {
-    hctx *h = ud;
-    hctx_count_run(h);
-    if (!strcmp(ferry_job_name(job), "gate")) gate_pass(&h->g);
+    wt_hctx *h = ud;
+    wt_hctx_count_run(h);
+    if (!strcmp(ferry_job_name(job), "gate")) wt_gate_pass(&h->g);
     ferry_job_set_return(job, "\"done\"");
     return FERRY_COMPLETED;
 }
@@ -274,7 +274,7 @@ static int runs_above(void *arg) {
 }
 
 static void wait_or_fail(int (*cond)(void *), void *arg, int ms, const char *what) {
-    if (!testenv_wait_until(cond, arg, ms)) fail_msg("timed out (%d ms) waiting for %s", ms, what);
+    if (!th_wait_until(cond, arg, ms)) fail_msg("timed out (%d ms) waiting for %s", ms, what);
 }
 
 /* ---- setup / teardown ---------------------------------------------------------------- */
@@ -292,7 +292,7 @@ static int setup(void **state) {
     E.lost = E.reconnect_failed = E.max_attempt = 0;
     E.first_lost[0] = 0;
     pthread_mutex_unlock(&E.mu);
-    hctx_init(&H);
+    wt_hctx_init(&H);
     t_live = 1; /* wt_init zeroes T first: teardown may finish what it started */
     wt_init(&T);
     return 0;
@@ -303,7 +303,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     disarm_crash();
-    gate_open(&H.g);
+    wt_gate_open(&H.g);
     if (cli_pid > 0) {
         kill(cli_pid, SIGKILL);
         waitpid(cli_pid, NULL, 0);
@@ -319,7 +319,7 @@ static int teardown(void **state) {
         ferry_conn *c = NULL;
         ferry_redis_options o;
         ferry_redis_options_init(&o);
-        o.url = testenv_require("REDIS_URL");
+        o.url = th_env_require("REDIS_URL");
         ferry_error e = {0};
         if (ferry__conn_open(&o, NULL, &c, &e) == 0) {
             redisReply *r = NULL;
@@ -413,7 +413,7 @@ static int completed_all(void *arg) {
 static int64_t resume_and_finish(int runs_before, int64_t t_up) {
     wait_or_fail(runs_above, &runs_before, RESUME_MAX_MS, "the worker to resume after the restart");
     int64_t resumed = mono() - t_up;
-    if (!testenv_wait_until(completed_all, NULL, 60000))
+    if (!th_wait_until(completed_all, NULL, 60000))
         fail_msg("only %lld of %d jobs completed 60 s after the restart (runs %d)",
                  WT_ZCARD(&T, "completed"), N_JOBS, locked_int(&R.mu, &R.total));
     return resumed;
@@ -548,11 +548,11 @@ static void test_idle_worker_after_kill9(void **state) {
     ferry_queue_options_init(&qo);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     qo.redis = &ro;
     qo.prefix = T.prefix;
     ferry_error e = {0};
-    if (ferry_queue_open(QNAME, &qo, &T.q, &e) != 0) fail_msg("queue open: %s", e.message);
+    if (ferry_queue_open(WT_QUEUE, &qo, &T.q, &e) != 0) fail_msg("queue open: %s", e.message);
     int64_t t_add = mono();
     char *id = wt_add(&T, "work", NULL, NULL);
     WT_WAIT_ZCARD(&T, "completed", 1);
@@ -571,9 +571,9 @@ static void test_close_bounded_while_down_busy(void **state) {
     int threads0 = thread_count();
     char *id = wt_add(&T, "gate", NULL, NULL);
     W = start_worker(gate_handler, &H, 0, 0);
-    GATE_WAIT_ENTERED(&H.g, 1);
+    WT_WAIT_GATE_ENTERED(&H.g, 1);
     redis_ctl("stop");
-    gate_open(&H.g); /* the result arrives while Redis is down: it cannot be written */
+    wt_gate_open(&H.g); /* the result arrives while Redis is down: it cannot be written */
     WT_WAIT_COUNT(&T, errors, 1);
     wait_or_fail(lost_seen, NULL, 15000, "the worker to report the lost connection");
     int64_t t0 = mono();
@@ -587,7 +587,7 @@ static void test_close_bounded_while_down_busy(void **state) {
     assert_true(took >= CLOSE_DEADLINE_MS - 50);
     assert_true(took <= CLOSE_DEADLINE_MS + CLOSE_MARGIN_MS);
     /* the threads close detached (dispatcher retrying the write) end by themselves */
-    if (!testenv_wait_until(threads_back_to, &threads0, 10000))
+    if (!th_wait_until(threads_back_to, &threads0, 10000))
         fail_msg("%d threads still alive 10 s after close (had %d before the worker)",
                  thread_count(), threads0);
 
@@ -613,11 +613,11 @@ static void test_close_bounded_while_down_busy(void **state) {
     ferry_queue_options_init(&qo);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     qo.redis = &ro;
     qo.prefix = T.prefix;
     ferry_error e = {0};
-    assert_int_not_equal(ferry_queue_open(QNAME, &qo, &q2, &e), 0);
+    assert_int_not_equal(ferry_queue_open(WT_QUEUE, &qo, &q2, &e), 0);
     if (!strstr(e.message, endpoint()))
         fail_msg("open error does not name %s: %s", endpoint(), e.message);
 
@@ -667,14 +667,14 @@ static void test_close_during_outage_flushes_when_back(void **state) {
     /* the default 30 s lock outlives the outage, so the result is accepted (after an
      * expired lock it would be refused and reported, and close would still return 0) */
     W = start_worker(gate_handler, &H, 0, 0);
-    GATE_WAIT_ENTERED(&H.g, 1);
+    WT_WAIT_GATE_ENTERED(&H.g, 1);
     redis_ctl("stop");
-    gate_open(&H.g);
+    wt_gate_open(&H.g);
     wait_or_fail(lost_seen, NULL, 15000, "the worker to report the lost connection");
     closer c = {.mu = PTHREAD_MUTEX_INITIALIZER};
     pthread_t th;
     if (pthread_create(&th, NULL, closer_main, &c) != 0) fail_msg("cannot start closer");
-    if (!testenv_wait_until(closer_started, &c, 15000)) {
+    if (!th_wait_until(closer_started, &c, 15000)) {
         pthread_join(th, NULL);
         fail_msg("the closing thread did not start");
     }
@@ -928,7 +928,7 @@ typedef struct log_arg {
 
 static int log_has(void *arg) {
     log_arg *a = arg;
-    char *s = cli_slurp(a->path);
+    char *s = th_slurp(a->path);
     int found = strstr(s, a->needle) != NULL;
     free(s);
     return found;
@@ -938,9 +938,9 @@ static void test_cli_worker_sigterm_while_down(void **state) {
     (void)state;
     char *id = wt_add(&T, "one", NULL, NULL);
     char errp[160], outp[160];
-    snprintf(errp, sizeof errp, "%s/outage-worker.err", cli_tmpdir());
-    snprintf(outp, sizeof outp, "%s/outage-worker.out", cli_tmpdir());
-    cli_pid = cli_start(CLI_ARGV("worker", QNAME, "--redis", testenv_require("REDIS_URL"),
+    snprintf(errp, sizeof errp, "%s/outage-worker.err", th_tmpdir());
+    snprintf(outp, sizeof outp, "%s/outage-worker.out", th_tmpdir());
+    cli_pid = cli_start(CLI_ARGV("worker", WT_QUEUE, "--redis", th_env_require("REDIS_URL"),
                                  "--prefix", T.prefix, "--shutdown-timeout", "2000", "--", "true"),
                         NULL, NULL, outp, errp);
     WT_WAIT_ZCARD(&T, "completed", 1); /* it works */
@@ -950,8 +950,8 @@ static void test_cli_worker_sigterm_while_down(void **state) {
     wait_or_fail(worker_blocked, NULL, 15000, "the CLI worker to block on the marker");
     redis_ctl("stop");
     log_arg la = {errp, "lost"};
-    if (!testenv_wait_until(log_has, &la, 15000)) {
-        char *log = cli_slurp(errp);
+    if (!th_wait_until(log_has, &la, 15000)) {
+        char *log = th_slurp(errp);
         fail_msg("the CLI worker did not report the lost connection; log:\n%s", log);
     }
     int64_t t0 = mono();
@@ -959,7 +959,7 @@ static void test_cli_worker_sigterm_while_down(void **state) {
     int code = cli_wait(cli_pid, 20000);
     int64_t took = mono() - t0;
     cli_pid = 0;
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     fprintf(stderr, "# CLI worker, SIGTERM with Redis down: exit %d after %lld ms\n", code,
             (long long)took);
     if (code != 0) fail_msg("exit %d; log:\n%s", code, log);
@@ -987,6 +987,6 @@ int main(void) {
         cmocka_unit_test(test_start_retryable),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }
