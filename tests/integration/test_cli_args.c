@@ -10,10 +10,6 @@
 #include "support/cli.h"
 #include "support/th.h"
 
-static const char *url(void) {
-    return th_env_require("REDIS_URL");
-}
-
 /* A usage error: exit 2, nothing on stdout, exactly one line on stderr containing `want`. */
 static void expect_usage_error(cli_run *r, const char *want) {
     CLI_EXPECT(*r, 2);
@@ -41,12 +37,12 @@ static void test_job_id_not_utf8(void **state) {
     CLI(r, "queue", "add", "u1", "n", "--job-id",
         "ab\xff"
         "c",
-        "--redis", url(), "--prefix", p);
+        "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "ferry queue add: --job-id: not valid UTF-8");
     cli_run_free(&r);
     /* not silently replaced by the jobId of --opts either */
     CLI(r, "queue", "add", "u1", "n", "--opts", "{\"jobId\":\"foo\"}", "--job-id", "\xff",
-        "--redis", url(), "--prefix", p);
+        "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "--job-id: not valid UTF-8");
     cli_run_free(&r);
     /* nothing was added: no job, no id counter */
@@ -55,8 +51,8 @@ static void test_job_id_not_utf8(void **state) {
     assert_int_equal(exists(p, "u1", "1"), 0);
     /* a UTF-8 id still works, and is idempotent */
     for (int i = 0; i < 2; i++) {
-        CLI(r, "queue", "add", "u1", "n", "--job-id", "caf\xc3\xa9", "--redis", url(), "--prefix",
-            p);
+        CLI(r, "queue", "add", "u1", "n", "--job-id", "caf\xc3\xa9", "--redis", cli_url(),
+            "--prefix", p);
         CLI_EXPECT(r, 0);
         assert_string_equal(r.out, "caf\xc3\xa9\n");
         cli_run_free(&r);
@@ -80,7 +76,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     /* exactly at the limit, with the newline `echo` or a file leaves and more blanks */
     char *data = json_of_size(limit, 8);
     strcat(data, "\n \t\r\n\n");
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "1\n");
     cli_run_free(&r);
@@ -94,7 +90,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     /* one byte over: refused, newline or not */
     data = json_of_size(limit + 1, 2);
     strcat(data, "\n");
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "over the payload limit of 524288 bytes");
     cli_run_free(&r);
     free(data);
@@ -102,7 +98,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     /* a huge input fails at the limit, without reading it all */
     size_t huge = 8u * 1024 * 1024;
     data = json_of_size(huge, 0);
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "over the payload limit");
     cli_run_free(&r);
     free(data);
@@ -112,7 +108,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     data = json_of_size(16, blanks);
     memset(data + 16, '\n', blanks);
     data[16 + blanks] = 0;
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "bytes of whitespace after DATA");
     cli_run_free(&r);
     free(data);
@@ -126,11 +122,11 @@ static void test_tls_options_need_rediss(void **state) {
     (void)state;
     const char *ca = th_env_require("TLS_CA");
     cli_run r;
-    CLI(r, "queue", "counts", "q", "--redis", url(), "--tls-insecure");
+    CLI(r, "queue", "counts", "q", "--redis", cli_url(), "--tls-insecure");
     expect_usage_error(&r, "--tls-insecure applies to rediss:// (TLS) URLs only");
     cli_run_free(&r);
     char env_url[1100];
-    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", url());
+    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", cli_url());
     cli_exec_env(&r, NULL, CLI_ARGV(env_url), CLI_ARGV("queue", "counts", "q", "--tls-ca", ca));
     expect_usage_error(&r, "--tls-ca applies to rediss:// (TLS) URLs only; the URL (REDIS_URL) is "
                            "redis://");
@@ -154,7 +150,7 @@ static void test_tls_options_need_rediss(void **state) {
 static void test_empty_env_refused(void **state) {
     (void)state;
     char env_url[1100];
-    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", url());
+    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", cli_url());
     cli_run r;
     cli_exec_env(&r, NULL, CLI_ARGV(env_url, "FERRY_PREFIX="), CLI_ARGV("queue", "counts", "q"));
     expect_usage_error(&r, "ferry queue counts: FERRY_PREFIX is set but empty");
@@ -175,18 +171,18 @@ static void test_numbers_are_strict(void **state) {
     static const char *const bad[] = {" 5", "+5", "5 ", "0x10", "1e3", "", "-"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_run r;
-        CLI(r, "queue", "counts", "q", "--timeout", bad[i], "--redis", url());
+        CLI(r, "queue", "counts", "q", "--timeout", bad[i], "--redis", cli_url());
         char want[64];
         snprintf(want, sizeof want, "--timeout: expected an integer from 1 to 3600000, got '%s'",
                  bad[i]);
         expect_usage_error(&r, want);
         cli_run_free(&r);
-        CLI(r, "queue", "rate-limit", "q", bad[i], "--redis", url());
+        CLI(r, "queue", "rate-limit", "q", bad[i], "--redis", cli_url());
         expect_usage_error(&r, "MS: expected an integer");
         cli_run_free(&r);
     }
     cli_run r;
-    CLI(r, "queue", "counts", "q", "--json", "--timeout", "5000", "--redis", url(), "--prefix",
+    CLI(r, "queue", "counts", "q", "--json", "--timeout", "5000", "--redis", cli_url(), "--prefix",
         th_prefix());
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
@@ -268,10 +264,10 @@ static void test_scheduler_ranges_and_list(void **state) {
     cli_run_free(&r);
 
     CLI(r, "scheduler", "upsert", "q", "tick", "--every", "60000", "--offset", "250", "--redis",
-        url(), "--prefix", p);
+        cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    CLI(r, "scheduler", "list", "q", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "list", "q", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     if (!strstr(r.out, "every 60000 ms +250 ms")) fail_msg("offset not shown:\n%s", r.out);
     cli_run_free(&r);
@@ -281,7 +277,7 @@ static void test_scheduler_ranges_and_list(void **state) {
     redisReply *rep = th_cmd(c, "HSET %s:q:repeat:tick data %s", p, "caf\xe9");
     freeReplyObject(rep);
     ferry__conn_close(c);
-    CLI(r, "scheduler", "list", "q", "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "list", "q", "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_error_t je;
     json_t *j = json_loads(r.out, 0, &je);
@@ -299,7 +295,7 @@ static void test_scheduler_ranges_and_list(void **state) {
     assert_int_equal(rep->integer, 1); /* the pending iteration */
     freeReplyObject(rep);
     ferry__conn_close(c);
-    CLI(r, "scheduler", "remove", "q", "tick", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "remove", "q", "tick", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     c = th_conn();
@@ -313,7 +309,7 @@ static void test_scheduler_ranges_and_list(void **state) {
     assert_int_equal(rep->integer, 0);
     freeReplyObject(rep);
     ferry__conn_close(c);
-    CLI(r, "scheduler", "remove", "q", "tick", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "remove", "q", "tick", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 1);
     if (!strstr(r.err, "no job scheduler tick in queue q")) fail_msg("second remove: %s", r.err);
     cli_run_free(&r);

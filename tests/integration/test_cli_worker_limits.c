@@ -6,15 +6,6 @@
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-static long long llen(const char *p, const char *q, const char *list) {
-    ferry_conn *c = th_conn();
-    redisReply *r = th_cmd(c, "LLEN %s:%s:%s", p, q, list);
-    long long v = r->integer;
-    freeReplyObject(r);
-    ferry__conn_close(c);
-    return v;
-}
-
 static long long count_in(const char *p, const char *q, const char *set) {
     ferry_conn *c = th_conn();
     long long v = cli_zcard(c, p, q, set);
@@ -116,7 +107,7 @@ static void test_max_jobs_runs_exactly_n(void **state) {
              handed == 1 ? "" : "s");
     if (!strstr(log, want)) fail_msg("want '%s'; log:\n%s", want, log);
     /* nothing is left active or locked */
-    assert_int_equal(llen(p, q, "active"), 0);
+    assert_int_equal(cli_llen(p, q, "active"), 0);
     free(log);
 
     /* a later worker takes every job that is left: each runs once, on its first attempt */
@@ -129,7 +120,7 @@ static void test_max_jobs_runs_exactly_n(void **state) {
         cli_expect_field(p, q, ids[i], "returnvalue", "\"plain words\"");
         cli_expect_field(p, q, ids[i], "atm", "1");
     }
-    assert_int_equal(llen(p, q, "wait"), 0);
+    assert_int_equal(cli_llen(p, q, "wait"), 0);
     assert_int_equal(count_in(p, q, "delayed"), 0);
 }
 

@@ -25,22 +25,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-static void redis_ctl(const char *action) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", th_env_require("REDIS_CTL"), action);
-    if (system(cmd) != 0) fail_msg("redis-ctl %s failed", action);
-}
-
-static pid_t redis_pid(void) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' pid", th_env_require("REDIS_CTL"));
-    FILE *p = popen(cmd, "r");
-    long pid = 0;
-    if (!p || fscanf(p, "%ld", &pid) != 1) fail_msg("redis-ctl pid failed");
-    pclose(p);
-    return (pid_t)pid;
-}
-
 /* Reopen the test's Redis connection after a restart. */
 static void redis_reconnect(void) {
     ferry__conn_close(rds);
@@ -81,7 +65,7 @@ static void test_redis_down_10s(void **state) {
     if (!ob_wait_count(db, sql, 0, 1, 15000, &n))
         OB_FAIL_LOG(&rl, "relay not publishing before the outage");
 
-    redis_ctl("stop");
+    th_redis_ctl("stop");
     long long down_at = th_mono_ms();
     ob_insert_many(db, schema, "order.placed", 300);
     PQclear(ob_sql(db,
@@ -114,7 +98,7 @@ static void test_redis_down_10s(void **state) {
     assert_non_null(strstr(PQgetvalue(r, 0, 1), "queue q"));
     PQclear(r);
 
-    redis_ctl("start");
+    th_redis_ctl("start");
     redis_reconnect();
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL",
              schema);
@@ -157,7 +141,7 @@ static void test_redis_hung(void **state) {
              schema);
     long long n = 0;
     if (!ob_wait_count(db, sql, 0, 1, 15000, &n)) OB_FAIL_LOG(&rl, "relay not publishing");
-    pid_t rp = redis_pid();
+    pid_t rp = th_redis_pid();
     kill(rp, SIGSTOP); /* connections stay open, nothing answers */
     ob_insert_many(db, schema, "order.placed", 10);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.outbox_events WHERE attempts >= 2", schema);

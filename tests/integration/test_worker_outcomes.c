@@ -180,11 +180,6 @@ static int in_set(wt *t, const char *set, const char *id) {
     return sc != NULL;
 }
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the handler -------------------------------------------------------------------------- */
 
 static ferry_outcome handler(ferry_job *job, void *ud) {
@@ -238,7 +233,7 @@ static ferry_outcome handler(ferry_job *job, void *ud) {
         return FERRY_FAILED_PERMANENT;
     }
     if (!strcmp(n, "slow")) {
-        sleep_ms(40); /* the run time the record must report, not synchronisation */
+        th_sleep_ms(40); /* the run time the record must report, not synchronisation */
         return FERRY_COMPLETED;
     }
     if (!strcmp(n, "lose-lock")) {

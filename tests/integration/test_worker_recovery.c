@@ -266,12 +266,6 @@ static void test_results_survive_unresponsive_redis(void **state) {
     wt_fini(&t);
 }
 
-static void redis_ctl(const char *action) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>&1", th_env_require("REDIS_CTL"), action);
-    if (system(cmd) != 0) fail_msg("redis-ctl %s failed", action);
-}
-
 static void test_close_bounded_when_redis_killed(void **state) {
     (void)state;
     wt t;
@@ -284,7 +278,7 @@ static void test_close_bounded_when_redis_killed(void **state) {
     wt_options(&t, &o, &ro);
     ferry_worker *w = wt_start(&o, handler, &h);
     WT_WAIT_GATE_ENTERED(&h.g, 1);
-    redis_ctl("kill9");
+    th_redis_ctl("kill9");
     wt_gate_open(&h.g);
     int64_t t0 = ferry__mono_ms();
     int rc = ferry_worker_close(w, 1000);
@@ -292,7 +286,7 @@ static void test_close_bounded_when_redis_killed(void **state) {
     assert_int_equal(rc, FERRY_ETIMEDOUT); /* the result could not be written */
     assert_true(took < 4000);
     ferry_worker_free(w);
-    redis_ctl("start");
+    th_redis_ctl("start");
     free(id);
     wt_fini(&t);
 }

@@ -256,6 +256,15 @@ static inline long long cli_zcard(ferry_conn *c, const char *p, const char *q, c
     return v;
 }
 
+static inline long long cli_llen(const char *p, const char *q, const char *list) {
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "LLEN %s:%s:%s", p, q, list);
+    long long v = r->integer;
+    freeReplyObject(r);
+    ferry__conn_close(c);
+    return v;
+}
+
 /* Wait condition: completed + failed of the queue reached want. */
 typedef struct cli_finished_arg {
     const char *prefix, *queue;

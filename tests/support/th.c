@@ -111,6 +111,28 @@ ferry_queue *th_queue_open(const char *prefix, const char *name, const char *def
     return q;
 }
 
+int th_redis_ctl_rc(const char *action) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", th_env_require("REDIS_CTL"), action);
+    return system(cmd);
+}
+
+void th_redis_ctl(const char *action) {
+    if (th_redis_ctl_rc(action) != 0) fail_msg("redis-ctl %s failed", action);
+}
+
+pid_t th_redis_pid(void) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "'%s' pid", th_env_require("REDIS_CTL"));
+    FILE *p = popen(cmd, "r");
+    long pid = 0;
+    if (!p) fail_msg("redis-ctl pid failed");
+    if (fscanf(p, "%ld", &pid) != 1) pid = 0;
+    pclose(p);
+    if (pid <= 0) fail_msg("redis-ctl pid: no running redis-server");
+    return (pid_t)pid;
+}
+
 /* ---- Redis commands ------------------------------------------------------------------- */
 
 redisReply *th_vcmd(ferry_conn *c, int error_fails, const char *fmt, va_list ap) {

@@ -55,6 +55,14 @@ ferry_conn *th_conn(void);
 ferry_queue *th_queue_open(const char *prefix, const char *name, const char *defaults,
                            int allow_unknown);
 
+/* The fixture's plain Redis server itself, through its redis-ctl wrapper (REDIS_CTL):
+ * th_redis_ctl_rc runs `redis-ctl ACTION` (stop|start|kill9|restart) quietly and returns
+ * system()'s status, th_redis_ctl fails the test unless it succeeded. th_redis_pid is the
+ * running server's pid (fails the test when none runs). For outage and crash tests. */
+int th_redis_ctl_rc(const char *action);
+void th_redis_ctl(const char *action);
+pid_t th_redis_pid(void);
+
 /* ---- Redis commands ------------------------------------------------------------------- */
 
 /* Run a command via hiredis format (printf-style, plus %b) and return the reply (caller frees).
