@@ -166,18 +166,6 @@ static void test_sigterm_lets_running_job_finish(void **state) {
     unlink(go);
 }
 
-typedef struct log_arg {
-    const char *path, *needle;
-} log_arg;
-
-static int log_has(void *arg) {
-    const log_arg *a = arg;
-    char *log = th_slurp(a->path);
-    int found = log && strstr(log, a->needle) != NULL;
-    free(log);
-    return found;
-}
-
 /* A second stop signal kills the running commands: their jobs go back to the queue (delayed,
  * ready at once) without spending an attempt, even with attempts 1, however the command
  * ends (killed by the signal, or trapping it and exiting 1): stopping the worker is not the
@@ -208,8 +196,8 @@ static void test_second_signal_hands_job_back(void **state) {
         }
     kill(pid, SIGTERM);
     /* (two signals sent at once may arrive as one) */
-    log_arg first = {errp, "SIGTERM received: finishing running jobs"};
-    if (!th_wait_until(log_has, &first, 30000)) {
+    th_log_arg first = {errp, "SIGTERM received: finishing running jobs"};
+    if (!th_wait_until(th_log_has, &first, 30000)) {
         kill(pid, SIGKILL);
         cli_wait(pid, 10000);
         fail_msg("the first SIGTERM was not taken; log:\n%s", th_slurp(errp));

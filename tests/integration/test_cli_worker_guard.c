@@ -222,18 +222,6 @@ static void test_command_has_only_std_fds(void **state) {
     cli_expect_field(p, q, id, "returnvalue", "\"0\\n1\\n2\\n3\"");
 }
 
-typedef struct log_arg {
-    const char *path, *needle;
-} log_arg;
-
-static int log_has(void *arg) {
-    const log_arg *a = arg;
-    char *log = th_slurp(a->path);
-    int found = strstr(log, a->needle) != NULL;
-    free(log);
-    return found;
-}
-
 /* A command removed while the worker runs: the guard cannot start it and says why, and the
  * job fails (transient) with that reason, as when the worker started commands itself. */
 static void test_command_that_cannot_start(void **state) {
@@ -247,8 +235,8 @@ static void test_command_that_cannot_start(void **state) {
     snprintf(outp, sizeof outp, "%s/gone.out", th_tmpdir());
     pid_t w = cli_start(CLI_ARGV("worker", q, "--redis", cli_url(), "--prefix", p, "--", path),
                         NULL, NULL, outp, errp);
-    log_arg started = {errp, " started"};
-    int ok = th_wait_until(log_has, &started, 30000);
+    th_log_arg started = {errp, " started"};
+    int ok = th_wait_until(th_log_has, &started, 30000);
     unlink(path);
     cli_add_job(p, q, "x", "{}", "{}", id, sizeof id);
     cli_finished_arg fa = {p, q, 1};

@@ -91,14 +91,6 @@ static int connect_local(int port) {
     return fd;
 }
 
-static long long client_id(ferry_conn *c) {
-    redisReply *r = th_cmd(c, "CLIENT ID");
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    long long id = r->integer;
-    freeReplyObject(r);
-    return id;
-}
-
 /* Big binary value: every byte value, CR/LF and NULs included. */
 static char *binary_value(size_t n) {
     char *v = malloc(n);
@@ -461,7 +453,7 @@ static void test_command_deadline(void **state) {
 static void killed_connection(ferry_redis_options *o) {
     ferry_conn *victim = open_ok(o, NULL);
     ferry_conn *admin = open_ok(o, NULL);
-    long long id = client_id(victim);
+    long long id = th_cmd_int(victim, "CLIENT ID");
     want_int(th_cmd(admin, "CLIENT KILL ID %lld", id), 1);
     ferry__conn_close(admin);
     /* a large write after the peer closed: send() meets EPIPE / ECONNRESET */

@@ -16,14 +16,6 @@ static ferry_conn *open_conn(const ferry_redis_options *o) {
     return c;
 }
 
-static long long client_id(ferry_conn *c) {
-    redisReply *r = th_cmd(c, "CLIENT ID");
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    long long id = r->integer;
-    freeReplyObject(r);
-    return id;
-}
-
 static int is_broken(void *arg) {
     return ferry__conn_check_idle_peer(arg);
 }
@@ -35,7 +27,7 @@ static void idle_check(int tls) {
     ferry_conn *fresh = open_conn(&o);
     ferry_conn *victim = open_conn(&o);
     ferry_conn *admin = open_conn(&o);
-    long long id = client_id(victim);
+    long long id = th_cmd_int(victim, "CLIENT ID");
     assert_false(ferry__conn_check_idle_peer(fresh));
     assert_false(ferry__conn_check_idle_peer(victim));
 

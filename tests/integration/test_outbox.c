@@ -263,7 +263,7 @@ typedef struct job_wait {
 
 static int job_exists(void *arg) {
     job_wait *w = arg;
-    return ob_redis_ll(rds, "EXISTS %s:%s:%s", w->prefix, w->queue, w->id) == 1;
+    return th_cmd_int(rds, "EXISTS %s:%s:%s", w->prefix, w->queue, w->id) == 1;
 }
 
 static int wait_job(const char *prefix, const char *queue, const char *id, int timeout_ms) {
@@ -329,8 +329,8 @@ static void test_relay_end_to_end(void **state) {
     snprintf(want, sizeof want, "{\"eventId\":\"%s\",\"payload\":{\"orderId\":\"o-3\"}}", marker);
     assert_string_equal(data, want); /* no traceId when the row has none */
     free(data);
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:payments:%s", prefix, rb), 0);
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:notifications:%s", prefix, marker), 0);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:payments:%s", prefix, rb), 0);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:notifications:%s", prefix, marker), 0);
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.outbox_events WHERE id = '%s'", schema, rb),
                      0);
     assert_int_equal(
@@ -341,8 +341,8 @@ static void test_relay_end_to_end(void **state) {
         1);
     if (!ob_relay_wait_log(&rl, "topic 'inventory.reserved', which no route names", 10000))
         OB_FAIL_LOG(&rl, "no warning about the unknown topic");
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 2);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:notifications:wait", prefix), 1);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:payments:wait", prefix), 2);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:notifications:wait", prefix), 1);
 
     /* a row whose job data would exceed --max-envelope is set aside, and others still flow */
     char big[37], after[37], payload[3000];
@@ -357,7 +357,7 @@ static void test_relay_end_to_end(void **state) {
              "SELECT count(*) FROM %s.outbox_events WHERE id = '%s' AND published_at IS NOT NULL",
              schema, after);
     if (!ob_wait_count(db, sql, 1, 1, 10000, &left)) OB_FAIL_LOG(&rl, "row not marked published");
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:payments:%s", prefix, big), 0);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:payments:%s", prefix, big), 0);
     PGresult *r =
         ob_sql(db,
                "SELECT quarantined_at IS NOT NULL, published_at IS NULL, attempts, last_error "
@@ -441,8 +441,8 @@ static void test_crash_before_commit_dedups(void **state) {
     assert_true(ob_relay_log_contains(&rl, "FERRY_FAULT=relay_after_publish"));
     assert_int_equal(
         ob_ll(db, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL", schema), 50);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 50);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:notifications:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:payments:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:notifications:wait", prefix), 50);
 
     ob_relay_start(&rl, schema, prefix, routes, NULL, NULL);
     char sql[256];
@@ -451,14 +451,14 @@ static void test_crash_before_commit_dedups(void **state) {
     long long left = -1;
     if (!ob_wait_count(db, sql, 0, 1, 20000, &left)) OB_FAIL_LOG(&rl, "%lld rows left", left);
     ob_relay_stop(&rl);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 50);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:notifications:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:payments:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:notifications:wait", prefix), 50);
     /* every row has its job, under its own id */
     PGresult *r = ob_sql(db, "SELECT id FROM %s.outbox_events", schema);
     for (int i = 0; i < PQntuples(r); i++) {
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:payments:%s", prefix, PQgetvalue(r, i, 0)), 1);
-        assert_int_equal(
-            ob_redis_ll(rds, "EXISTS %s:notifications:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:payments:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:notifications:%s", prefix, PQgetvalue(r, i, 0)),
+                         1);
     }
     PQclear(r);
 }

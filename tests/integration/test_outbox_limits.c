@@ -251,7 +251,7 @@ static void test_idle_session_timeout(void **state) {
              "NOT NULL",
              id);
     if (!ob_wait_count(x, sql, 1, 1, 10000, &ok)) OB_FAIL_LOG(&rl, "the event was not published");
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:idleq:%s", prefix, id), 1);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:idleq:%s", prefix, id), 1);
     /* published on the session that waited, which never had to be replaced */
     assert_int_equal(ob_ll(db,
                            "SELECT count(*) FROM pg_stat_activity WHERE datname = '%s' AND "

@@ -109,18 +109,18 @@ static void test_redis_down_10s(void **state) {
      * that was stopped; this test Redis keeps no data across restarts) */
     r = ob_sql(db, "SELECT id FROM outage_rows");
     for (int i = 0; i < PQntuples(r); i++) {
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0)), 1);
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:q2:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:q2:%s", prefix, PQgetvalue(r, i, 0)), 1);
     }
     PQclear(r);
     long long survivors = 0;
     r = ob_sql(db, "SELECT id FROM %s.outbox_events WHERE id NOT IN (SELECT id FROM outage_rows)",
                schema);
     for (int i = 0; i < PQntuples(r); i++)
-        survivors += ob_redis_ll(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0));
+        survivors += th_cmd_int(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0));
     PQclear(r);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:q1:wait", prefix), 300 + survivors);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:q2:wait", prefix), 300 + survivors);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:q1:wait", prefix), 300 + survivors);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:q2:wait", prefix), 300 + survivors);
     ob_exec(db, "DROP TABLE outage_rows");
 }
 
@@ -156,7 +156,7 @@ static void test_redis_hung(void **state) {
     if (!ob_wait_count(db, sql, 0, 1, 30000, &n))
         OB_FAIL_LOG(&rl, "%lld rows left after SIGCONT", n);
     ob_relay_stop(&rl);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:q1:wait", prefix), 11);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:q1:wait", prefix), 11);
 }
 
 /* ---- PostgreSQL restart --------------------------------------------------------------- */

@@ -106,7 +106,7 @@ static void test_claim_timeouts_do_not_wedge_the_relay(void **state) {
     assert_int_equal(PQntuples(r), 8);
     for (int i = 0; i < PQntuples(r); i++) {
         const char *id = PQgetvalue(r, i, 0), *why = PQgetvalue(r, i, 1);
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:slowq:%s", prefix, id), rows[i].big ? 0 : 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:slowq:%s", prefix, id), rows[i].big ? 0 : 1);
         if (!rows[i].big) continue;
         /* set aside with a reason: too large a job, or too slow a claim */
         if (!strstr(why, "over the relay's limit") &&
@@ -115,7 +115,7 @@ static void test_claim_timeouts_do_not_wedge_the_relay(void **state) {
         print_message("%s: %s\n", rows[i].name, why);
     }
     PQclear(r);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:slowq:wait", prefix), 2);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:slowq:wait", prefix), 2);
     char *log = th_slurp(rl.log);
     /* the first claim locks all the rows, about 200 MB of text: seconds of conversion on any
      * machine, against a 1 s timeout, so the narrowing always runs */

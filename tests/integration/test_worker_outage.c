@@ -895,18 +895,6 @@ static void test_start_retryable(void **state) {
 
 /* ---- 5. the CLI exec worker ------------------------------------------------------------ */
 
-typedef struct log_arg {
-    const char *path, *needle;
-} log_arg;
-
-static int log_has(void *arg) {
-    log_arg *a = arg;
-    char *s = th_slurp(a->path);
-    int found = strstr(s, a->needle) != NULL;
-    free(s);
-    return found;
-}
-
 static void test_cli_worker_sigterm_while_down(void **state) {
     (void)state;
     char *id = wt_add(&T, "one", NULL, NULL);
@@ -922,8 +910,8 @@ static void test_cli_worker_sigterm_while_down(void **state) {
     free(fin);
     wait_or_fail(worker_blocked, NULL, 15000, "the CLI worker to block on the marker");
     th_redis_ctl("stop");
-    log_arg la = {errp, "lost"};
-    if (!th_wait_until(log_has, &la, 15000)) {
+    th_log_arg la = {errp, "lost"};
+    if (!th_wait_until(th_log_has, &la, 15000)) {
         char *log = th_slurp(errp);
         fail_msg("the CLI worker did not report the lost connection; log:\n%s", log);
     }

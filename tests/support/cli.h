@@ -250,17 +250,12 @@ static inline pid_t cli_worker_start(const char *p, const char *q, const char *c
 /* ---- job state in the fixture's Redis (each call opens its own connection) ------------- */
 
 static inline long long cli_zcard(ferry_conn *c, const char *p, const char *q, const char *set) {
-    redisReply *r = th_cmd(c, "ZCARD %s:%s:%s", p, q, set);
-    long long v = r->integer;
-    freeReplyObject(r);
-    return v;
+    return th_cmd_int(c, "ZCARD %s:%s:%s", p, q, set);
 }
 
 static inline long long cli_llen(const char *p, const char *q, const char *list) {
     ferry_conn *c = th_conn();
-    redisReply *r = th_cmd(c, "LLEN %s:%s:%s", p, q, list);
-    long long v = r->integer;
-    freeReplyObject(r);
+    long long v = th_cmd_int(c, "LLEN %s:%s:%s", p, q, list);
     ferry__conn_close(c);
     return v;
 }

@@ -192,19 +192,6 @@ static inline void ob_insert_many(PGconn *c, const char *schema, const char *top
                    schema, topic, n));
 }
 
-/* ---- Redis --------------------------------------------------------------------------- */
-
-static inline long long ob_redis_ll(ferry_conn *r, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *reply = th_vcmd(r, 0, fmt, ap);
-    va_end(ap);
-    if (reply->type != REDIS_REPLY_INTEGER) fail_msg("redis: integer reply expected");
-    long long v = reply->integer;
-    freeReplyObject(reply);
-    return v;
-}
-
 /* ---- relay processes ----------------------------------------------------------------- */
 
 typedef struct ob_relay {
@@ -283,26 +270,13 @@ static inline void ob_relay_dump(const ob_relay *rl) {
 
 /* 1 when the relay's log (so far) contains `needle`. */
 static inline int ob_relay_log_contains(const ob_relay *rl, const char *needle) {
-    char *log = th_slurp(rl->log);
-    int found = strstr(log, needle) != NULL;
-    free(log);
-    return found;
-}
-
-typedef struct ob_log_wait {
-    const ob_relay *rl;
-    const char *needle;
-} ob_log_wait;
-
-static inline int ob_log_wait_cb(void *arg) {
-    const ob_log_wait *w = arg;
-    return ob_relay_log_contains(w->rl, w->needle);
+    return th_file_contains(rl->log, needle);
 }
 
 /* Wait up to timeout_ms for `needle` in the relay's log; 1 when it appeared. */
 static inline int ob_relay_wait_log(const ob_relay *rl, const char *needle, int timeout_ms) {
-    ob_log_wait w = {rl, needle};
-    return th_wait_until(ob_log_wait_cb, &w, timeout_ms);
+    th_log_arg w = {rl->log, needle};
+    return th_wait_until(th_log_has, &w, timeout_ms);
 }
 
 /* Wait for exit (fail after timeout_ms); returns the status. */

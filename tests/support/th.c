@@ -161,6 +161,18 @@ redisReply *th_cmd_ok(ferry_conn *c, const char *fmt, ...) {
     return reply;
 }
 
+long long th_cmd_int(ferry_conn *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = th_vcmd(c, 0, fmt, ap);
+    va_end(ap);
+    if (r->type != REDIS_REPLY_INTEGER)
+        fail_msg("redis: integer reply expected, got type %d (%s)", r->type, fmt);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
 char *th_hget(ferry_conn *c, const char *key, const char *field) {
     redisReply *r = th_cmd_ok(c, "HGET %s %s", key, field);
     char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
@@ -199,6 +211,11 @@ int th_wait_until(int (*cond)(void *), void *arg, int timeout_ms) {
 
 int th_file_exists(void *arg) {
     return access(((th_file_arg *)arg)->path, F_OK) == 0;
+}
+
+int th_log_has(void *arg) {
+    const th_log_arg *a = arg;
+    return th_file_contains(a->path, a->needle);
 }
 
 long long th_mono_ms(void) {

@@ -74,6 +74,10 @@ redisReply *th_cmd_ok(ferry_conn *c, const char *fmt, ...);
 /* va_list form of both: error_fails selects th_cmd_ok's behaviour. */
 redisReply *th_vcmd(ferry_conn *c, int error_fails, const char *fmt, va_list ap);
 
+/* A command whose reply must be an integer (ZCARD, LLEN, EXISTS, CLIENT ID, ...): its value.
+ * Fails the test on any other reply. */
+long long th_cmd_int(ferry_conn *c, const char *fmt, ...);
+
 /* HGET key field: malloc'd value, or NULL when absent. Fails the test on any error. */
 char *th_hget(ferry_conn *c, const char *key, const char *field);
 /* Fail unless field of hash key is want (want NULL: the field must be absent). */
@@ -87,11 +91,16 @@ char *th_zscore(ferry_conn *c, const char *key, const char *member);
  * waiting on asynchronous effects without fixed sleeps. */
 int th_wait_until(int (*cond)(void *), void *arg, int timeout_ms);
 
-/* Wait conditions for th_wait_until over files: the file exists; it contains needle. */
+/* Wait conditions for th_wait_until over files: the file exists; it contains needle (a
+ * child's log has a line). */
 typedef struct th_file_arg {
     char path[200];
 } th_file_arg;
 int th_file_exists(void *th_file_arg);
+typedef struct th_log_arg {
+    const char *path, *needle;
+} th_log_arg;
+int th_log_has(void *th_log_arg); /* the file at path contains needle */
 
 /* Milliseconds on the monotonic clock (for measuring how long something took). */
 long long th_mono_ms(void);
