@@ -14,7 +14,7 @@
 # Servers: a plain redis-server (TCP + unix socket, ACL user `ferry` / `secret@pw`, append-only
 # file in its directory so its data survives redis-ctl kill9/stop + start), a TLS-only
 # redis-server with a throwaway CA, and with --with-postgres a PostgreSQL cluster. DIR/env lists
-# them as KEY=VALUE lines (tests/support/testenv.h reads it); see write_env below for the keys.
+# them as KEY=VALUE lines (tests/support/th.c reads it); see write_env below for the keys.
 # When DIR's path holds whitespace or shell/glob characters the servers live in a directory
 # under /tmp instead (lib.sh: ferry_server_dir_make); DIR/env names it.
 #

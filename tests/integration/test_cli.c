@@ -6,12 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_spawn.h"
-#include "support/testenv.h"
-
-static const char *url(void) {
-    return testenv_require("REDIS_URL");
-}
+#include "support/cli.h"
+#include "support/th.h"
 
 /* Parse stdout as one JSON object; fails the test otherwise. Caller json_decref()s. */
 static json_t *out_json(const cli_run *r) {
@@ -43,7 +39,7 @@ static const char *line1(const cli_run *r, char *buf, size_t cap) {
 /* `ferry job show Q ID --json` under prefix p, exit 0: its JSON. Caller json_decref()s. */
 static json_t *show_json(const char *q, const char *id, const char *p) {
     cli_run r;
-    CLI(r, "job", "show", q, id, "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", q, id, "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     cli_run_free(&r);
@@ -53,8 +49,8 @@ static json_t *show_json(const char *q, const char *id, const char *p) {
 /* Field `field` of job `id` of queue `q` (prefix p) as stored in Redis is `want`. */
 static void expect_stored(const char *p, const char *q, const char *id, const char *field,
                           const char *want) {
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HGET %s:%s:%s %s", p, q, id, field);
     if (rep->type != REDIS_REPLY_STRING || strcmp(rep->str, want))
         fail_msg("%s of job %s: want %s, got %s", field, id, want,
                  rep->type == REDIS_REPLY_STRING ? rep->str : "(none)");
@@ -120,17 +116,17 @@ static void test_help_and_version(void **state) {
 
 static void test_add_show_round_trip(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "mail", "welcome", "{\"to\":\"a@example.com\",\"n\":0.1}", "--redis",
-        url(), "--prefix", p);
+        cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char id[64];
     line1(&r, id, sizeof id);
     assert_true(id[0] != 0);
     cli_run_free(&r);
 
-    CLI(r, "job", "show", "mail", id, "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "mail", id, "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     assert_string_equal(jstr(j, "id"), id);
@@ -160,7 +156,7 @@ static void test_add_show_round_trip(void **state) {
     expect_stored(p, "mail", id, "name", "welcome"); /* the stored hash agrees */
 
     /* human output */
-    CLI(r, "job", "show", "mail", id, "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "mail", id, "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_non_null(strstr(r.out, "welcome"));
     assert_non_null(strstr(r.out, "waiting"));
@@ -171,18 +167,18 @@ static void test_add_show_round_trip(void **state) {
  * valid JSON from job show --json: such bytes come out as U+FFFD. */
 static void test_show_json_with_invalid_utf8(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
-    CLI(r, "queue", "add", "bytes", "n", "{}", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "bytes", "n", "{}", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char id[64];
     line1(&r, id, sizeof id);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     freeReplyObject(
-        testenv_cmd(c, "HSET %s:bytes:%s failedReason %b", p, id, "bad \xff\xc3( end", (size_t)11));
+        th_cmd(c, "HSET %s:bytes:%s failedReason %b", p, id, "bad \xff\xc3( end", (size_t)11));
     ferry__conn_close(c);
-    CLI(r, "job", "show", "bytes", id, "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "bytes", id, "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     assert_string_equal(jstr(j, "failedReason"), "bad \xef\xbf\xbd\xef\xbf\xbd( end");
@@ -205,20 +201,20 @@ static void expect_no_raw_codes(const char *what, const char *out) {
  * cannot forge lines or reach the terminal. --json stays exact. */
 static void test_show_text_escapes(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
-    CLI(r, "queue", "add", "esc", "na\nme\x1b[2J", "{}", "--job-id", "id\nFAKE", "--redis", url(),
-        "--prefix", p);
+    CLI(r, "queue", "add", "esc", "na\nme\x1b[2J", "{}", "--job-id", "id\nFAKE", "--redis",
+        cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    freeReplyObject(testenv_cmd(c, "HSET %s:esc:id\nFAKE failedReason %s returnvalue %s data %s",
-                                p, "\033[31mred\\x", "\"\xc2\x9b" "2J\"", "{\"a\":\n\"b\\\\c\"}"));
-    freeReplyObject(testenv_cmd(c, "HSET %s:esc:id\nFAKE stacktrace %b", p, "[\"\xe0\x80\x8a\"]",
-                                (size_t)7));
+    ferry_conn *c = th_conn();
+    freeReplyObject(th_cmd(c, "HSET %s:esc:id\nFAKE failedReason %s returnvalue %s data %s",
+                           p, "\033[31mred\\x", "\"\xc2\x9b" "2J\"", "{\"a\":\n\"b\\\\c\"}"));
+    freeReplyObject(th_cmd(c, "HSET %s:esc:id\nFAKE stacktrace %b", p, "[\"\xe0\x80\x8a\"]",
+                           (size_t)7));
     ferry__conn_close(c);
 
-    CLI(r, "job", "show", "esc", "id\nFAKE", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "esc", "id\nFAKE", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     expect_no_raw_codes("job show", r.out);
     if (cli_lines(r.out) != 18) fail_msg("job show: want 18 lines, got: %s", r.out);
@@ -247,9 +243,9 @@ static void test_show_text_escapes(void **state) {
 /* `scheduler upsert` prints the first job's id (repeat:ID:MS) escaped; --json exact. */
 static void test_scheduler_upsert_escapes(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
-    CLI(r, "scheduler", "upsert", "esc", "s\x1b[2J\nx", "--every", "60000", "--redis", url(),
+    CLI(r, "scheduler", "upsert", "esc", "s\x1b[2J\nx", "--every", "60000", "--redis", cli_url(),
         "--prefix", p);
     CLI_EXPECT(r, 0);
     expect_no_raw_codes("scheduler upsert", r.out);
@@ -258,7 +254,7 @@ static void test_scheduler_upsert_escapes(void **state) {
         fail_msg("scheduler upsert: want one escaped line, got: %s", r.out);
     cli_run_free(&r);
     CLI(r, "scheduler", "upsert", "esc", "s\x1b[2J\nx", "--every", "60000", "--json", "--redis",
-        url(), "--prefix", p);
+        cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     assert_string_equal(jstr(j, "id"), "s\x1b[2J\nx");
@@ -272,32 +268,32 @@ static void test_scheduler_upsert_escapes(void **state) {
  * surrogate escape) is job data like any other: added, stored and shown as JSON. */
 static void test_add_show_wide_json(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     const char *data = "{\"n\":100000000000000000000,\"s\":\"a\\u0000b\",\"l\":\"\\ud800\"}";
     cli_run r;
-    CLI(r, "queue", "add", "wide", "n", data, "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "wide", "n", data, "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char id[64];
     line1(&r, id, sizeof id);
     cli_run_free(&r);
     expect_stored(p, "wide", id, "data", data);
-    CLI(r, "job", "show", "wide", id, "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "wide", id, "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char want[256];
     snprintf(want, sizeof want, "\"data\":%s,", data);
     if (!strstr(r.out, want)) fail_msg("want %s in: %s", want, r.out);
     cli_run_free(&r);
     /* still refused: what is not JSON, with where */
-    CLI(r, "queue", "add", "wide", "n", "{\"a\":\n 1x}", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "wide", "n", "{\"a\":\n 1x}", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "DATA: invalid JSON at line 2 column 3");
     cli_run_free(&r);
 }
 
 static void test_add_from_stdin_and_env(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char env_url[1100], env_prefix[128];
-    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", url());
+    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", cli_url());
     snprintf(env_prefix, sizeof env_prefix, "FERRY_PREFIX=%s", p);
     cli_run r;
     /* connection from REDIS_URL / FERRY_PREFIX, data from stdin */
@@ -311,11 +307,11 @@ static void test_add_from_stdin_and_env(void **state) {
 
     /* over the payload limit: clear error, nothing added */
     CLI_IN(r, "{\"x\":\"0123456789\"}", "queue", "add", "q", "big", "-", "--max-payload", "10",
-           "--redis", url(), "--prefix", p);
+           "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "payload limit");
     cli_run_free(&r);
     /* empty (or blank) stdin says so */
-    CLI_IN(r, " \n", "queue", "add", "q", "blank", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, " \n", "queue", "add", "q", "blank", "-", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "DATA: standard input is empty (expected JSON)");
     cli_run_free(&r);
 }
@@ -324,11 +320,11 @@ static void test_add_from_stdin_and_env(void **state) {
  * registering that strategy would retry the job (a typo would silently remove retries). */
 static void test_add_warns_unknown_backoff(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "q", "n", "--opts",
-        "{\"attempts\":2,\"backoff\":{\"type\":\"exponentail\",\"delay\":100}}", "--redis", url(),
-        "--prefix", p);
+        "{\"attempts\":2,\"backoff\":{\"type\":\"exponentail\",\"delay\":100}}", "--redis",
+        cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_true(r.out[0] != 0); /* the id */
     assert_string_equal(r.err, "ferry queue add: warning: backoff type \"exponentail\" is not "
@@ -337,7 +333,7 @@ static void test_add_warns_unknown_backoff(void **state) {
     cli_run_free(&r);
     /* capped is ferry's own: added, with a warning that Node workers fail such a job */
     CLI(r, "queue", "add", "q", "n", "--opts", "{\"attempts\":2,\"backoff\":{\"type\":\"capped\"}}",
-        "--redis", url(), "--prefix", p);
+        "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_true(r.out[0] != 0);
     assert_string_equal(r.err, "ferry queue add: warning: backoff type \"capped\" is implemented "
@@ -349,7 +345,7 @@ static void test_add_warns_unknown_backoff(void **state) {
                            "{\"attempts\":2,\"backoff\":{\"type\":\"fixed\"}}",
                            "{\"attempts\":2,\"backoff\":100}", "{}"};
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
-        CLI(r, "queue", "add", "q", "n", "--opts", quiet[i], "--redis", url(), "--prefix", p);
+        CLI(r, "queue", "add", "q", "n", "--opts", quiet[i], "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 0);
         assert_string_equal(r.err, "");
         cli_run_free(&r);
@@ -358,11 +354,11 @@ static void test_add_warns_unknown_backoff(void **state) {
 
 static void test_opts_stored(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "q", "retrying", "{}", "--opts",
         "{\"attempts\":3,\"backoff\":{\"type\":\"exponential\",\"delay\":1000},\"delay\":60000}",
-        "--redis", url(), "--prefix", p);
+        "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char id[64];
     line1(&r, id, sizeof id);
@@ -377,7 +373,7 @@ static void test_opts_stored(void **state) {
     assert_int_equal(json_integer_value(json_object_get(bo, "delay")), 1000);
     json_decref(j);
 
-    CLI(r, "queue", "add", "q", "urgent", "--opts", "{\"priority\":5}", "--redis", url(),
+    CLI(r, "queue", "add", "q", "urgent", "--opts", "{\"priority\":5}", "--redis", cli_url(),
         "--prefix", p);
     CLI_EXPECT(r, 0);
     line1(&r, id, sizeof id);
@@ -388,7 +384,7 @@ static void test_opts_stored(void **state) {
     json_decref(j);
 
     /* bad option value: the library's EINVAL is a usage error */
-    CLI(r, "queue", "add", "q", "x", "--opts", "{\"attempts\":\"many\"}", "--redis", url(),
+    CLI(r, "queue", "add", "q", "x", "--opts", "{\"attempts\":\"many\"}", "--redis", cli_url(),
         "--prefix", p);
     CLI_EXPECT(r, 2);
     assert_int_equal(cli_lines(r.err), 1);
@@ -397,20 +393,20 @@ static void test_opts_stored(void **state) {
 
 static void test_duplicate_job_id(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
-    CLI(r, "queue", "add", "q", "once", "{\"v\":1}", "--job-id", "order-42", "--redis", url(),
+    CLI(r, "queue", "add", "q", "once", "{\"v\":1}", "--job-id", "order-42", "--redis", cli_url(),
         "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "order-42\n");
     cli_run_free(&r);
     /* --job-id overrides opts.jobId */
     CLI(r, "queue", "add", "q", "once", "{\"v\":2}", "--opts", "{\"jobId\":\"other\"}", "--job-id",
-        "order-42", "--redis", url(), "--prefix", p);
+        "order-42", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "order-42\n");
     cli_run_free(&r);
-    CLI(r, "queue", "counts", "q", "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "counts", "q", "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     assert_int_equal(jint(j, "waiting"), 1);
@@ -421,18 +417,18 @@ static void test_duplicate_job_id(void **state) {
 
 static void test_counts_json(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     for (int i = 0; i < 3; i++) {
-        CLI(r, "queue", "add", "c", "n", "--redis", url(), "--prefix", p);
+        CLI(r, "queue", "add", "c", "n", "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 0);
         cli_run_free(&r);
     }
-    CLI(r, "queue", "add", "c", "later", "--opts", "{\"delay\":600000}", "--redis", url(),
+    CLI(r, "queue", "add", "c", "later", "--opts", "{\"delay\":600000}", "--redis", cli_url(),
         "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    CLI(r, "queue", "counts", "c", "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "counts", "c", "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     assert_int_equal(json_object_size(j), 10);
@@ -446,15 +442,15 @@ static void test_counts_json(void **state) {
         assert_int_equal(jint(j, zero[i]), 0);
     json_decref(j);
     cli_run_free(&r);
-    CLI(r, "queue", "counts", "c", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "counts", "c", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_non_null(strstr(r.out, "waiting"));
     cli_run_free(&r);
 }
 
 static long long meta_paused(const char *p, const char *q) {
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HEXISTS %s:%s:meta paused", p, q);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HEXISTS %s:%s:meta paused", p, q);
     long long v = rep->integer;
     freeReplyObject(rep);
     ferry__conn_close(c);
@@ -463,24 +459,24 @@ static long long meta_paused(const char *p, const char *q) {
 
 static void test_pause_resume(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
-    CLI(r, "queue", "add", "pq", "n", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "pq", "n", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    CLI(r, "queue", "pause", "pq", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "pause", "pq", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     assert_int_equal(meta_paused(p, "pq"), 1);
-    CLI(r, "queue", "counts", "pq", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "counts", "pq", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_non_null(strstr(r.out, "queue pq: PAUSED"));
     cli_run_free(&r);
-    CLI(r, "queue", "resume", "pq", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "resume", "pq", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     assert_int_equal(meta_paused(p, "pq"), 0);
-    CLI(r, "queue", "counts", "pq", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "counts", "pq", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_non_null(strstr(r.out, "queue pq: not paused"));
     assert_null(strstr(r.out, "PAUSED"));
@@ -489,22 +485,22 @@ static void test_pause_resume(void **state) {
 
 static void test_job_missing_and_remove(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
-    CLI(r, "job", "show", "q", "nope", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "q", "nope", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 1);
     assert_string_equal(r.err, "ferry job show: job nope not found in queue q\n");
     cli_run_free(&r);
-    CLI(r, "queue", "add", "q", "n", "--job-id", "gone", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "q", "n", "--job-id", "gone", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    CLI(r, "job", "remove", "q", "gone", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "remove", "q", "gone", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    CLI(r, "job", "show", "q", "gone", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "q", "gone", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 1);
     cli_run_free(&r);
-    CLI(r, "job", "remove", "q", "gone", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "remove", "q", "gone", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 1);
     assert_non_null(strstr(r.err, "not found"));
     cli_run_free(&r);
@@ -514,27 +510,27 @@ static void test_job_missing_and_remove(void **state) {
  * it, wherever the positionals stand; a negative number is a positional without it. */
 static void test_dash_positionals(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char buf[64];
     cli_run r;
-    CLI(r, "queue", "add", "q", "n", "--job-id", "-abc", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "q", "n", "--job-id", "-abc", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_string_equal(line1(&r, buf, sizeof buf), "-abc");
     cli_run_free(&r);
-    CLI(r, "job", "show", "q", "--json", "--redis", url(), "--prefix", p, "--", "-abc");
+    CLI(r, "job", "show", "q", "--json", "--redis", cli_url(), "--prefix", p, "--", "-abc");
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     assert_string_equal(jstr(j, "id"), "-abc");
     json_decref(j);
     cli_run_free(&r);
-    CLI(r, "job", "show", "q", "-abc", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "q", "-abc", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "unknown option -abc");
     cli_run_free(&r);
-    CLI(r, "job", "remove", "--redis", url(), "--prefix", p, "--", "q", "-abc");
+    CLI(r, "job", "remove", "--redis", cli_url(), "--prefix", p, "--", "q", "-abc");
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     /* name and DATA after `--`; a negative number as DATA without it */
-    CLI(r, "queue", "add", "q", "--redis", url(), "--prefix", p, "--", "-name", "-1.5");
+    CLI(r, "queue", "add", "q", "--redis", cli_url(), "--prefix", p, "--", "-name", "-1.5");
     CLI_EXPECT(r, 0);
     line1(&r, buf, sizeof buf);
     cli_run_free(&r);
@@ -542,11 +538,11 @@ static void test_dash_positionals(void **state) {
     assert_string_equal(jstr(j, "name"), "-name");
     assert_true(json_number_value(json_object_get(j, "data")) == -1.5);
     json_decref(j);
-    CLI(r, "queue", "add", "q", "neg", "-2e3", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "q", "neg", "-2e3", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     /* not a number: an unknown option */
-    CLI(r, "queue", "add", "q", "neg", "-5abc", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "q", "neg", "-5abc", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "unknown option -5abc");
     cli_run_free(&r);
     /* counts are still checked with `--` */
@@ -564,9 +560,9 @@ static void test_dash_positionals(void **state) {
 static void test_stdout_write_error(void **state) {
     (void)state;
     char err[160];
-    snprintf(err, sizeof err, "%s/full.err", cli_tmpdir());
+    snprintf(err, sizeof err, "%s/full.err", th_tmpdir());
     const char *const *argvs[] = {
-        CLI_ARGV("queue", "add", "q", "n", "--redis", url(), "--prefix", testenv_prefix()),
+        CLI_ARGV("queue", "add", "q", "n", "--redis", cli_url(), "--prefix", th_prefix()),
         CLI_ARGV("--version"),
         /* its status is its verdict (119 throttled), kept; the delay line is what is lost */
         CLI_ARGV("http-outcome", "429", "60"),
@@ -574,7 +570,7 @@ static void test_stdout_write_error(void **state) {
     const int want[] = {1, 1, 119};
     for (size_t i = 0; i < sizeof argvs / sizeof argvs[0]; i++) {
         int code = cli_wait(cli_start(argvs[i], NULL, NULL, "/dev/full", err), 60000);
-        char *e = cli_slurp(err);
+        char *e = th_slurp(err);
         if (code != want[i] || !strstr(e, "ferry: error writing standard output: "))
             fail_msg("%s: exit %d, stderr: %s", argvs[i][0], code, e);
         if (i < 2 && !strstr(e, "No space left on device")) fail_msg("stderr: %s", e);
@@ -587,7 +583,7 @@ static void test_stdout_write_error(void **state) {
  * adding a job writes it as Node's Queue does. */
 static void test_read_only_leaves_no_key(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     const char *cmds[][4] = {
         {"queue", "counts", "ghost", NULL},
         {"job", "show", "ghost", "1"}, /* exit 1: not found, after opening the queue */
@@ -598,13 +594,14 @@ static void test_read_only_leaves_no_key(void **state) {
         {"queue", "obliterate", "ghost", "--yes"},
     };
     const int want_code[] = {0, 1, 0, 0, 0, 0, 0};
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cli_run r;
         if (cmds[i][3])
-            CLI(r, cmds[i][0], cmds[i][1], cmds[i][2], cmds[i][3], "--redis", url(), "--prefix", p);
+            CLI(r, cmds[i][0], cmds[i][1], cmds[i][2], cmds[i][3], "--redis", cli_url(), "--prefix",
+                p);
         else
-            CLI(r, cmds[i][0], cmds[i][1], cmds[i][2], "--redis", url(), "--prefix", p);
+            CLI(r, cmds[i][0], cmds[i][1], cmds[i][2], "--redis", cli_url(), "--prefix", p);
         if (r.code != want_code[i])
             fail_msg("%s %s: exit %d, want %d: %s", cmds[i][0], cmds[i][1], r.code, want_code[i],
                      r.err);
@@ -612,7 +609,7 @@ static void test_read_only_leaves_no_key(void **state) {
         if (i == sizeof cmds / sizeof cmds[0] - 1)
             assert_non_null(strstr(r.out, "obliterated, 0 keys deleted"));
         cli_run_free(&r);
-        redisReply *k = testenv_cmd(c, "KEYS %s:ghost:*", p);
+        redisReply *k = th_cmd(c, "KEYS %s:ghost:*", p);
         if (k->elements != 0) fail_msg("%s %s left %s", cmds[i][0], cmds[i][1], k->element[0]->str);
         freeReplyObject(k);
     }
@@ -621,12 +618,12 @@ static void test_read_only_leaves_no_key(void **state) {
     for (int i = 0; i < 2; i++) {
         cli_run r;
         if (i == 0)
-            CLI(r, "queue", "add", "ghost", "n", "--redis", url(), "--prefix", p);
+            CLI(r, "queue", "add", "ghost", "n", "--redis", cli_url(), "--prefix", p);
         else
-            CLI(r, "queue", "concurrency", "ghost2", "3", "--redis", url(), "--prefix", p);
+            CLI(r, "queue", "concurrency", "ghost2", "3", "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 0);
         cli_run_free(&r);
-        redisReply *v = testenv_cmd(c, "HGET %s:%s:meta version", p, queues[i]);
+        redisReply *v = th_cmd(c, "HGET %s:%s:meta version", p, queues[i]);
         assert_int_equal(v->type, REDIS_REPLY_STRING);
         assert_non_null(strstr(v->str, "bullmq:"));
         freeReplyObject(v);
@@ -637,10 +634,10 @@ static void test_read_only_leaves_no_key(void **state) {
 static void test_usage_errors(void **state) {
     (void)state;
     cli_run r;
-    CLI(r, "queue", "add", "q", "n", "{\"a\":", "--redis", url());
+    CLI(r, "queue", "add", "q", "n", "{\"a\":", "--redis", cli_url());
     expect_usage_error(&r, "ferry queue add: DATA: invalid JSON at line 1 column");
     cli_run_free(&r);
-    CLI(r, "queue", "add", "q", "n", "--opts", "{\"attempts\" 3}", "--redis", url());
+    CLI(r, "queue", "add", "q", "n", "--opts", "{\"attempts\" 3}", "--redis", cli_url());
     expect_usage_error(&r, "ferry queue add: --opts: invalid JSON at line 1 column");
     cli_run_free(&r);
     CLI(r, "queue", "add", "q", "n", "--opts", "[1]");
@@ -750,6 +747,6 @@ int main(void) {
         cmocka_unit_test(test_unreachable_redis),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

@@ -7,12 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_spawn.h"
-#include "support/testenv.h"
-
-static const char *url(void) {
-    return testenv_require("REDIS_URL");
-}
+#include "support/cli.h"
+#include "support/th.h"
 
 /* A usage error: exit 2, nothing on stdout, exactly one line on stderr containing `want`. */
 static void expect_usage_error(cli_run *r, const char *want) {
@@ -24,8 +20,8 @@ static void expect_usage_error(cli_run *r, const char *want) {
 
 /* EXISTS <prefix>:<queue>:<rest> */
 static long long exists(const char *p, const char *q, const char *rest) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "EXISTS %s:%s:%s", p, q, rest);
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "EXISTS %s:%s:%s", p, q, rest);
     long long v = r->integer;
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -36,17 +32,17 @@ static long long exists(const char *p, const char *q, const char *rest) {
 
 static void test_job_id_not_utf8(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "queue", "add", "u1", "n", "--job-id",
         "ab\xff"
         "c",
-        "--redis", url(), "--prefix", p);
+        "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "ferry queue add: --job-id: not valid UTF-8");
     cli_run_free(&r);
     /* not silently replaced by the jobId of --opts either */
     CLI(r, "queue", "add", "u1", "n", "--opts", "{\"jobId\":\"foo\"}", "--job-id", "\xff",
-        "--redis", url(), "--prefix", p);
+        "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "--job-id: not valid UTF-8");
     cli_run_free(&r);
     /* nothing was added: no job, no id counter */
@@ -55,8 +51,8 @@ static void test_job_id_not_utf8(void **state) {
     assert_int_equal(exists(p, "u1", "1"), 0);
     /* a UTF-8 id still works, and is idempotent */
     for (int i = 0; i < 2; i++) {
-        CLI(r, "queue", "add", "u1", "n", "--job-id", "caf\xc3\xa9", "--redis", url(), "--prefix",
-            p);
+        CLI(r, "queue", "add", "u1", "n", "--job-id", "caf\xc3\xa9", "--redis", cli_url(),
+            "--prefix", p);
         CLI_EXPECT(r, 0);
         assert_string_equal(r.out, "caf\xc3\xa9\n");
         cli_run_free(&r);
@@ -74,18 +70,18 @@ static char *json_of_size(size_t size, size_t extra) {
 
 static void test_stdin_payload_limit_after_trim(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     const size_t limit = 524288; /* the default --max-payload */
     cli_run r;
     /* exactly at the limit, with the newline `echo` or a file leaves and more blanks */
     char *data = json_of_size(limit, 8);
     strcat(data, "\n \t\r\n\n");
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "1\n");
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HSTRLEN %s:q:1 data", p);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HSTRLEN %s:q:1 data", p);
     assert_int_equal(rep->integer, (long long)limit);
     freeReplyObject(rep);
     ferry__conn_close(c);
@@ -94,7 +90,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     /* one byte over: refused, newline or not */
     data = json_of_size(limit + 1, 2);
     strcat(data, "\n");
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "over the payload limit of 524288 bytes");
     cli_run_free(&r);
     free(data);
@@ -102,7 +98,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     /* a huge input fails at the limit, without reading it all */
     size_t huge = 8u * 1024 * 1024;
     data = json_of_size(huge, 0);
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "over the payload limit");
     cli_run_free(&r);
     free(data);
@@ -112,7 +108,7 @@ static void test_stdin_payload_limit_after_trim(void **state) {
     data = json_of_size(16, blanks);
     memset(data + 16, '\n', blanks);
     data[16 + blanks] = 0;
-    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", url(), "--prefix", p);
+    CLI_IN(r, data, "queue", "add", "q", "n", "-", "--redis", cli_url(), "--prefix", p);
     expect_usage_error(&r, "bytes of whitespace after DATA");
     cli_run_free(&r);
     free(data);
@@ -124,27 +120,27 @@ static void test_stdin_payload_limit_after_trim(void **state) {
 
 static void test_tls_options_need_rediss(void **state) {
     (void)state;
-    const char *ca = testenv_require("TLS_CA");
+    const char *ca = th_env_require("TLS_CA");
     cli_run r;
-    CLI(r, "queue", "counts", "q", "--redis", url(), "--tls-insecure");
+    CLI(r, "queue", "counts", "q", "--redis", cli_url(), "--tls-insecure");
     expect_usage_error(&r, "--tls-insecure applies to rediss:// (TLS) URLs only");
     cli_run_free(&r);
     char env_url[1100];
-    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", url());
+    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", cli_url());
     cli_exec_env(&r, NULL, CLI_ARGV(env_url), CLI_ARGV("queue", "counts", "q", "--tls-ca", ca));
     expect_usage_error(&r, "--tls-ca applies to rediss:// (TLS) URLs only; the URL (REDIS_URL) is "
                            "redis://");
     cli_run_free(&r);
     char unix_url[1100];
-    snprintf(unix_url, sizeof unix_url, "unix://%s", testenv_require("REDIS_UNIX"));
+    snprintf(unix_url, sizeof unix_url, "unix://%s", th_env_require("REDIS_UNIX"));
     CLI(r, "queue", "counts", "q", "--redis", unix_url, "--tls-cert", ca);
     expect_usage_error(&r, "--tls-cert applies to rediss://");
     cli_run_free(&r);
     /* with a rediss:// URL they are used */
-    const char *tls_url = testenv_get("REDIS_TLS_URL");
+    const char *tls_url = th_env_get("REDIS_TLS_URL");
     if (tls_url) {
         CLI(r, "queue", "counts", "q", "--json", "--redis", tls_url, "--tls-ca", ca, "--prefix",
-            testenv_prefix());
+            th_prefix());
         CLI_EXPECT(r, 0);
         assert_non_null(strstr(r.out, "\"waiting\":0"));
         cli_run_free(&r);
@@ -154,7 +150,7 @@ static void test_tls_options_need_rediss(void **state) {
 static void test_empty_env_refused(void **state) {
     (void)state;
     char env_url[1100];
-    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", url());
+    snprintf(env_url, sizeof env_url, "REDIS_URL=%s", cli_url());
     cli_run r;
     cli_exec_env(&r, NULL, CLI_ARGV(env_url, "FERRY_PREFIX="), CLI_ARGV("queue", "counts", "q"));
     expect_usage_error(&r, "ferry queue counts: FERRY_PREFIX is set but empty");
@@ -175,19 +171,19 @@ static void test_numbers_are_strict(void **state) {
     static const char *const bad[] = {" 5", "+5", "5 ", "0x10", "1e3", "", "-"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_run r;
-        CLI(r, "queue", "counts", "q", "--timeout", bad[i], "--redis", url());
+        CLI(r, "queue", "counts", "q", "--timeout", bad[i], "--redis", cli_url());
         char want[64];
         snprintf(want, sizeof want, "--timeout: expected an integer from 1 to 3600000, got '%s'",
                  bad[i]);
         expect_usage_error(&r, want);
         cli_run_free(&r);
-        CLI(r, "queue", "rate-limit", "q", bad[i], "--redis", url());
+        CLI(r, "queue", "rate-limit", "q", bad[i], "--redis", cli_url());
         expect_usage_error(&r, "MS: expected an integer");
         cli_run_free(&r);
     }
     cli_run r;
-    CLI(r, "queue", "counts", "q", "--json", "--timeout", "5000", "--redis", url(), "--prefix",
-        testenv_prefix());
+    CLI(r, "queue", "counts", "q", "--json", "--timeout", "5000", "--redis", cli_url(), "--prefix",
+        th_prefix());
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     /* every numeric option states its range in --help */
@@ -245,7 +241,7 @@ static void test_group_help_and_extra_arguments(void **state) {
 
 static void test_scheduler_ranges_and_list(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     CLI(r, "scheduler", "upsert", "--help");
     CLI_EXPECT(r, 0);
@@ -268,20 +264,20 @@ static void test_scheduler_ranges_and_list(void **state) {
     cli_run_free(&r);
 
     CLI(r, "scheduler", "upsert", "q", "tick", "--every", "60000", "--offset", "250", "--redis",
-        url(), "--prefix", p);
+        cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    CLI(r, "scheduler", "list", "q", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "list", "q", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     if (!strstr(r.out, "every 60000 ms +250 ms")) fail_msg("offset not shown:\n%s", r.out);
     cli_run_free(&r);
 
     /* data another client stored that is neither JSON nor UTF-8: shown, not dropped */
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HSET %s:q:repeat:tick data %s", p, "caf\xe9");
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HSET %s:q:repeat:tick data %s", p, "caf\xe9");
     freeReplyObject(rep);
     ferry__conn_close(c);
-    CLI(r, "scheduler", "list", "q", "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "list", "q", "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_error_t je;
     json_t *j = json_loads(r.out, 0, &je);
@@ -294,26 +290,26 @@ static void test_scheduler_ranges_and_list(void **state) {
     cli_run_free(&r);
 
     /* remove: the scheduler and its pending iteration go; a second remove finds nothing */
-    c = testenv_conn();
-    rep = testenv_cmd(c, "ZCARD %s:q:delayed", p);
+    c = th_conn();
+    rep = th_cmd(c, "ZCARD %s:q:delayed", p);
     assert_int_equal(rep->integer, 1); /* the pending iteration */
     freeReplyObject(rep);
     ferry__conn_close(c);
-    CLI(r, "scheduler", "remove", "q", "tick", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "remove", "q", "tick", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    c = testenv_conn();
-    rep = testenv_cmd(c, "EXISTS %s:q:repeat:tick", p);
+    c = th_conn();
+    rep = th_cmd(c, "EXISTS %s:q:repeat:tick", p);
     assert_int_equal(rep->integer, 0);
     freeReplyObject(rep);
-    rep = testenv_cmd(c, "ZCARD %s:q:delayed", p);
+    rep = th_cmd(c, "ZCARD %s:q:delayed", p);
     assert_int_equal(rep->integer, 0);
     freeReplyObject(rep);
-    rep = testenv_cmd(c, "ZCARD %s:q:repeat", p);
+    rep = th_cmd(c, "ZCARD %s:q:repeat", p);
     assert_int_equal(rep->integer, 0);
     freeReplyObject(rep);
     ferry__conn_close(c);
-    CLI(r, "scheduler", "remove", "q", "tick", "--redis", url(), "--prefix", p);
+    CLI(r, "scheduler", "remove", "q", "tick", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 1);
     if (!strstr(r.err, "no job scheduler tick in queue q")) fail_msg("second remove: %s", r.err);
     cli_run_free(&r);
@@ -330,6 +326,6 @@ int main(void) {
         cmocka_unit_test(test_scheduler_ranges_and_list),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

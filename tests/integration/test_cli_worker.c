@@ -8,16 +8,16 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "cli_worker_support.h"
-#include "dead_worker.h"
+#include "support/cli.h"
+#include "support/wt.h"
 #include "util/clock.h"
 
 /* Connections named as the blocking connections of worker `name` on queue b64q. */
 static int named_clients(const char *p, const char *b64q, const char *name) {
     char want[192];
     snprintf(want, sizeof want, "name=%s:%s:w:%s ", p, b64q, name);
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "CLIENT LIST");
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "CLIENT LIST");
     int n = 0;
     for (const char *s = r->str; (s = strstr(s, want)); s += strlen(want))
         n++;
@@ -30,34 +30,34 @@ static int named_clients(const char *p, const char *b64q, const char *name) {
 
 static void test_exit_code_contract(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "exec";
+    const char *p = th_prefix(), *q = "exec";
     char echo[64], text[64], flaky[64], transient[64], permanent[64], quiet[64], crash[64],
         hang[64], nulout[64], binout[64], bigint[64];
-    add_job(p, q, "echo", "{\"k\":\"v\",\"n\":[1,2]}", "{}", echo, sizeof echo);
-    add_job(p, q, "text", "{}", "{}", text, sizeof text);
-    add_job(p, q, "flaky", "{}", "{\"attempts\":2}", flaky, sizeof flaky);
-    add_job(p, q, "transient", "{}", "{\"attempts\":2}", transient, sizeof transient);
-    add_job(p, q, "permanent", "{}", "{\"attempts\":3}", permanent, sizeof permanent);
-    add_job(p, q, "quiet", "{}", "{}", quiet, sizeof quiet);
-    add_job(p, q, "crash", "{}", "{}", crash, sizeof crash);
-    add_job(p, q, "hang", "{}", "{}", hang, sizeof hang);
-    add_job(p, q, "nulout", "{}", "{\"attempts\":3}", nulout, sizeof nulout);
-    add_job(p, q, "binout", "{}", "{\"attempts\":3}", binout, sizeof binout);
-    add_job(p, q, "bigint", "{}", "{}", bigint, sizeof bigint);
+    cli_add_job(p, q, "echo", "{\"k\":\"v\",\"n\":[1,2]}", "{}", echo, sizeof echo);
+    cli_add_job(p, q, "text", "{}", "{}", text, sizeof text);
+    cli_add_job(p, q, "flaky", "{}", "{\"attempts\":2}", flaky, sizeof flaky);
+    cli_add_job(p, q, "transient", "{}", "{\"attempts\":2}", transient, sizeof transient);
+    cli_add_job(p, q, "permanent", "{}", "{\"attempts\":3}", permanent, sizeof permanent);
+    cli_add_job(p, q, "quiet", "{}", "{}", quiet, sizeof quiet);
+    cli_add_job(p, q, "crash", "{}", "{}", crash, sizeof crash);
+    cli_add_job(p, q, "hang", "{}", "{}", hang, sizeof hang);
+    cli_add_job(p, q, "nulout", "{}", "{\"attempts\":3}", nulout, sizeof nulout);
+    cli_add_job(p, q, "binout", "{}", "{\"attempts\":3}", binout, sizeof binout);
+    cli_add_job(p, q, "bigint", "{}", "{}", bigint, sizeof bigint);
 
     char errp[160];
-    pid_t pid = start_worker(p, q,
-                             CLI_ARGV("--concurrency", "4", "--lanes", "2", "--timeout", "500",
-                                      "--kill-grace", "200", "--name", "exec-test"),
-                             errp, sizeof errp);
-    finished_arg fa = {p, q, 11};
-    int ok = testenv_wait_until(all_finished, &fa, 60000);
+    pid_t pid = cli_worker_start(p, q,
+                                 CLI_ARGV("--concurrency", "4", "--lanes", "2", "--timeout", "500",
+                                          "--kill-grace", "200", "--name", "exec-test"),
+                                 errp, sizeof errp);
+    cli_finished_arg fa = {p, q, 11};
+    int ok = th_wait_until(cli_all_finished, &fa, 60000);
     /* --lanes 2 at concurrency 4: one blocking connection carries the worker's name (Node's
      * getWorkers lists the worker once) */
     int named = ok ? named_clients(p, "ZXhlYw==", "exec-test") : -1; /* base64("exec") */
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!ok) fail_msg("jobs did not all finish; worker log:\n%s", log);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
 
@@ -66,8 +66,8 @@ static void test_exit_code_contract(void **state) {
         fail_msg("started line does not give the lanes; log:\n%s", log);
 
     /* exit 0 + JSON stdout: stored as JSON; env vars and stdin reached the command */
-    expect_state(p, q, echo, "completed");
-    char *rv = hget(p, q, echo, "returnvalue");
+    cli_expect_state(p, q, echo, "completed");
+    char *rv = cli_hget(p, q, echo, "returnvalue");
     json_t *j = json_loads(rv ? rv : "", 0, NULL);
     if (!j) fail_msg("echo returnvalue is not JSON: %s", rv ? rv : "(absent)");
     assert_string_equal(json_string_value(json_object_get(j, "queue")), q);
@@ -79,46 +79,46 @@ static void test_exit_code_contract(void **state) {
     assert_int_equal(json_array_size(json_object_get(data, "n")), 2);
     json_decref(j);
     free(rv);
-    expect_field(p, q, echo, "pb", "exec-test");
+    cli_expect_field(p, q, echo, "pb", "exec-test");
 
     /* exit 0 + plain text: stored as a JSON string (trailing newline dropped) */
-    expect_state(p, q, text, "completed");
-    expect_field(p, q, text, "returnvalue", "\"plain words\"");
+    cli_expect_state(p, q, text, "completed");
+    cli_expect_field(p, q, text, "returnvalue", "\"plain words\"");
 
     /* exit 75 then success: retried, FERRY_ATTEMPT=2 on the second run */
-    expect_state(p, q, flaky, "completed");
-    expect_field(p, q, flaky, "returnvalue", "\"second time lucky\"");
-    expect_field(p, q, flaky, "atm", "2");
+    cli_expect_state(p, q, flaky, "completed");
+    cli_expect_field(p, q, flaky, "returnvalue", "\"second time lucky\"");
+    cli_expect_field(p, q, flaky, "atm", "2");
 
     /* exit 75 every time: retried until attempts ran out; reason = last non-empty line */
-    expect_state(p, q, transient, "failed");
-    expect_field(p, q, transient, "atm", "2");
-    expect_field(p, q, transient, "failedReason", "still down");
+    cli_expect_state(p, q, transient, "failed");
+    cli_expect_field(p, q, transient, "atm", "2");
+    cli_expect_field(p, q, transient, "failedReason", "still down");
 
     /* exit 65: failed at once although attempts remained */
-    expect_state(p, q, permanent, "failed");
-    expect_field(p, q, permanent, "atm", "1");
-    expect_field(p, q, permanent, "failedReason", "bad input");
+    cli_expect_state(p, q, permanent, "failed");
+    cli_expect_field(p, q, permanent, "atm", "1");
+    cli_expect_field(p, q, permanent, "failedReason", "bad input");
 
     /* other exit without stderr, a signal, the time limit */
-    expect_state(p, q, quiet, "failed");
-    expect_field(p, q, quiet, "failedReason", "exit 3");
-    expect_state(p, q, crash, "failed");
-    expect_field(p, q, crash, "failedReason", "signal 9");
-    expect_state(p, q, hang, "failed");
-    expect_field(p, q, hang, "failedReason", "timeout after 500 ms");
+    cli_expect_state(p, q, quiet, "failed");
+    cli_expect_field(p, q, quiet, "failedReason", "exit 3");
+    cli_expect_state(p, q, crash, "failed");
+    cli_expect_field(p, q, crash, "failedReason", "signal 9");
+    cli_expect_state(p, q, hang, "failed");
+    cli_expect_field(p, q, hang, "failedReason", "timeout after 500 ms");
     /* exit 0: text with a NUL byte is stored as a JSON string; bytes that are not UTF-8
      * cannot be, and the job fails without retry (it ran: a retry would repeat it) */
-    expect_state(p, q, nulout, "completed");
-    expect_field(p, q, nulout, "returnvalue", "\"a\\u0000b\"");
+    cli_expect_state(p, q, nulout, "completed");
+    cli_expect_field(p, q, nulout, "returnvalue", "\"a\\u0000b\"");
     /* JSON that jansson refuses but JSON.parse takes (an integer past 64 bits) is JSON */
-    expect_state(p, q, bigint, "completed");
-    expect_field(p, q, bigint, "returnvalue", "{\"n\":100000000000000000000}");
-    expect_state(p, q, binout, "failed");
-    expect_field(p, q, binout, "atm", "1");
-    expect_field(p, q, binout, "failedReason",
-                 "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored as "
-                 "the return value (not retried: the command succeeded)");
+    cli_expect_state(p, q, bigint, "completed");
+    cli_expect_field(p, q, bigint, "returnvalue", "{\"n\":100000000000000000000}");
+    cli_expect_state(p, q, binout, "failed");
+    cli_expect_field(p, q, binout, "atm", "1");
+    cli_expect_field(p, q, binout, "failedReason",
+                     "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored as "
+                     "the return value (not retried: the command succeeded)");
 
     /* log: stderr passed through with the job id, one outcome line per attempt, no payloads */
     char want[128];
@@ -137,45 +137,33 @@ static void test_exit_code_contract(void **state) {
 
 static void test_sigterm_lets_running_job_finish(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "graceful";
+    const char *p = th_prefix(), *q = "graceful";
     char go[200];
-    snprintf(go, sizeof go, "%s/go", cli_tmpdir());
+    snprintf(go, sizeof go, "%s/go", th_tmpdir());
     unlink(go);
     char id[64];
-    add_job(p, q, "wait", "{}", "{}", id, sizeof id);
+    cli_add_job(p, q, "wait", "{}", "{}", id, sizeof id);
     char errp[160];
-    pid_t pid = start_worker(p, q, NULL, errp, sizeof errp);
-    file_arg started;
-    snprintf(started.path, sizeof started.path, "%s/started-%s", cli_tmpdir(), id);
-    if (!testenv_wait_until(file_exists, &started, 30000)) {
+    pid_t pid = cli_worker_start(p, q, NULL, errp, sizeof errp);
+    th_file_arg started;
+    snprintf(started.path, sizeof started.path, "%s/started-%s", th_tmpdir(), id);
+    if (!th_wait_until(th_file_exists, &started, 30000)) {
         kill(pid, SIGKILL);
         cli_wait(pid, 10000);
-        char *log = cli_slurp(errp);
+        char *log = th_slurp(errp);
         fail_msg("job never started; log:\n%s", log);
     }
     kill(pid, SIGTERM);
     /* the job is still running; it may finish only now, and the worker must wait for it */
-    cli_write_file(go, "", 0600);
+    th_write_file(go, "", 0600);
     int code = cli_wait(pid, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     assert_non_null(strstr(log, "SIGTERM"));
     free(log);
-    expect_state(p, q, id, "completed");
-    expect_field(p, q, id, "returnvalue", "\"finished\"");
+    cli_expect_state(p, q, id, "completed");
+    cli_expect_field(p, q, id, "returnvalue", "\"finished\"");
     unlink(go);
-}
-
-typedef struct log_arg {
-    const char *path, *needle;
-} log_arg;
-
-static int log_has(void *arg) {
-    const log_arg *a = arg;
-    char *log = cli_slurp(a->path);
-    int found = log && strstr(log, a->needle) != NULL;
-    free(log);
-    return found;
 }
 
 /* A second stop signal kills the running commands: their jobs go back to the queue (delayed,
@@ -184,45 +172,45 @@ static int log_has(void *arg) {
  * jobs' failure. */
 static void test_second_signal_hands_job_back(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "stopped";
+    const char *p = th_prefix(), *q = "stopped";
     char go[200];
-    snprintf(go, sizeof go, "%s/go", cli_tmpdir());
+    snprintf(go, sizeof go, "%s/go", th_tmpdir());
     unlink(go); /* never created: the commands run until they are stopped */
     const char *names[2] = {"wait", "trapwait"};
     const char *reasons[2] = {"signal 15: stopped by the worker's shutdown",
                               "exit 1: stopped by the worker's shutdown"};
     char ids[2][64];
-    file_arg started[2]; /* (an earlier test's job may have had the same id) */
+    th_file_arg started[2]; /* (an earlier test's job may have had the same id) */
     for (int i = 0; i < 2; i++) {
-        add_job(p, q, names[i], "{}", "{\"attempts\":1}", ids[i], sizeof ids[i]);
-        snprintf(started[i].path, sizeof started[i].path, "%s/started-%s", cli_tmpdir(), ids[i]);
+        cli_add_job(p, q, names[i], "{}", "{\"attempts\":1}", ids[i], sizeof ids[i]);
+        snprintf(started[i].path, sizeof started[i].path, "%s/started-%s", th_tmpdir(), ids[i]);
         unlink(started[i].path);
     }
     char errp[160];
-    pid_t pid = start_worker(p, q, CLI_ARGV("--concurrency", "2"), errp, sizeof errp);
+    pid_t pid = cli_worker_start(p, q, CLI_ARGV("--concurrency", "2"), errp, sizeof errp);
     for (int i = 0; i < 2; i++)
-        if (!testenv_wait_until(file_exists, &started[i], 30000)) {
+        if (!th_wait_until(th_file_exists, &started[i], 30000)) {
             kill(pid, SIGKILL);
             cli_wait(pid, 10000);
-            fail_msg("job %s never started; log:\n%s", ids[i], cli_slurp(errp));
+            fail_msg("job %s never started; log:\n%s", ids[i], th_slurp(errp));
         }
     kill(pid, SIGTERM);
     /* (two signals sent at once may arrive as one) */
-    log_arg first = {errp, "SIGTERM received: finishing running jobs"};
-    if (!testenv_wait_until(log_has, &first, 30000)) {
+    th_log_arg first = {errp, "SIGTERM received: finishing running jobs"};
+    if (!th_wait_until(th_log_has, &first, 30000)) {
         kill(pid, SIGKILL);
         cli_wait(pid, 10000);
-        fail_msg("the first SIGTERM was not taken; log:\n%s", cli_slurp(errp));
+        fail_msg("the first SIGTERM was not taken; log:\n%s", th_slurp(errp));
     }
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     free(log);
     for (int i = 0; i < 2; i++) {
-        expect_state(p, q, ids[i], "delayed");
-        expect_field(p, q, ids[i], "failedReason", reasons[i]);
-        char *atm = hget(p, q, ids[i], "atm");
+        cli_expect_state(p, q, ids[i], "delayed");
+        cli_expect_field(p, q, ids[i], "failedReason", reasons[i]);
+        char *atm = cli_hget(p, q, ids[i], "atm");
         if (atm && strcmp(atm, "0") != 0)
             fail_msg("%s: an attempt was spent: atm %s", names[i], atm);
         free(atm);
@@ -242,10 +230,10 @@ static void test_signal_while_connecting(void **state) {
     char silent[64];
     snprintf(silent, sizeof silent, "redis://127.0.0.1:%d", ntohs(a.sin_port));
     char errp[160], outp[160];
-    snprintf(errp, sizeof errp, "%s/connecting.err", cli_tmpdir());
-    snprintf(outp, sizeof outp, "%s/connecting.out", cli_tmpdir());
+    snprintf(errp, sizeof errp, "%s/connecting.err", th_tmpdir());
+    snprintf(outp, sizeof outp, "%s/connecting.out", th_tmpdir());
     pid_t pid = cli_start(CLI_ARGV("worker", "q", "--redis", silent, "--command-timeout", "60000",
-                                   "--", script_path()),
+                                   "--", cli_job_script()),
                           NULL, NULL, outp, errp);
     /* the worker has connected and waits for its first reply */
     struct pollfd pfd = {ls, POLLIN, 0};
@@ -253,7 +241,7 @@ static void test_signal_while_connecting(void **state) {
     int cs = ready == 1 ? accept(ls, NULL, NULL) : -1;
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 20000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (cs < 0) fail_msg("the worker never connected; log:\n%s", log);
     if (code != 0 || !strstr(log, "SIGTERM received while connecting: exiting, no job was taken"))
         fail_msg("exit %d; log:\n%s", code, log);
@@ -264,18 +252,18 @@ static void test_signal_while_connecting(void **state) {
 
 static void test_max_jobs_and_idle_exit(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "bounded";
+    const char *p = th_prefix(), *q = "bounded";
     char id[64];
-    add_job(p, q, "text", "{}", "{}", id, sizeof id);
+    cli_add_job(p, q, "text", "{}", "{}", id, sizeof id);
     char errp[160];
-    pid_t pid = start_worker(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
+    pid_t pid = cli_worker_start(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
     int code = cli_wait(pid, 60000);
-    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, cli_slurp(errp));
-    expect_state(p, q, id, "completed");
+    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, th_slurp(errp));
+    cli_expect_state(p, q, id, "completed");
 
-    pid = start_worker(p, q, CLI_ARGV("--idle-exit", "200"), errp, sizeof errp);
+    pid = cli_worker_start(p, q, CLI_ARGV("--idle-exit", "200"), errp, sizeof errp);
     code = cli_wait(pid, 60000);
-    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, cli_slurp(errp));
+    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, th_slurp(errp));
 }
 
 /* ---- ferry http-outcome ----------------------------------------------------------------- */
@@ -375,10 +363,10 @@ static void test_worker_option_validation(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_run r;
         if (bad[i].a2)
-            CLI(r, "worker", "q", "--redis", url(), bad[i].a1, bad[i].v1, bad[i].a2, bad[i].v2,
+            CLI(r, "worker", "q", "--redis", cli_url(), bad[i].a1, bad[i].v1, bad[i].a2, bad[i].v2,
                 "--", "/bin/true");
         else
-            CLI(r, "worker", "q", "--redis", url(), bad[i].a1, bad[i].v1, "--", "/bin/true");
+            CLI(r, "worker", "q", "--redis", cli_url(), bad[i].a1, bad[i].v1, "--", "/bin/true");
         if (r.code != 2 || !strstr(r.err, bad[i].err_has) || cli_lines(r.err) != 1)
             fail_msg("%s %s %s %s: exit %d, stderr '%s' (want 2 and one line with '%s')", bad[i].a1,
                      bad[i].v1, bad[i].a2 ? bad[i].a2 : "", bad[i].v2 ? bad[i].v2 : "", r.code,
@@ -389,7 +377,7 @@ static void test_worker_option_validation(void **state) {
     memset(name, 'n', 257);
     name[257] = 0;
     cli_run r;
-    CLI(r, "worker", "q", "--redis", url(), "--name", name, "--", "/bin/true");
+    CLI(r, "worker", "q", "--redis", cli_url(), "--name", name, "--", "/bin/true");
     CLI_EXPECT(r, 2);
     if (!strstr(r.err, "--name: expected 1 to 256 bytes, got 257")) fail_msg("stderr: %s", r.err);
     cli_run_free(&r);
@@ -431,19 +419,19 @@ static int json_lines_of(const char *log, const char *q, const char *id, const c
 
 static void test_log_lines(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "logs";
+    const char *p = th_prefix(), *q = "logs";
     const char *data = "{\"traceId\":\"trace-e-42\",\"secret\":\"" SECRET "\"}";
     char ok_id[64], perm[64], later[64], trans[64];
-    add_job(p, q, "text", data, "{}", ok_id, sizeof ok_id);
-    add_job(p, q, "permanent", data, "{\"attempts\":3}", perm, sizeof perm);
-    add_job(p, q, "postpone:once:118:FERRY_RETRY_AFTER_MS=0", data, "{\"attempts\":2}", later,
-            sizeof later);
-    add_job(p, q, "transient", data, "{\"attempts\":2}", trans, sizeof trans);
+    cli_add_job(p, q, "text", data, "{}", ok_id, sizeof ok_id);
+    cli_add_job(p, q, "permanent", data, "{\"attempts\":3}", perm, sizeof perm);
+    cli_add_job(p, q, "postpone:once:118:FERRY_RETRY_AFTER_MS=0", data, "{\"attempts\":2}", later,
+                sizeof later);
+    cli_add_job(p, q, "transient", data, "{\"attempts\":2}", trans, sizeof trans);
     char errp[160];
-    pid_t pid =
-        start_worker(p, q, CLI_ARGV("--log-format", "json", "--max-jobs", "6"), errp, sizeof errp);
+    pid_t pid = cli_worker_start(p, q, CLI_ARGV("--log-format", "json", "--max-jobs", "6"), errp,
+                                 sizeof errp);
     int code = cli_wait(pid, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     if (strstr(log, SECRET)) fail_msg("job data leaked into the log:\n%s", log);
     char outc[4][24];
@@ -462,10 +450,10 @@ static void test_log_lines(void **state) {
 
     /* text (default) and none */
     char t2[64];
-    add_job(p, q, "text", data, "{}", t2, sizeof t2);
-    pid = start_worker(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
+    cli_add_job(p, q, "text", data, "{}", t2, sizeof t2);
+    pid = cli_worker_start(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
     code = cli_wait(pid, 60000);
-    log = cli_slurp(errp);
+    log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     char want[200];
     snprintf(want, sizeof want, "ferry worker: queue=%s job=text id=%s attempt=1 trace=trace-e-42",
@@ -473,15 +461,15 @@ static void test_log_lines(void **state) {
     if (!strstr(log, want) || !strstr(log, "outcome=completed") || strstr(log, SECRET))
         fail_msg("text log line: want '%s', outcome, no data:\n%s", want, log);
     free(log);
-    add_job(p, q, "text", data, "{}", t2, sizeof t2);
-    pid =
-        start_worker(p, q, CLI_ARGV("--max-jobs", "1", "--log-format", "none"), errp, sizeof errp);
+    cli_add_job(p, q, "text", data, "{}", t2, sizeof t2);
+    pid = cli_worker_start(p, q, CLI_ARGV("--max-jobs", "1", "--log-format", "none"), errp,
+                           sizeof errp);
     code = cli_wait(pid, 60000);
-    log = cli_slurp(errp);
+    log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     if (strstr(log, "outcome=") || strstr(log, "\"outcome\""))
         fail_msg("--log-format none still logged outcomes:\n%s", log);
-    expect_state(p, q, t2, "completed");
+    cli_expect_state(p, q, t2, "completed");
     free(log);
 }
 
@@ -500,34 +488,34 @@ static void test_worker_unreachable_redis(void **state) {
  * a short lock that nobody renews) fails at its first stall instead of running again. */
 static void test_max_stalled_count_zero_fails_first_stall(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "stall0";
+    const char *p = th_prefix(), *q = "stall0";
     char id[64];
-    add_job(p, q, "echo", "{}", "{\"attempts\":3}", id, sizeof id);
+    cli_add_job(p, q, "echo", "{}", "{\"attempts\":3}", id, sizeof id);
     /* a worker that then dies: it takes the job with a 200 ms lock, never renewed */
     char base[160];
     snprintf(base, sizeof base, "%s:%s:", p, q);
-    ferry_conn *c = testenv_conn();
-    dead_worker_fetch(c, base, id, 200);
+    ferry_conn *c = th_conn();
+    wt_dead_worker_fetch(c, base, id, 200);
     ferry__conn_close(c);
 
     char errp[160];
     pid_t pid =
-        start_worker(p, q, CLI_ARGV("--max-stalled-count", "0", "--stalled-interval", "1000"), errp,
-                     sizeof errp);
-    finished_arg fa = {p, q, 1};
-    int ok = testenv_wait_until(all_finished, &fa, 20000);
+        cli_worker_start(p, q, CLI_ARGV("--max-stalled-count", "0", "--stalled-interval", "1000"),
+                         errp, sizeof errp);
+    cli_finished_arg fa = {p, q, 1};
+    int ok = th_wait_until(cli_all_finished, &fa, 20000);
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 30000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!ok) fail_msg("the stalled job was not settled; worker log:\n%s", log);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     free(log);
-    expect_state(p, q, id, "failed");
-    expect_field(p, q, id, "failedReason", "job stalled more than allowable limit");
-    expect_field(p, q, id, "stc", "1");
+    cli_expect_state(p, q, id, "failed");
+    cli_expect_field(p, q, id, "failedReason", "job stalled more than allowable limit");
+    cli_expect_field(p, q, id, "stc", "1");
     /* failed with attempts left and no returnvalue: the fetch that followed the stall
      * failed it without running the command (ats still counts that fetch, as in BullMQ) */
-    char *rv = hget(p, q, id, "returnvalue");
+    char *rv = cli_hget(p, q, id, "returnvalue");
     if (rv) fail_msg("job %s ran: returnvalue %s", id, rv);
 }
 
@@ -545,6 +533,6 @@ int main(void) {
         cmocka_unit_test(test_max_stalled_count_zero_fails_first_stall),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

@@ -6,7 +6,7 @@
  * the stop escalation. Real binary, real processes, the fixture's Redis. */
 #include <errno.h>
 
-#include "cli_worker_support.h"
+#include "support/cli.h"
 
 /* The job command: the job name chooses what it leaves running. Each process it starts
  * appends its own pid to $CLITEST_DIR/pids-<job id>, the command last ("cmd <pid>"). */
@@ -29,15 +29,15 @@ static const char guard_script[] =
 static const char *guard_script_path(void) {
     static char path[128];
     if (!path[0]) {
-        snprintf(path, sizeof path, "%s/guard-job.sh", cli_tmpdir());
-        cli_write_file(path, guard_script, 0755);
+        snprintf(path, sizeof path, "%s/guard-job.sh", th_tmpdir());
+        th_write_file(path, guard_script, 0755);
     }
     return path;
 }
 
 static pid_t start_guard_worker(const char *p, const char *q, const char *const *extra,
                                 char *err_path, size_t cap) {
-    return start_worker_cmd(p, q, extra, guard_script_path(), err_path, cap);
+    return cli_worker_start_cmd(p, q, extra, guard_script_path(), err_path, cap);
 }
 
 /* ---- the processes a job left ----------------------------------------------------------- */
@@ -101,7 +101,7 @@ static int tree_gone(void *arg) {
 
 /* On failure: say which processes survive, and kill them so no sleep outlives the test. */
 static void tree_expect_gone(tree *t, const char *after, const char *log) {
-    if (testenv_wait_until(tree_gone, t, 5000)) return;
+    if (th_wait_until(tree_gone, t, 5000)) return;
     char alive[256] = "";
     for (int i = 0; i < t->n; i++)
         if (proc_stat(t->pid[i], NULL, NULL)) {
@@ -131,9 +131,9 @@ static void tree_check_shape(const tree *t) {
 
 static void start_tree_job(const char *p, const char *q, const char *name, char *id, size_t cap,
                            tree *t) {
-    add_job(p, q, name, "{}", "{}", id, cap);
+    cli_add_job(p, q, name, "{}", "{}", id, cap);
     memset(t, 0, sizeof *t);
-    snprintf(t->path, sizeof t->path, "%s/pids-%s", cli_tmpdir(), id);
+    snprintf(t->path, sizeof t->path, "%s/pids-%s", th_tmpdir(), id);
     unlink(t->path);
 }
 
@@ -144,20 +144,20 @@ static void start_tree_job(const char *p, const char *q, const char *name, char 
  * must go with the worker, at once, not after the command's own 300 s. */
 static void test_sigkill_of_worker_kills_the_job(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "guard-kill";
+    const char *p = th_prefix(), *q = "guard-kill";
     char id[64], errp[160];
     tree t;
     start_tree_job(p, q, "tree", id, sizeof id, &t);
     pid_t w = start_guard_worker(p, q, CLI_ARGV("--job-timeout", "60000"), errp, sizeof errp);
-    if (!testenv_wait_until(tree_read, &t, 30000)) {
+    if (!th_wait_until(tree_read, &t, 30000)) {
         kill(w, SIGKILL);
         cli_wait(w, 10000);
-        fail_msg("the job never started its processes; log:\n%s", cli_slurp(errp));
+        fail_msg("the job never started its processes; log:\n%s", th_slurp(errp));
     }
     tree_check_shape(&t);
     kill(w, SIGKILL);
     cli_wait(w, 10000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     tree_expect_gone(&t, "the worker's SIGKILL", log);
     free(log);
 }
@@ -166,24 +166,24 @@ static void test_sigkill_of_worker_kills_the_job(void **state) {
  * while the worker lives on. */
 static void test_timeout_kills_the_whole_job(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "guard-timeout";
+    const char *p = th_prefix(), *q = "guard-timeout";
     char id[64], errp[160];
     tree t;
     start_tree_job(p, q, "tree", id, sizeof id, &t);
     pid_t w = start_guard_worker(p, q, CLI_ARGV("--job-timeout", "2000", "--kill-grace", "500"),
                                  errp, sizeof errp);
-    int started = testenv_wait_until(tree_read, &t, 30000);
-    finished_arg fa = {p, q, 1};
-    int finished = started && testenv_wait_until(all_finished, &fa, 30000);
+    int started = th_wait_until(tree_read, &t, 30000);
+    cli_finished_arg fa = {p, q, 1};
+    int finished = started && th_wait_until(cli_all_finished, &fa, 30000);
     if (started) tree_expect_gone(&t, "the time limit", NULL);
     kill(w, SIGTERM);
     int code = cli_wait(w, 30000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!started || !finished || code != 0)
         fail_msg("started %d finished %d exit %d; log:\n%s", started, finished, code, log);
     free(log);
-    expect_state(p, q, id, "failed");
-    expect_field(p, q, id, "failedReason", "timeout after 2000 ms");
+    cli_expect_state(p, q, id, "failed");
+    cli_expect_field(p, q, id, "failedReason", "timeout after 2000 ms");
 }
 
 /* A command that exits 0 leaving processes behind: its job completes with its stdout, and
@@ -191,77 +191,65 @@ static void test_timeout_kills_the_whole_job(void **state) {
  * longer in its group or its children. */
 static void test_leftovers_end_with_the_command(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "guard-leave";
+    const char *p = th_prefix(), *q = "guard-leave";
     char id[64], errp[160];
     tree t;
     start_tree_job(p, q, "leave", id, sizeof id, &t);
     pid_t w = start_guard_worker(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
     int code = cli_wait(w, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     if (!tree_read(&t)) fail_msg("the job did not record its processes; log:\n%s", log);
     tree_expect_gone(&t, "the command's exit", log);
     free(log);
-    expect_state(p, q, id, "completed");
-    expect_field(p, q, id, "returnvalue", "\"left\"");
+    cli_expect_state(p, q, id, "completed");
+    cli_expect_field(p, q, id, "returnvalue", "\"left\"");
 }
 
 /* The command sees 0, 1 and 2 only (`ls` adds its own directory descriptor, 3), although the
  * worker was started with more open (this test process's are inherited by it). */
 static void test_command_has_only_std_fds(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "guard-fds";
+    const char *p = th_prefix(), *q = "guard-fds";
     int extra = open("/dev/null", O_RDONLY); /* not close-on-exec: the worker inherits it */
     char id[64], errp[160];
-    add_job(p, q, "fds", "{}", "{}", id, sizeof id);
+    cli_add_job(p, q, "fds", "{}", "{}", id, sizeof id);
     pid_t w = start_guard_worker(p, q, CLI_ARGV("--max-jobs", "1"), errp, sizeof errp);
     int code = cli_wait(w, 60000);
     close(extra);
-    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, cli_slurp(errp));
-    expect_state(p, q, id, "completed");
-    expect_field(p, q, id, "returnvalue", "\"0\\n1\\n2\\n3\"");
-}
-
-typedef struct log_arg {
-    const char *path, *needle;
-} log_arg;
-
-static int log_has(void *arg) {
-    const log_arg *a = arg;
-    char *log = cli_slurp(a->path);
-    int found = strstr(log, a->needle) != NULL;
-    free(log);
-    return found;
+    if (code != 0) fail_msg("worker exit %d; log:\n%s", code, th_slurp(errp));
+    cli_expect_state(p, q, id, "completed");
+    cli_expect_field(p, q, id, "returnvalue", "\"0\\n1\\n2\\n3\"");
 }
 
 /* A command removed while the worker runs: the guard cannot start it and says why, and the
  * job fails (transient) with that reason, as when the worker started commands itself. */
 static void test_command_that_cannot_start(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "guard-gone";
+    const char *p = th_prefix(), *q = "guard-gone";
     char path[200], errp[160], id[64];
-    snprintf(path, sizeof path, "%s/vanishing.sh", cli_tmpdir());
-    cli_write_file(path, "#!/bin/sh\nexit 0\n", 0755);
+    snprintf(path, sizeof path, "%s/vanishing.sh", th_tmpdir());
+    th_write_file(path, "#!/bin/sh\nexit 0\n", 0755);
     char outp[160];
-    snprintf(errp, sizeof errp, "%s/gone.err", cli_tmpdir());
-    snprintf(outp, sizeof outp, "%s/gone.out", cli_tmpdir());
-    pid_t w = cli_start(CLI_ARGV("worker", q, "--redis", url(), "--prefix", p, "--", path), NULL,
-                        NULL, outp, errp);
-    log_arg started = {errp, " started"};
-    int ok = testenv_wait_until(log_has, &started, 30000);
+    snprintf(errp, sizeof errp, "%s/gone.err", th_tmpdir());
+    snprintf(outp, sizeof outp, "%s/gone.out", th_tmpdir());
+    pid_t w = cli_start(CLI_ARGV("worker", q, "--redis", cli_url(), "--prefix", p, "--", path),
+                        NULL, NULL, outp, errp);
+    th_log_arg started = {errp, " started"};
+    int ok = th_wait_until(th_log_has, &started, 30000);
     unlink(path);
-    add_job(p, q, "x", "{}", "{}", id, sizeof id);
-    finished_arg fa = {p, q, 1};
-    ok = ok && testenv_wait_until(all_finished, &fa, 30000);
+    cli_add_job(p, q, "x", "{}", "{}", id, sizeof id);
+    cli_finished_arg fa = {p, q, 1};
+    ok = ok && th_wait_until(cli_all_finished, &fa, 30000);
     kill(w, SIGTERM);
     int code = cli_wait(w, 30000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!ok || code != 0) fail_msg("exit %d; log:\n%s", code, log);
     free(log);
-    expect_state(p, q, id, "failed");
+    cli_expect_state(p, q, id, "failed");
     char want[300];
     snprintf(want, sizeof want, "cannot run %s: %s", path, strerror(ENOENT));
-    expect_field(p, q, id, "failedReason", want);
+    cli_expect_field(p, q, id, "failedReason", want);
 }
 
 /* A command that stops its guard (SIGSTOP cannot be blocked) and then runs on. The guard
@@ -278,9 +266,9 @@ static const char stopper_script[] = "#!/bin/bash\n"
 static pid_t start_stopper_worker(const char *p, const char *q, const char *const *extra,
                                   char *err_path, size_t cap) {
     static char script[160];
-    snprintf(script, sizeof script, "%s/stopper.sh", cli_tmpdir());
-    cli_write_file(script, stopper_script, 0755);
-    return start_worker_cmd(p, q, extra, script, err_path, cap);
+    snprintf(script, sizeof script, "%s/stopper.sh", th_tmpdir());
+    th_write_file(script, stopper_script, 0755);
+    return cli_worker_start_cmd(p, q, extra, script, err_path, cap);
 }
 
 typedef struct stopper {
@@ -330,10 +318,10 @@ static void stopper_cleanup(const stopper *s) {
 /* The worker's exit code, or -1 when it still runs after timeout_ms (then it is killed, as
  * is the command, so that nothing outlives the test before it fails). */
 static int stopper_wait(pid_t w, const stopper *s, int timeout_ms) {
-    long long deadline = cli_mono_ms() + timeout_ms;
+    long long deadline = th_mono_ms() + timeout_ms;
     int st;
     while (waitpid(w, &st, WNOHANG) != w) {
-        if (cli_mono_ms() > deadline) {
+        if (th_mono_ms() > deadline) {
             kill(w, SIGKILL);
             waitpid(w, &st, 0);
             stopper_cleanup(s);
@@ -348,50 +336,50 @@ static int stopper_wait(pid_t w, const stopper *s, int timeout_ms) {
 /* The time limit ends the job although the command stopped its guard. */
 static void test_stopped_guard_timeout(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "guard-stopped-timeout";
+    const char *p = th_prefix(), *q = "guard-stopped-timeout";
     char id[64], errp[160];
-    add_job(p, q, "x", "{}", "{}", id, sizeof id);
+    cli_add_job(p, q, "x", "{}", "{}", id, sizeof id);
     stopper s = {.cmd = 0};
-    snprintf(s.path, sizeof s.path, "%s/stopper-%s", cli_tmpdir(), id);
+    snprintf(s.path, sizeof s.path, "%s/stopper-%s", th_tmpdir(), id);
     pid_t w = start_stopper_worker(
         p, q, CLI_ARGV("--max-jobs", "1", "--job-timeout", "2000", "--kill-grace", "500"), errp,
         sizeof errp);
-    int ready = testenv_wait_until(stopper_ready, &s, 30000);
-    finished_arg fa = {p, q, 1};
-    int finished = ready && testenv_wait_until(all_finished, &fa, 10000);
+    int ready = th_wait_until(stopper_ready, &s, 30000);
+    cli_finished_arg fa = {p, q, 1};
+    int finished = ready && th_wait_until(cli_all_finished, &fa, 10000);
     int code = stopper_wait(w, &s, finished ? 30000 : 0);
-    int cmd_alive = !testenv_wait_until(stopper_cmd_gone, &s, 5000);
+    int cmd_alive = !th_wait_until(stopper_cmd_gone, &s, 5000);
     stopper_cleanup(&s);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!ready || !finished || code != 0 || cmd_alive)
         fail_msg("guard stopped %d, job finished %d, exit %d, command alive %d; log:\n%s", ready,
                  finished, code, cmd_alive, log);
     free(log);
-    expect_state(p, q, id, "failed");
-    expect_field(p, q, id, "failedReason", "timeout after 2000 ms");
+    cli_expect_state(p, q, id, "failed");
+    cli_expect_field(p, q, id, "failedReason", "timeout after 2000 ms");
 }
 
 /* Three SIGTERMs (drain, SIGTERM to the command, SIGKILL to it) end the worker long before
  * its shutdown timeout, although the command stopped its guard and ignores SIGTERM. */
 static void test_stopped_guard_stop_escalation(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "guard-stopped-stop";
+    const char *p = th_prefix(), *q = "guard-stopped-stop";
     char id[64], errp[160];
-    add_job(p, q, "x", "{}", "{}", id, sizeof id);
+    cli_add_job(p, q, "x", "{}", "{}", id, sizeof id);
     stopper s = {.cmd = 0};
-    snprintf(s.path, sizeof s.path, "%s/stopper-%s", cli_tmpdir(), id);
+    snprintf(s.path, sizeof s.path, "%s/stopper-%s", th_tmpdir(), id);
     pid_t w =
         start_stopper_worker(p, q, CLI_ARGV("--shutdown-timeout", "120000"), errp, sizeof errp);
-    int ready = testenv_wait_until(stopper_ready, &s, 30000);
+    int ready = th_wait_until(stopper_ready, &s, 30000);
     for (int i = 0; ready && i < 3; i++) {
         kill(w, SIGTERM);
         struct timespec ts = {0, 300 * 1000 * 1000}; /* one signal at a time */
         nanosleep(&ts, NULL);
     }
     int code = stopper_wait(w, &s, 20000);
-    int cmd_alive = !testenv_wait_until(stopper_cmd_gone, &s, 5000);
+    int cmd_alive = !th_wait_until(stopper_cmd_gone, &s, 5000);
     stopper_cleanup(&s);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!ready || code == -1 || cmd_alive)
         fail_msg("guard stopped %d, worker exit %d, command alive %d; log:\n%s", ready, code,
                  cmd_alive, log);
@@ -424,6 +412,6 @@ int main(void) {
         cmocka_unit_test(test_stopped_guard_stop_escalation),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

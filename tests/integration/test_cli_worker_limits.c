@@ -2,29 +2,20 @@
  * fixture's Redis: --max-jobs runs exactly N commands and hands the jobs it fetched beyond N
  * back unharmed; a stderr line longer than the pass-through buffer gives a failedReason made
  * of the line's beginning, cut at 1 KiB with "...". */
-#include "cli_worker_support.h"
+#include "support/cli.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-static long long llen(const char *p, const char *q, const char *list) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "LLEN %s:%s:%s", p, q, list);
-    long long v = r->integer;
-    freeReplyObject(r);
-    ferry__conn_close(c);
-    return v;
-}
-
 static long long count_in(const char *p, const char *q, const char *set) {
-    ferry_conn *c = testenv_conn();
-    long long v = zcard(c, p, q, set);
+    ferry_conn *c = th_conn();
+    long long v = cli_zcard(c, p, q, set);
     ferry__conn_close(c);
     return v;
 }
 
 /* A job field as a number; an absent field counts as 0 (BullMQ's reading of atm/ats). */
 static long long hget_ll(const char *p, const char *q, const char *id, const char *field) {
-    char *v = hget(p, q, id, field);
+    char *v = cli_hget(p, q, id, field);
     long long n = v ? atoll(v) : 0;
     free(v);
     return n;
@@ -40,9 +31,9 @@ static int count_substr(const char *s, const char *needle) {
 /* Run `ferry worker` with extra args to its end; returns its log (malloc'd). */
 static char *run_worker(const char *p, const char *q, const char *const *args) {
     char errp[160];
-    pid_t pid = start_worker(p, q, args, errp, sizeof errp);
+    pid_t pid = cli_worker_start(p, q, args, errp, sizeof errp);
     int code = cli_wait(pid, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     return log;
 }
@@ -53,10 +44,10 @@ static char *run_worker(const char *p, const char *q, const char *const *args) {
 static int expect_rest_unharmed(const char *p, const char *q, char ids[][64], int n) {
     int handed = 0;
     for (int i = 0; i < n; i++) {
-        if (in_set(p, q, "completed", ids[i])) continue;
-        int delayed = in_set(p, q, "delayed", ids[i]);
-        ferry_conn *c = testenv_conn();
-        redisReply *r = testenv_cmd(c, "LPOS %s:%s:wait %s", p, q, ids[i]);
+        if (cli_in_set(p, q, "completed", ids[i])) continue;
+        int delayed = cli_in_set(p, q, "delayed", ids[i]);
+        ferry_conn *c = th_conn();
+        redisReply *r = th_cmd(c, "LPOS %s:%s:wait %s", p, q, ids[i]);
         int waiting = r->type == REDIS_REPLY_INTEGER;
         freeReplyObject(r);
         ferry__conn_close(c);
@@ -64,9 +55,9 @@ static int expect_rest_unharmed(const char *p, const char *q, char ids[][64], in
             fail_msg("job %s is neither completed, waiting nor delayed", ids[i]);
         if (hget_ll(p, q, ids[i], "atm") != 0)
             fail_msg("job %s: attemptsMade %lld, want 0", ids[i], hget_ll(p, q, ids[i], "atm"));
-        char *reason = hget(p, q, ids[i], "failedReason");
+        char *reason = cli_hget(p, q, ids[i], "failedReason");
         if (reason) fail_msg("job %s got a failedReason: %s", ids[i], reason);
-        char *rv = hget(p, q, ids[i], "returnvalue");
+        char *rv = cli_hget(p, q, ids[i], "returnvalue");
         if (rv) fail_msg("job %s has a return value (it ran): %s", ids[i], rv);
         long long ats = hget_ll(p, q, ids[i], "ats");
         if (ats > 1) fail_msg("job %s: attemptsStarted %lld, want at most 1", ids[i], ats);
@@ -82,11 +73,11 @@ static int expect_rest_unharmed(const char *p, const char *q, char ids[][64], in
 
 static void test_max_jobs_runs_exactly_n(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "maxjobs";
+    const char *p = th_prefix(), *q = "maxjobs";
     enum { NJOBS = 10 };
     char ids[NJOBS][64];
     for (int i = 0; i < NJOBS; i++)
-        add_job(p, q, "text", "{}", "{}", ids[i], sizeof ids[i]);
+        cli_add_job(p, q, "text", "{}", "{}", ids[i], sizeof ids[i]);
 
     /* --max-jobs 1: one command, even though finishing it could fetch the next job */
     char *log = run_worker(p, q, CLI_ARGV("--max-jobs", "1"));
@@ -116,7 +107,7 @@ static void test_max_jobs_runs_exactly_n(void **state) {
              handed == 1 ? "" : "s");
     if (!strstr(log, want)) fail_msg("want '%s'; log:\n%s", want, log);
     /* nothing is left active or locked */
-    assert_int_equal(llen(p, q, "active"), 0);
+    assert_int_equal(cli_llen(p, q, "active"), 0);
     free(log);
 
     /* a later worker takes every job that is left: each runs once, on its first attempt */
@@ -126,17 +117,17 @@ static void test_max_jobs_runs_exactly_n(void **state) {
                  log);
     free(log);
     for (int i = 0; i < NJOBS; i++) {
-        expect_field(p, q, ids[i], "returnvalue", "\"plain words\"");
-        expect_field(p, q, ids[i], "atm", "1");
+        cli_expect_field(p, q, ids[i], "returnvalue", "\"plain words\"");
+        cli_expect_field(p, q, ids[i], "atm", "1");
     }
-    assert_int_equal(llen(p, q, "wait"), 0);
+    assert_int_equal(cli_llen(p, q, "wait"), 0);
     assert_int_equal(count_in(p, q, "delayed"), 0);
 }
 
 /* ---- failedReason from a long stderr line --------------------------------------------- */
 
 static void expect_reason_of_xs(const char *p, const char *q, const char *id, char ch, size_t n) {
-    char *reason = hget(p, q, id, "failedReason");
+    char *reason = cli_hget(p, q, id, "failedReason");
     if (!reason) fail_msg("job %s has no failedReason", id);
     size_t keep = n < 1024 ? n : 1020;
     int ok =
@@ -152,24 +143,24 @@ static void expect_reason_of_xs(const char *p, const char *q, const char *id, ch
 
 static void test_long_stderr_line_reason(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "longerr";
+    const char *p = th_prefix(), *q = "longerr";
     static const size_t sizes[] = {1023, 1024, 4095, 4096, 4097, 5000, 100000};
     enum { NSIZES = sizeof sizes / sizeof sizes[0] };
     char ids[NSIZES][64], utf8[64], blank[64], shortlast[64];
     for (size_t i = 0; i < NSIZES; i++) {
         char name[32];
         snprintf(name, sizeof name, "longerr:%zu", sizes[i]);
-        add_job(p, q, name, "{}", "{}", ids[i], sizeof ids[i]);
+        cli_add_job(p, q, name, "{}", "{}", ids[i], sizeof ids[i]);
     }
-    add_job(p, q, "longerr-utf8", "{}", "{}", utf8, sizeof utf8);
-    add_job(p, q, "longerr-then-blank", "{}", "{}", blank, sizeof blank);
-    add_job(p, q, "longerr-then-short", "{}", "{}", shortlast, sizeof shortlast);
+    cli_add_job(p, q, "longerr-utf8", "{}", "{}", utf8, sizeof utf8);
+    cli_add_job(p, q, "longerr-then-blank", "{}", "{}", blank, sizeof blank);
+    cli_add_job(p, q, "longerr-then-short", "{}", "{}", shortlast, sizeof shortlast);
     char max_jobs[16];
     snprintf(max_jobs, sizeof max_jobs, "%d", NSIZES + 3);
     char *log = run_worker(p, q, CLI_ARGV("--max-jobs", max_jobs, "--concurrency", "2"));
 
     for (size_t i = 0; i < NSIZES; i++) {
-        expect_state(p, q, ids[i], "failed");
+        cli_expect_state(p, q, ids[i], "failed");
         expect_reason_of_xs(p, q, ids[i], 'x', sizes[i]);
     }
     /* the long line is still passed through whole (in 4096-byte pieces) */
@@ -179,7 +170,7 @@ static void test_long_stderr_line_reason(void **state) {
     free(log);
 
     /* cut at a character boundary: 'a' + 509 two-byte characters (1019 bytes) + "..." */
-    char *reason = hget(p, q, utf8, "failedReason");
+    char *reason = cli_hget(p, q, utf8, "failedReason");
     if (!reason) fail_msg("longerr-utf8 has no failedReason");
     assert_int_equal(strlen(reason), 1019 + 3);
     assert_int_equal(reason[0], 'a');
@@ -191,7 +182,7 @@ static void test_long_stderr_line_reason(void **state) {
 
     /* a blank line after the long one does not replace it; a short line after it does */
     expect_reason_of_xs(p, q, blank, 'y', 5000);
-    expect_field(p, q, shortlast, "failedReason", "short last");
+    cli_expect_field(p, q, shortlast, "failedReason", "short last");
 }
 
 int main(void) {
@@ -200,6 +191,6 @@ int main(void) {
         cmocka_unit_test(test_long_stderr_line_reason),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_worker_support.h"
-#include "test_listen.h"
+#include "support/cli.h"
+#include "support/th.h"
 
 /* ---- a private redis-server ----------------------------------------------------------- */
 
@@ -54,9 +54,9 @@ static int ping_ok(void *arg) {
 static void srv_start(int port, const char *url, const char *const *extra) {
     char portv[16];
     snprintf(portv, sizeof portv, "%d", port);
-    const char *argv[32] = {"redis-server", "--port", portv,       "--bind",
-                            "127.0.0.1",    "--save", "",          "--appendonly",
-                            "no",           "--dir",  cli_tmpdir()};
+    const char *argv[32] = {"redis-server", "--port", portv,      "--bind",
+                            "127.0.0.1",    "--save", "",         "--appendonly",
+                            "no",           "--dir",  th_tmpdir()};
     int k = 11;
     for (int i = 0; extra && extra[i]; i++)
         argv[k++] = extra[i];
@@ -68,7 +68,7 @@ static void srv_start(int port, const char *url, const char *const *extra) {
     int rc = posix_spawnp(&srv_pid, "redis-server", &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) fail_msg("cannot start redis-server: %s", strerror(rc));
-    if (!testenv_wait_until(ping_ok, (void *)url, 15000)) fail_msg("redis-server did not come up");
+    if (!th_wait_until(ping_ok, (void *)url, 15000)) fail_msg("redis-server did not come up");
 }
 
 static void srv_stop(void) {
@@ -86,14 +86,14 @@ static char wk_err[200];
 static pid_t wk_start(const char *url, const char *queue, const char *const *extra) {
     static int n;
     char outp[200];
-    snprintf(wk_err, sizeof wk_err, "%s/logs%d.err", cli_tmpdir(), n);
-    snprintf(outp, sizeof outp, "%s/logs%d.out", cli_tmpdir(), n++);
+    snprintf(wk_err, sizeof wk_err, "%s/logs%d.err", th_tmpdir(), n);
+    snprintf(outp, sizeof outp, "%s/logs%d.out", th_tmpdir(), n++);
     const char *argv[40] = {"worker", queue, "--redis", url, "--prefix", "logs"};
     int k = 6;
     for (int i = 0; extra && extra[i]; i++)
         argv[k++] = extra[i];
     argv[k++] = "--";
-    argv[k++] = script_path();
+    argv[k++] = cli_job_script();
     argv[k] = NULL;
     wk_pid = cli_start(argv, NULL, NULL, outp, wk_err);
     return wk_pid;
@@ -113,7 +113,7 @@ typedef struct log_want {
 
 static int log_has(void *arg) {
     log_want *w = arg;
-    char *s = cli_slurp(wk_err);
+    char *s = th_slurp(wk_err);
     int ok = count_of(s, w->needle) >= w->n;
     free(s);
     return ok;
@@ -121,8 +121,8 @@ static int log_has(void *arg) {
 
 static void wait_log(const char *needle, int n, int ms) {
     log_want w = {needle, n};
-    if (!testenv_wait_until(log_has, &w, ms)) {
-        char *s = cli_slurp(wk_err);
+    if (!th_wait_until(log_has, &w, ms)) {
+        char *s = th_slurp(wk_err);
         fail_msg("no %d x '%s' in the worker's log within %d ms:\n%s", n, needle, ms, s);
     }
 }
@@ -132,7 +132,7 @@ static char *wk_stop(void) {
     kill(wk_pid, SIGTERM);
     int code = cli_wait(wk_pid, 30000);
     wk_pid = 0;
-    char *log = cli_slurp(wk_err);
+    char *log = th_slurp(wk_err);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     return log;
 }
@@ -213,7 +213,7 @@ static void test_waits_for_redis_then_logs_outage(void **state) {
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
     wk_start(url, "wait", CLI_ARGV("--concurrency", "2", "--lanes", "2"));
     wait_log("connect attempt 2 failed", 1, 15000);
-    char *log = cli_slurp(wk_err);
+    char *log = th_slurp(wk_err);
     assert_non_null(strstr(log, "Connection refused"));
     free(log);
     srv_start(port, url, NULL);
@@ -264,12 +264,12 @@ static void test_connect_timeout(void **state) {
     (void)state;
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", free_port());
-    long long t0 = cli_mono_ms();
+    long long t0 = th_mono_ms();
     wk_start(url, "q", CLI_ARGV("--connect-timeout", "800"));
     int code = cli_wait(wk_pid, 20000);
-    long long took = cli_mono_ms() - t0;
+    long long took = th_mono_ms() - t0;
     wk_pid = 0;
-    char *log = cli_slurp(wk_err);
+    char *log = th_slurp(wk_err);
     if (code != 1 || !strstr(log, "cannot connect within --connect-timeout 800 ms"))
         fail_msg("exit %d after %lld ms; log:\n%s", code, took, log);
     assert_true(took >= 800);
@@ -283,17 +283,17 @@ static void test_connect_timeout(void **state) {
  * for a slow machine. */
 static void test_connect_timeout_cuts_last_try(void **state) {
     (void)state;
-    int port, lfd = listen_local(AF_INET, 16, &port); /* never accepted: the kernel does it */
+    int port, lfd = th_listen_local(AF_INET, 16, &port); /* never accepted: the kernel does it */
     assert_true(lfd >= 0);
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
-    long long t0 = cli_mono_ms();
+    long long t0 = th_mono_ms();
     wk_start(url, "q", CLI_ARGV("--connect-timeout", "2500", "--command-timeout", "2000"));
     int code = cli_wait(wk_pid, 20000);
-    long long took = cli_mono_ms() - t0;
+    long long took = th_mono_ms() - t0;
     wk_pid = 0;
     close(lfd);
-    char *log = cli_slurp(wk_err);
+    char *log = th_slurp(wk_err);
     if (code != 1 || !strstr(log, "cannot connect within --connect-timeout 2500 ms") ||
         took < 2500 || took >= 3500)
         fail_msg("exit %d after %lld ms; log:\n%s", code, took, log);
@@ -305,8 +305,8 @@ static void test_connect_timeout_cuts_last_try(void **state) {
 static void test_usage_errors_timestamped(void **state) {
     (void)state;
     char path[512];
-    snprintf(path, sizeof path, "%s/url-readable", cli_tmpdir());
-    cli_write_file(path, "redis://127.0.0.1:1\n", 0644);
+    snprintf(path, sizeof path, "%s/url-readable", th_tmpdir());
+    th_write_file(path, "redis://127.0.0.1:1\n", 0644);
     const char *const cases[][9] = {
         {"worker", "q", "--concurrency", "0", "--", "/bin/true", NULL},
         {"worker", "q", "--redis-url-file", path, "--connect-timeout", "1", "--", "/bin/true"},
@@ -332,7 +332,7 @@ static void test_auth_failure_exits_at_once(void **state) {
     wk_start(bad, "q", NULL);
     int code = cli_wait(wk_pid, 10000);
     wk_pid = 0;
-    char *log = cli_slurp(wk_err);
+    char *log = th_slurp(wk_err);
     if (code != 1 || !strstr(log, "WRONGPASS") || strstr(log, "connect attempt") ||
         strstr(log, "wrong-one"))
         fail_msg("exit %d; log:\n%s", code, log);
@@ -361,7 +361,7 @@ static void test_eviction_policy_warning(void **state) {
     ferry_conn *c = NULL;
     ferry_error e = {0};
     if (ferry__conn_open(&o, NULL, &c, &e) != 0) fail_msg("%s", e.message);
-    redisReply *rep = testenv_cmd(c, "CONFIG SET maxmemory-policy noeviction");
+    redisReply *rep = th_cmd(c, "CONFIG SET maxmemory-policy noeviction");
     freeReplyObject(rep);
     ferry__conn_close(c);
     wk_start(url, "q", NULL);
@@ -400,6 +400,6 @@ int main(void) {
         cmocka_unit_test_teardown(test_usage_errors_timestamped, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
-    return testenv_exit(failed);
+    th_tmpdir_remove();
+    return th_exit(failed);
 }

@@ -4,7 +4,7 @@
  * --limiter-max the whole queue paused for the delay. Real binary, fixture's Redis. */
 #include <sys/time.h>
 
-#include "cli_worker_support.h"
+#include "support/cli.h"
 
 /* ---- retry later / throttled ---------------------------------------------------------------- */
 
@@ -16,8 +16,8 @@ static long long wall_ms(void) {
 
 /* Due time (ms) of a job in the delayed zset (score = due * 4096 + seq), or -1. */
 static long long delayed_due(const char *p, const char *q, const char *id) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "ZSCORE %s:%s:delayed %s", p, q, id);
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "ZSCORE %s:%s:delayed %s", p, q, id);
     long long due = r->type == REDIS_REPLY_STRING ? (long long)(strtod(r->str, NULL) / 4096) : -1;
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -25,8 +25,8 @@ static long long delayed_due(const char *p, const char *q, const char *id) {
 }
 
 static int in_list(const char *p, const char *q, const char *list, const char *id) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "LPOS %s:%s:%s %s", p, q, list, id);
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "LPOS %s:%s:%s %s", p, q, list, id);
     int found = r->type == REDIS_REPLY_INTEGER;
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -34,8 +34,8 @@ static int in_list(const char *p, const char *q, const char *list, const char *i
 }
 
 static long long key_pttl(const char *p, const char *q, const char *suffix) {
-    ferry_conn *c = testenv_conn();
-    redisReply *r = testenv_cmd(c, "PTTL %s:%s:%s", p, q, suffix);
+    ferry_conn *c = th_conn();
+    redisReply *r = th_cmd(c, "PTTL %s:%s:%s", p, q, suffix);
     long long v = r->integer;
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -48,7 +48,7 @@ static long long key_pttl(const char *p, const char *q, const char *suffix) {
 static int read_runs(const char *q, const char *id, long long *attempt, long long *started,
                      long long *at, int max) {
     char path[200];
-    snprintf(path, sizeof path, "%s/runs-%s-%s", cli_tmpdir(), q, id);
+    snprintf(path, sizeof path, "%s/runs-%s-%s", th_tmpdir(), q, id);
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     int n = 0;
@@ -65,9 +65,9 @@ static int read_runs(const char *q, const char *id, long long *attempt, long lon
 
 static long long read_end_ms(const char *q, const char *id) {
     char path[1200]; /* temp dir (< 200) + queue + id, both short here */
-    int n = snprintf(path, sizeof path, "%s/end-%s-%s", cli_tmpdir(), q, id);
+    int n = snprintf(path, sizeof path, "%s/end-%s-%s", th_tmpdir(), q, id);
     assert_true(n > 0 && (size_t)n < sizeof path);
-    char *s = cli_slurp(path);
+    char *s = th_slurp(path);
     long long v = strtoll(s, NULL, 10);
     free(s);
     return v;
@@ -83,8 +83,9 @@ typedef struct state_want {
 static int states_reached(void *arg) {
     state_want *w = arg;
     for (int i = 0; i < w->n; i++) {
-        int ok = !strcmp(w->sets[i], "wait") ? in_list(w->prefix, w->queue, "wait", w->ids[i])
-                                             : in_set(w->prefix, w->queue, w->sets[i], w->ids[i]);
+        int ok = !strcmp(w->sets[i], "wait")
+                     ? in_list(w->prefix, w->queue, "wait", w->ids[i])
+                     : cli_in_set(w->prefix, w->queue, w->sets[i], w->ids[i]);
         if (!ok) return 0;
     }
     return 1;
@@ -97,7 +98,7 @@ static void want_state(state_want *w, const char *id, const char *set) {
 
 /* The job's atm (attempts made): absent and "0" both mean none spent. */
 static void expect_no_attempt_spent(const char *p, const char *q, const char *id) {
-    char *atm = hget(p, q, id, "atm");
+    char *atm = cli_hget(p, q, id, "atm");
     if (atm && strcmp(atm, "0") != 0) fail_msg("job %s spent an attempt: atm=%s", id, atm);
     free(atm);
 }
@@ -112,7 +113,7 @@ static void expect_due_between(const char *p, const char *q, const char *id, lon
 
 static void test_retry_later_and_throttled_without_limiter(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "later";
+    const char *p = th_prefix(), *q = "later";
     enum {
         ONCE_MS,
         ONCE_RA,
@@ -147,14 +148,14 @@ static void test_retry_later_and_throttled_without_limiter(void **state) {
     char ids[NJOBS][64];
     long long t0 = wall_ms();
     for (int i = 0; i < NJOBS; i++)
-        add_job(p, q, names[i], "{}", i == NEG ? "{\"attempts\":1}" : "{\"attempts\":2}", ids[i],
-                sizeof ids[i]);
+        cli_add_job(p, q, names[i], "{}", i == NEG ? "{\"attempts\":1}" : "{\"attempts\":2}",
+                    ids[i], sizeof ids[i]);
 
     char errp[160];
-    pid_t pid = start_worker(p, q,
-                             CLI_ARGV("--concurrency", "4", "--retry-later-default", "45000",
-                                      "--max-started-attempts", "3"),
-                             errp, sizeof errp);
+    pid_t pid = cli_worker_start(p, q,
+                                 CLI_ARGV("--concurrency", "4", "--retry-later-default", "45000",
+                                          "--max-started-attempts", "3"),
+                                 errp, sizeof errp);
     state_want w = {.prefix = p, .queue = q};
     want_state(&w, ids[ONCE_MS], "completed");
     want_state(&w, ids[ONCE_RA], "completed");
@@ -163,11 +164,11 @@ static void test_retry_later_and_throttled_without_limiter(void **state) {
     want_state(&w, ids[LOOP], "failed");
     for (int i = LONG; i <= H429; i++)
         if (i != NEG && i != ABC) want_state(&w, ids[i], "delayed");
-    int ok = testenv_wait_until(states_reached, &w, 60000);
+    int ok = th_wait_until(states_reached, &w, 60000);
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 60000);
     long long t1 = wall_ms();
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!ok) fail_msg("jobs did not reach their states; worker log:\n%s", log);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
 
@@ -187,18 +188,18 @@ static void test_retry_later_and_throttled_without_limiter(void **state) {
         long long gap = at[1] - read_end_ms(q, id);
         if (gap < min_gap[k])
             fail_msg("job %s re-ran %lld ms after exit 118, want >= %lld", id, gap, min_gap[k]);
-        expect_field(p, q, id, "returnvalue", "{\"attempt\":1,\"started\":2}");
-        expect_field(p, q, id, "atm", "1");
+        cli_expect_field(p, q, id, "returnvalue", "{\"attempt\":1,\"started\":2}");
+        cli_expect_field(p, q, id, "atm", "1");
     }
 
     /* still postponed: no attempt spent, reason = last stderr line, due from the hint */
     for (int i = LONG; i <= H429; i++) {
         if (i == NEG || i == ABC) continue;
-        expect_state(p, q, ids[i], "delayed");
+        cli_expect_state(p, q, ids[i], "delayed");
         expect_no_attempt_spent(p, q, ids[i]);
-        expect_field(p, q, ids[i], "ats", "1");
+        cli_expect_field(p, q, ids[i], "ats", "1");
     }
-    expect_field(p, q, ids[LONG], "failedReason", "postponed by 118");
+    cli_expect_field(p, q, ids[LONG], "failedReason", "postponed by 118");
     expect_due_between(p, q, ids[LONG], t0 + 60000, t1 + 60000);
     /* no hint, and an unusable Retry-After: --retry-later-default */
     expect_due_between(p, q, ids[NOHINT], t0 + 45000, t1 + 45000);
@@ -206,25 +207,25 @@ static void test_retry_later_and_throttled_without_limiter(void **state) {
     /* huge: clamped to a day */
     expect_due_between(p, q, ids[HUGE], t0 + 86400000, t1 + 86400000);
     /* 119 without a limiter: delayed like 118, the queue is not limited; no hint = 10 s */
-    expect_field(p, q, ids[T_LONG], "failedReason", "postponed by 119");
+    cli_expect_field(p, q, ids[T_LONG], "failedReason", "postponed by 119");
     expect_due_between(p, q, ids[T_LONG], t0 + 60000, t1 + 60000);
     expect_due_between(p, q, ids[T_NOHINT], t0 + 10000, t1 + 10000);
     assert_true(key_pttl(p, q, "limiter") == -2);
     /* through ferry http-outcome: its stderr line is the reason */
-    expect_field(p, q, ids[H503], "failedReason", "HTTP 503: retry-later (delay 3600000 ms)");
+    cli_expect_field(p, q, ids[H503], "failedReason", "HTTP 503: retry-later (delay 3600000 ms)");
     expect_due_between(p, q, ids[H503], t0 + 3600000, t1 + 3600000);
-    expect_field(p, q, ids[H429], "failedReason", "HTTP 429: throttled (delay 10000 ms)");
+    cli_expect_field(p, q, ids[H429], "failedReason", "HTTP 429: throttled (delay 10000 ms)");
     expect_due_between(p, q, ids[H429], t0 + 10000, t1 + 10000);
 
     /* a malformed FERRY_RETRY_AFTER_MS line fails the run as transient, with the reason */
-    expect_field(p, q, ids[NEG], "atm", "1");
-    char *reason = hget(p, q, ids[NEG], "failedReason");
+    cli_expect_field(p, q, ids[NEG], "atm", "1");
+    char *reason = cli_hget(p, q, ids[NEG], "failedReason");
     if (!reason || !strstr(reason, "exit 118: invalid FERRY_RETRY_AFTER_MS") ||
         !strstr(reason, "\"-5\""))
         fail_msg("failedReason of a bad hint: %s", reason ? reason : "(absent)");
     free(reason);
-    expect_field(p, q, ids[ABC], "atm", "2");
-    reason = hget(p, q, ids[ABC], "failedReason");
+    cli_expect_field(p, q, ids[ABC], "atm", "2");
+    reason = cli_hget(p, q, ids[ABC], "failedReason");
     if (!reason || !strstr(reason, "\"abc\"")) fail_msg("failedReason: %s", reason);
     free(reason);
 
@@ -257,22 +258,22 @@ static int limited_and_waiting(void *arg) {
 
 static void test_throttled_with_limiter(void **state) {
     (void)state;
-    const char *p = testenv_prefix(), *q = "throttle";
+    const char *p = th_prefix(), *q = "throttle";
     char id[64];
-    add_job(p, q, "postpone:always:119:FERRY_RETRY_AFTER_MS=60000", "{}", "{\"attempts\":2}", id,
-            sizeof id);
+    cli_add_job(p, q, "postpone:always:119:FERRY_RETRY_AFTER_MS=60000", "{}", "{\"attempts\":2}",
+                id, sizeof id);
     char errp[160];
-    pid_t pid = start_worker(p, q, CLI_ARGV("--limiter-max", "100", "--limiter-duration", "1000"),
-                             errp, sizeof errp);
+    pid_t pid = cli_worker_start(
+        p, q, CLI_ARGV("--limiter-max", "100", "--limiter-duration", "1000"), errp, sizeof errp);
     state_want w = {.prefix = p, .queue = q};
     want_state(&w, id, "wait");
-    file_arg ran;
-    snprintf(ran.path, sizeof ran.path, "%s/end-%s-%s", cli_tmpdir(), q, id);
-    int ok = testenv_wait_until(file_exists, &ran, 60000) &&
-             testenv_wait_until(limited_and_waiting, &w, 60000);
+    th_file_arg ran;
+    snprintf(ran.path, sizeof ran.path, "%s/end-%s-%s", th_tmpdir(), q, id);
+    int ok =
+        th_wait_until(th_file_exists, &ran, 60000) && th_wait_until(limited_and_waiting, &w, 60000);
     long long ttl = key_pttl(p, q, "limiter");
-    ferry_conn *c = testenv_conn();
-    redisReply *lim = testenv_cmd(c, "GET %s:%s:limiter", p, q);
+    ferry_conn *c = th_conn();
+    redisReply *lim = th_cmd(c, "GET %s:%s:limiter", p, q);
     /* BullMQ queue.rateLimit's value, so Node workers with a limiter stop too */
     int bullmq_value = lim->type == REDIS_REPLY_STRING && !strcmp(lim->str, "9007199254740991");
     freeReplyObject(lim);
@@ -280,20 +281,20 @@ static void test_throttled_with_limiter(void **state) {
     /* a job added now is not handed out while the queue is limited (checked below, after
      * the worker stopped: it never ran) */
     char later[64];
-    add_job(p, q, "text", "{}", "{}", later, sizeof later);
+    cli_add_job(p, q, "text", "{}", "{}", later, sizeof later);
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (!ok) fail_msg("queue not limited with the job back in wait; log:\n%s", log);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     /* over the limiter's own 1000 ms window: the key is the throttle's, not the fetch count */
     if (ttl <= 1000 || ttl > 60000) fail_msg("limiter PTTL %lld, want 1001..60000", ttl);
     assert_true(bullmq_value);
     expect_no_attempt_spent(p, q, id);
-    expect_field(p, q, id, "failedReason", "postponed by 119");
+    cli_expect_field(p, q, id, "failedReason", "postponed by 119");
     long long att[4], st[4], at[4];
     assert_int_equal(read_runs(q, id, att, st, at, 4), 1);
-    assert_false(in_set(p, q, "completed", later));
+    assert_false(cli_in_set(p, q, "completed", later));
     assert_non_null(strstr(log, "outcome=throttled"));
     assert_non_null(strstr(log, "limiter=100/1000ms"));
     free(log);
@@ -305,6 +306,6 @@ int main(void) {
         cmocka_unit_test(test_throttled_with_limiter),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

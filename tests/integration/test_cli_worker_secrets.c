@@ -4,7 +4,7 @@
  * REDIS_URL), and the job commands' environment without ferry's credentials (REDIS_URL,
  * DATABASE_URL, PGPASSWORD, FERRY_*_URL) unless --pass-env keeps one. Real binary, the
  * fixture's Redis. */
-#include "cli_worker_support.h"
+#include "support/cli.h"
 
 #define PW "S3cr3t-pw-9d1"
 
@@ -16,8 +16,8 @@ static const char env_script[] = "#!/bin/sh\n"
 static const char *env_script_path(void) {
     static char path[128];
     if (!path[0]) {
-        snprintf(path, sizeof path, "%s/env-job.sh", cli_tmpdir());
-        cli_write_file(path, env_script, 0755);
+        snprintf(path, sizeof path, "%s/env-job.sh", th_tmpdir());
+        th_write_file(path, env_script, 0755);
     }
     return path;
 }
@@ -25,7 +25,7 @@ static const char *env_script_path(void) {
 /* A file in the test's directory holding `text` (mode 0600). Returns its path (static). */
 static const char *secret_file(const char *name, const char *text, size_t len) {
     static char path[200];
-    snprintf(path, sizeof path, "%s/%s", cli_tmpdir(), name);
+    snprintf(path, sizeof path, "%s/%s", th_tmpdir(), name);
     FILE *f = fopen(path, "wb");
     if (!f) fail_msg("cannot write %s", path);
     fwrite(text, 1, len, f);
@@ -39,11 +39,11 @@ static const char *secret_file(const char *name, const char *text, size_t len) {
 static char *job_env_of(const char *p, const char *q, const char *const *args,
                         const char *const *env) {
     char id[64];
-    add_job(p, q, "env", "{}", "{}", id, sizeof id);
+    cli_add_job(p, q, "env", "{}", "{}", id, sizeof id);
     char errp[160], outp[160], envp[200];
-    snprintf(errp, sizeof errp, "%s/%s.err", cli_tmpdir(), q);
-    snprintf(outp, sizeof outp, "%s/%s.out", cli_tmpdir(), q);
-    snprintf(envp, sizeof envp, "%s/env-%s", cli_tmpdir(), id);
+    snprintf(errp, sizeof errp, "%s/%s.err", th_tmpdir(), q);
+    snprintf(outp, sizeof outp, "%s/%s.out", th_tmpdir(), q);
+    snprintf(envp, sizeof envp, "%s/env-%s", th_tmpdir(), id);
     const char *argv[32];
     int k = 0;
     argv[k++] = "worker";
@@ -60,19 +60,19 @@ static char *job_env_of(const char *p, const char *q, const char *const *args,
     const char *full_env[16];
     int e = 0;
     static char dirvar[160];
-    snprintf(dirvar, sizeof dirvar, "CLITEST_DIR=%s", cli_tmpdir());
+    snprintf(dirvar, sizeof dirvar, "CLITEST_DIR=%s", th_tmpdir());
     full_env[e++] = dirvar;
     for (int i = 0; env && env[i]; i++)
         full_env[e++] = env[i];
     full_env[e] = NULL;
     pid_t pid = cli_start(argv, full_env, NULL, outp, errp);
     int code = cli_wait(pid, 60000);
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     if (code != 0) fail_msg("worker exit %d; log:\n%s", code, log);
     if (strstr(log, PW)) fail_msg("the password is in the worker's log:\n%s", log);
     free(log);
-    expect_state(p, q, id, "completed");
-    return cli_slurp(envp);
+    cli_expect_state(p, q, id, "completed");
+    return th_slurp(envp);
 }
 
 /* Does the `env` output have a line starting with "NAME="? */
@@ -87,9 +87,9 @@ static int has_var(const char *env, const char *name) {
 
 static void test_url_file_works(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char text[300];
-    int n = snprintf(text, sizeof text, "%s\n", url());
+    int n = snprintf(text, sizeof text, "%s\n", cli_url());
     char path[200];
     snprintf(path, sizeof path, "%s", secret_file("redis.url", text, (size_t)n));
 
@@ -103,14 +103,14 @@ static void test_url_file_works(void **state) {
     char id[64];
     snprintf(id, sizeof id, "%.*s", (int)strcspn(r.out, "\n"), r.out);
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *pos = testenv_cmd(c, "LPOS %s:urlfile:wait %s", p, id);
+    ferry_conn *c = th_conn();
+    redisReply *pos = th_cmd(c, "LPOS %s:urlfile:wait %s", p, id);
     if (pos->type != REDIS_REPLY_INTEGER) fail_msg("job %s is not waiting", id);
     freeReplyObject(pos);
     ferry__conn_close(c);
 
     /* the worker (CRLF line end, REDIS_URL elsewhere) */
-    n = snprintf(text, sizeof text, "%s\r\n", url());
+    n = snprintf(text, sizeof text, "%s\r\n", cli_url());
     snprintf(path, sizeof path, "%s", secret_file("redis-crlf.url", text, (size_t)n));
     char *env = job_env_of(p, "urlfile-w", CLI_ARGV("--redis-url-file", path),
                            CLI_ARGV("REDIS_URL=redis://127.0.0.1:1"));
@@ -167,19 +167,19 @@ static void test_bad_url_files_refused(void **state) {
     expect_refused("huge", CLI_ARGV("queue", "counts", "q", "--redis-url-file", path),
                    "is longer than 65536 bytes");
     /* missing, a directory */
-    snprintf(path, sizeof path, "%s/missing.url", cli_tmpdir());
+    snprintf(path, sizeof path, "%s/missing.url", th_tmpdir());
     expect_refused("missing", CLI_ARGV("queue", "counts", "q", "--redis-url-file", path),
                    "--redis-url-file: cannot open");
-    expect_refused("directory", CLI_ARGV("queue", "counts", "q", "--redis-url-file", cli_tmpdir()),
+    expect_refused("directory", CLI_ARGV("queue", "counts", "q", "--redis-url-file", th_tmpdir()),
                    "is a directory");
     /* with --redis as well */
     snprintf(path, sizeof path, "%s", secret_file("ok.url", "redis://127.0.0.1:1\n", 20));
     expect_refused("both",
-                   CLI_ARGV("queue", "counts", "q", "--redis", url(), "--redis-url-file", path),
+                   CLI_ARGV("queue", "counts", "q", "--redis", cli_url(), "--redis-url-file", path),
                    "--redis and --redis-url-file");
     expect_refused(
         "both (worker)",
-        CLI_ARGV("worker", "q", "--redis-url-file", path, "--redis", url(), "--", "/bin/true"),
+        CLI_ARGV("worker", "q", "--redis-url-file", path, "--redis", cli_url(), "--", "/bin/true"),
         "--redis and --redis-url-file");
 }
 
@@ -187,9 +187,9 @@ static void test_bad_url_files_refused(void **state) {
 
 static void test_command_env_lacks_credentials(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char redis_url[300];
-    snprintf(redis_url, sizeof redis_url, "REDIS_URL=%s", url());
+    snprintf(redis_url, sizeof redis_url, "REDIS_URL=%s", cli_url());
     const char *const env[] = {redis_url,
                                "DATABASE_URL=postgresql://u:" PW "@127.0.0.1/db",
                                "PGPASSWORD=" PW,
@@ -219,13 +219,13 @@ static void test_command_env_lacks_credentials(void **state) {
     /* a name that is not removed anyway is a mistake (a typo would pass nothing) */
     expect_refused(
         "pass-env typo",
-        CLI_ARGV("worker", "q", "--redis", url(), "--pass-env", "REDIS_UR", "--", "/bin/true"),
+        CLI_ARGV("worker", "q", "--redis", cli_url(), "--pass-env", "REDIS_UR", "--", "/bin/true"),
         "--pass-env: 'REDIS_UR' is not a variable the worker removes");
     /* the value of another option that looks like --pass-env is that option's value */
-    expect_refused(
-        "pass-env as a value",
-        CLI_ARGV("worker", "q", "--redis", url(), "--log-format", "--pass-env", "--", "/bin/true"),
-        "--log-format: expected text, json or none, got '--pass-env'");
+    expect_refused("pass-env as a value",
+                   CLI_ARGV("worker", "q", "--redis", cli_url(), "--log-format", "--pass-env", "--",
+                            "/bin/true"),
+                   "--log-format: expected text, json or none, got '--pass-env'");
 }
 
 int main(void) {
@@ -235,6 +235,6 @@ int main(void) {
         cmocka_unit_test(test_command_env_lacks_credentials),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

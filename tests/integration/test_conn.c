@@ -17,8 +17,7 @@
 #include <openssl/evp.h>
 
 #include "redis/scripts.h"
-#include "support/testenv.h"
-#include "test_listen.h"
+#include "support/th.h"
 #include "util/clock.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -66,7 +65,7 @@ static void want_int(redisReply *r, long long v) {
 }
 
 static void ping(ferry_conn *c) {
-    want_status(testenv_cmd(c, "PING"), "PONG");
+    want_status(th_cmd(c, "PING"), "PONG");
 }
 
 static char url_buf[8][512];
@@ -92,14 +91,6 @@ static int connect_local(int port) {
     return fd;
 }
 
-static long long client_id(ferry_conn *c) {
-    redisReply *r = testenv_cmd(c, "CLIENT ID");
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    long long id = r->integer;
-    freeReplyObject(r);
-    return id;
-}
-
 /* Big binary value: every byte value, CR/LF and NULs included. */
 static char *binary_value(size_t n) {
     char *v = malloc(n);
@@ -111,7 +102,7 @@ static char *binary_value(size_t n) {
 
 static void set_get_binary(ferry_conn *c, size_t n) {
     char key[96];
-    snprintf(key, sizeof key, "%s:bin", testenv_prefix());
+    snprintf(key, sizeof key, "%s:bin", th_prefix());
     char *v = binary_value(n);
     const char *argv[] = {"SET", key, v};
     size_t lens[] = {3, strlen(key), n};
@@ -124,7 +115,7 @@ static void set_get_binary(ferry_conn *c, size_t n) {
     assert_int_equal(r->len, n);
     assert_memory_equal(r->str, v, n);
     freeReplyObject(r);
-    want_int(testenv_cmd(c, "DEL %s", key), 1);
+    want_int(th_cmd(c, "DEL %s", key), 1);
     free(v);
 }
 
@@ -132,12 +123,12 @@ static void set_get_binary(ferry_conn *c, size_t n) {
 
 static void test_ping(void **state) {
     (void)state;
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     ping(c);
     assert_int_equal(ferry__conn_url(c)->kind, FERRY_URL_TCP);
     assert_string_equal(ferry__conn_url(c)->host, "127.0.0.1");
     /* an error reply is a reply, not a failure */
-    redisReply *r = testenv_cmd(c, "NOSUCHCOMMAND x");
+    redisReply *r = th_cmd(c, "NOSUCHCOMMAND x");
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
     freeReplyObject(r);
     assert_false(ferry__conn_broken(c));
@@ -148,7 +139,7 @@ static void test_ping(void **state) {
 
 static void test_set_get_binary(void **state) {
     (void)state;
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     set_get_binary(c, 1000);
     set_get_binary(c, 3 * 1024 * 1024 + 17); /* many reads and partial writes */
     ferry__conn_close(c);
@@ -156,8 +147,8 @@ static void test_set_get_binary(void **state) {
 
 static void test_pipeline(void **state) {
     (void)state;
-    ferry_conn *c = testenv_conn();
-    const char *p = testenv_prefix();
+    ferry_conn *c = th_conn();
+    const char *p = th_prefix();
     char key[96];
     snprintf(key, sizeof key, "%s:ctr", p);
     ferry_error e = {0};
@@ -177,7 +168,7 @@ static void test_pipeline(void **state) {
         want_int(replies[i], 2 * (i + 1));
     ping(c);
     assert_int_equal(ferry__conn_pipeline_read(c, 0, NULL, &e), 0);
-    want_int(testenv_cmd(c, "DEL %s", key), 1);
+    want_int(th_cmd(c, "DEL %s", key), 1);
     ferry__conn_close(c);
 }
 
@@ -185,13 +176,13 @@ static void test_acl_auth(void **state) {
     (void)state;
     ferry_redis_options o;
     ferry_redis_options_init(&o);
-    o.url = testenv_require("REDIS_ACL_URL");
+    o.url = th_env_require("REDIS_ACL_URL");
     ferry_conn *c = open_ok(&o, NULL);
-    want_str(testenv_cmd(c, "ACL WHOAMI"), testenv_require("REDIS_ACL_USER"));
+    want_str(th_cmd(c, "ACL WHOAMI"), th_env_require("REDIS_ACL_USER"));
     ferry__conn_close(c);
 
     ferry_error e = {0};
-    const char *port = testenv_require("REDIS_PORT");
+    const char *port = th_env_require("REDIS_PORT");
     o.url = fmt_url("redis://ferry:Wr0ngPassw0rd@127.0.0.1:%s", port);
     open_fails(&o, FERRY_EAUTH, "WRONGPASS", &e);
     assert_null(strstr(e.message, "Wr0ngPassw0rd"));
@@ -208,18 +199,18 @@ static void test_acl_auth(void **state) {
 
 static void test_select_db(void **state) {
     (void)state;
-    const char *port = testenv_require("REDIS_PORT");
-    ferry_redis_options o = testenv_redis_options(0);
+    const char *port = th_env_require("REDIS_PORT");
+    ferry_redis_options o = th_redis_options(0);
     o.url = fmt_url("redis://127.0.0.1:%s/3", port);
     ferry_conn *c3 = open_ok(&o, NULL);
-    ferry_conn *c0 = testenv_conn();
+    ferry_conn *c0 = th_conn();
     char key[96];
-    snprintf(key, sizeof key, "%s:db", testenv_prefix());
-    want_status(testenv_cmd(c3, "SET %s three", key), "OK");
-    want_int(testenv_cmd(c0, "EXISTS %s", key), 0);
-    want_status(testenv_cmd(c0, "SELECT 3"), "OK");
-    want_str(testenv_cmd(c0, "GET %s", key), "three");
-    want_int(testenv_cmd(c3, "DEL %s", key), 1);
+    snprintf(key, sizeof key, "%s:db", th_prefix());
+    want_status(th_cmd(c3, "SET %s three", key), "OK");
+    want_int(th_cmd(c0, "EXISTS %s", key), 0);
+    want_status(th_cmd(c0, "SELECT 3"), "OK");
+    want_str(th_cmd(c0, "GET %s", key), "three");
+    want_int(th_cmd(c3, "DEL %s", key), 1);
     ferry__conn_close(c0);
     ferry__conn_close(c3);
 
@@ -230,9 +221,9 @@ static void test_select_db(void **state) {
 
 static void test_client_name(void **state) {
     (void)state;
-    ferry_redis_options o = testenv_redis_options(0);
+    ferry_redis_options o = th_redis_options(0);
     ferry_conn *c = open_ok(&o, "bull:dGVzdA==:w:h1");
-    want_str(testenv_cmd(c, "CLIENT GETNAME"), "bull:dGVzdA==:w:h1");
+    want_str(th_cmd(c, "CLIENT GETNAME"), "bull:dGVzdA==:w:h1");
     ferry__conn_close(c);
 
     ferry_error e = {0};
@@ -246,17 +237,17 @@ static void test_unix_socket(void **state) {
     (void)state;
     ferry_redis_options o;
     ferry_redis_options_init(&o);
-    o.url = fmt_url("unix://%s?db=2", testenv_require("REDIS_UNIX"));
+    o.url = fmt_url("unix://%s?db=2", th_env_require("REDIS_UNIX"));
     ferry_conn *cu = open_ok(&o, NULL);
     assert_int_equal(ferry__conn_url(cu)->kind, FERRY_URL_UNIX);
     char key[96];
-    snprintf(key, sizeof key, "%s:unix", testenv_prefix());
-    want_status(testenv_cmd(cu, "SET %s via-unix", key), "OK");
+    snprintf(key, sizeof key, "%s:unix", th_prefix());
+    want_status(th_cmd(cu, "SET %s via-unix", key), "OK");
     /* the same server over TCP, db 2, sees it */
-    ferry_conn *ct = testenv_conn();
-    want_status(testenv_cmd(ct, "SELECT 2"), "OK");
-    want_str(testenv_cmd(ct, "GET %s", key), "via-unix");
-    want_int(testenv_cmd(ct, "DEL %s", key), 1);
+    ferry_conn *ct = th_conn();
+    want_status(th_cmd(ct, "SELECT 2"), "OK");
+    want_str(th_cmd(ct, "GET %s", key), "via-unix");
+    want_int(th_cmd(ct, "DEL %s", key), 1);
     set_get_binary(cu, 2 * 1024 * 1024);
     ferry__conn_close(ct);
     ferry__conn_close(cu);
@@ -270,7 +261,7 @@ static void test_unix_socket(void **state) {
 
 static void test_tls_ok(void **state) {
     (void)state;
-    ferry_redis_options o = testenv_redis_options(1);
+    ferry_redis_options o = th_redis_options(1);
     ferry_conn *c = open_ok(&o, NULL);
     assert_int_equal(ferry__conn_url(c)->kind, FERRY_URL_TLS);
     ping(c);
@@ -278,30 +269,29 @@ static void test_tls_ok(void **state) {
     ferry__conn_close(c);
 
     /* client certificate (the server does not require one; it must still load and work) */
-    o.tls_cert_file = testenv_require("TLS_CERT");
-    o.tls_key_file = testenv_require("TLS_KEY");
+    o.tls_cert_file = th_env_require("TLS_CERT");
+    o.tls_key_file = th_env_require("TLS_KEY");
     c = open_ok(&o, "tls-client");
     ping(c);
     ferry__conn_close(c);
 
     /* by IP address: verified against the certificate's IP SAN, no SNI */
-    o.url = fmt_url("rediss://127.0.0.1:%s", testenv_require("REDIS_TLS_PORT"));
+    o.url = fmt_url("rediss://127.0.0.1:%s", th_env_require("REDIS_TLS_PORT"));
     c = open_ok(&o, NULL);
     ping(c);
     ferry__conn_close(c);
 
     /* ACL user over TLS, with a db */
-    o.url =
-        fmt_url("rediss://ferry:secret%%40pw@localhost:%s/1", testenv_require("REDIS_TLS_PORT"));
+    o.url = fmt_url("rediss://ferry:secret%%40pw@localhost:%s/1", th_env_require("REDIS_TLS_PORT"));
     c = open_ok(&o, NULL);
-    want_str(testenv_cmd(c, "ACL WHOAMI"), "ferry");
+    want_str(th_cmd(c, "ACL WHOAMI"), "ferry");
     ferry__conn_close(c);
 }
 
 static void test_tls_wrong_ca(void **state) {
     (void)state;
-    ferry_redis_options o = testenv_redis_options(1);
-    o.tls_ca_file = testenv_require("TLS_OTHER_CA");
+    ferry_redis_options o = th_redis_options(1);
+    o.tls_ca_file = th_env_require("TLS_OTHER_CA");
     ferry_error e = {0};
     open_fails(&o, FERRY_ETLS, "certificate verify failed", &e);
 
@@ -310,28 +300,28 @@ static void test_tls_wrong_ca(void **state) {
     open_fails(&o, FERRY_ETLS, "certificate verify failed", &e);
 
     /* the right CA but another name */
-    o = testenv_redis_options(1);
+    o = th_redis_options(1);
     o.tls_server_name = "not-the-server.example";
     open_fails(&o, FERRY_ETLS, "hostname mismatch", &e);
 
     /* IP verification: the certificate has IP 127.0.0.1, not 127.0.0.2 */
-    o = testenv_redis_options(1);
-    o.url = fmt_url("rediss://127.0.0.1:%s", testenv_require("REDIS_TLS_PORT"));
+    o = th_redis_options(1);
+    o.url = fmt_url("rediss://127.0.0.1:%s", th_env_require("REDIS_TLS_PORT"));
     o.tls_server_name = "127.0.0.2";
     open_fails(&o, FERRY_ETLS, "IP address mismatch", &e);
 
     /* TLS to a plain-text server: Redis waits for the end of an "inline command" that
      * never comes, so the handshake's deadline ends it */
-    o = testenv_redis_options(1);
-    o.url = fmt_url("rediss://localhost:%s", testenv_require("REDIS_PORT"));
+    o = th_redis_options(1);
+    o.url = fmt_url("rediss://localhost:%s", th_env_require("REDIS_PORT"));
     o.connect_timeout_ms = 1000;
     open_fails(&o, FERRY_ETIMEDOUT, "TLS handshake: timed out", &e);
 }
 
 static void test_tls_insecure(void **state) {
     (void)state;
-    ferry_redis_options o = testenv_redis_options(1);
-    o.tls_ca_file = testenv_require("TLS_OTHER_CA");
+    ferry_redis_options o = th_redis_options(1);
+    o.tls_ca_file = th_env_require("TLS_OTHER_CA");
     o.tls_server_name = "not-the-server.example";
     o.tls_insecure = 1;
     ferry_conn *c = open_ok(&o, NULL);
@@ -341,19 +331,19 @@ static void test_tls_insecure(void **state) {
 
 static void test_tls_bad_options(void **state) {
     (void)state;
-    ferry_redis_options o = testenv_redis_options(1);
+    ferry_redis_options o = th_redis_options(1);
     ferry_error e = {0};
     o.tls_ca_file = "/nonexistent/ca.pem";
     open_fails(&o, FERRY_EINVAL, "cannot load CA file '/nonexistent/ca.pem'", &e);
-    o = testenv_redis_options(1);
-    o.tls_key_file = testenv_require("TLS_KEY");
+    o = th_redis_options(1);
+    o.tls_key_file = th_env_require("TLS_KEY");
     open_fails(&o, FERRY_EINVAL, "tls_key_file given without tls_cert_file", &e);
-    o = testenv_redis_options(1);
-    o.tls_cert_file = testenv_require("TLS_CERT");
-    o.tls_key_file = testenv_require("TLS_SERVER_KEY");
+    o = th_redis_options(1);
+    o.tls_cert_file = th_env_require("TLS_CERT");
+    o.tls_key_file = th_env_require("TLS_SERVER_KEY");
     open_fails(&o, FERRY_EINVAL, "cannot load client key", &e);
-    o = testenv_redis_options(1);
-    o.tls_cert_file = testenv_require("TLS_CERT"); /* its PEM holds no key */
+    o = th_redis_options(1);
+    o.tls_cert_file = th_env_require("TLS_CERT"); /* its PEM holds no key */
     open_fails(&o, FERRY_EINVAL, "no tls_key_file given, and no client key in the certificate file",
                &e);
 }
@@ -363,7 +353,7 @@ static void test_tls_bad_options(void **state) {
 static void test_closed_port(void **state) {
     (void)state;
     int port;
-    int fd = listen_local(AF_INET, 1, &port);
+    int fd = th_listen_local(AF_INET, 1, &port);
     assert_true(fd >= 0);
     close(fd); /* nothing listens there now */
     ferry_redis_options o;
@@ -380,7 +370,7 @@ static void test_closed_port(void **state) {
 static void test_silent_listener(void **state) {
     (void)state;
     int port;
-    int lfd = listen_local(AF_INET, 16, &port); /* accepts at TCP level, never answers */
+    int lfd = th_listen_local(AF_INET, 16, &port); /* accepts at TCP level, never answers */
     assert_true(lfd >= 0);
     ferry_redis_options o;
     ferry_redis_options_init(&o);
@@ -409,7 +399,7 @@ static void test_connect_deadline(void **state) {
     /* backlog 0 holds one connection: once the filler is queued the kernel drops further
      * SYNs, so the next connect() hangs in the TCP handshake itself */
     int port;
-    int lfd = listen_local(AF_INET, 0, &port);
+    int lfd = th_listen_local(AF_INET, 0, &port);
     assert_true(lfd >= 0);
     int filler = connect_local(port);
     ferry_redis_options o;
@@ -428,10 +418,10 @@ static void test_connect_deadline(void **state) {
 
 static void test_command_deadline(void **state) {
     (void)state;
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     ferry__conn_set_timeout(c, 1000);
     char key[96];
-    snprintf(key, sizeof key, "%s:never", testenv_prefix());
+    snprintf(key, sizeof key, "%s:never", th_prefix());
     redisReply *r = NULL;
     ferry_error e = {0};
     int64_t t0 = ferry__mono_ms();
@@ -450,7 +440,7 @@ static void test_command_deadline(void **state) {
     ferry__conn_close(c);
 
     /* set_timeout(0) restores the opened default, long enough for a 1 s block */
-    c = testenv_conn();
+    c = th_conn();
     ferry__conn_set_timeout(c, 100);
     ferry__conn_set_timeout(c, 0);
     assert_int_equal(ferry__conn_command(c, &r, &e, "BLPOP %s 1", key), 0);
@@ -463,8 +453,8 @@ static void test_command_deadline(void **state) {
 static void killed_connection(ferry_redis_options *o) {
     ferry_conn *victim = open_ok(o, NULL);
     ferry_conn *admin = open_ok(o, NULL);
-    long long id = client_id(victim);
-    want_int(testenv_cmd(admin, "CLIENT KILL ID %lld", id), 1);
+    long long id = th_cmd_int(victim, "CLIENT ID");
+    want_int(th_cmd(admin, "CLIENT KILL ID %lld", id), 1);
     ferry__conn_close(admin);
     /* a large write after the peer closed: send() meets EPIPE / ECONNRESET */
     size_t n = 8 * 1024 * 1024;
@@ -484,22 +474,22 @@ static void killed_connection(ferry_redis_options *o) {
 static void test_killed_connection(void **state) {
     (void)state;
     signal(SIGPIPE, SIG_DFL); /* a SIGPIPE would kill this test */
-    ferry_redis_options o = testenv_redis_options(0);
+    ferry_redis_options o = th_redis_options(0);
     killed_connection(&o);
-    o = testenv_redis_options(1);
+    o = th_redis_options(1);
     killed_connection(&o);
 }
 
 static void test_bad_options(void **state) {
     (void)state;
-    ferry_redis_options o = testenv_redis_options(0);
+    ferry_redis_options o = th_redis_options(0);
     ferry_error e = {0};
     o.connect_timeout_ms = -1;
     open_fails(&o, FERRY_EINVAL, "connect_timeout_ms -1 out of range", &e);
-    o = testenv_redis_options(0);
+    o = th_redis_options(0);
     o.command_timeout_ms = -5;
     open_fails(&o, FERRY_EINVAL, "command_timeout_ms", &e);
-    o = testenv_redis_options(0);
+    o = th_redis_options(0);
     o.url = "redis://127.0.0.1:99999";
     open_fails(&o, FERRY_EINVAL, "port out of range", &e);
 }
@@ -539,7 +529,7 @@ static void *fake_peer_main(void *arg) {
 static void fake_open_fails(const char *reply, int code, const char *want) {
     fake_peer p = {.reply = reply};
     int port;
-    p.lfd = listen_local(AF_INET, 4, &port);
+    p.lfd = th_listen_local(AF_INET, 4, &port);
     assert_true(p.lfd >= 0);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, fake_peer_main, &p), 0);
@@ -601,10 +591,10 @@ static void *proxy_main(void *arg) {
 
 static void test_ipv6(void **state) {
     (void)state;
-    proxy p = {.upstream_port = atoi(testenv_require("REDIS_PORT"))};
+    proxy p = {.upstream_port = atoi(th_env_require("REDIS_PORT"))};
     int port;
-    p.lfd = listen_local(AF_INET6, 4, &port);
-    if (p.lfd < 0) testenv_skip("test_ipv6: this host has no ::1");
+    p.lfd = th_listen_local(AF_INET6, 4, &port);
+    if (p.lfd < 0) th_skip("test_ipv6: this host has no ::1");
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, proxy_main, &p), 0);
     ferry_redis_options o;
@@ -613,7 +603,7 @@ static void test_ipv6(void **state) {
     ferry_conn *c = open_ok(&o, NULL);
     assert_string_equal(ferry__conn_url(c)->host, "::1");
     ping(c);
-    redisReply *r = testenv_cmd(c, "CLIENT INFO");
+    redisReply *r = th_cmd(c, "CLIENT INFO");
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     assert_non_null(strstr(r->str, " db=4 "));
     freeReplyObject(r);
@@ -633,7 +623,7 @@ static void sha1_hex(const char *s, char out[41]) {
 }
 
 static int script_exists(ferry_conn *c, const char *sha) {
-    redisReply *r = testenv_cmd(c, "SCRIPT EXISTS %s", sha);
+    redisReply *r = th_cmd(c, "SCRIPT EXISTS %s", sha);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     int v = (int)r->element[0]->integer;
     freeReplyObject(r);
@@ -647,7 +637,7 @@ static void test_scripts(void **state) {
     char sha[41];
     sha1_hex(src, sha);
 
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     /* every embedded script is loaded at open, under the sha the registry computed */
     size_t n;
     const ferry_script *all = ferry__scripts_all(&n);
@@ -664,7 +654,7 @@ static void test_scripts(void **state) {
     assert_null(ferry__script_get("no-such-script"));
     assert_null(ferry__script_get(NULL));
 
-    want_status(testenv_cmd(c, "SCRIPT FLUSH"), "OK");
+    want_status(th_cmd(c, "SCRIPT FLUSH"), "OK");
     assert_int_equal(script_exists(c, sha), 0);
     const char *keys[] = {"k1"};
     const char *args[] = {"a\0b", "xyz"};
@@ -684,7 +674,7 @@ static void test_scripts(void **state) {
     freeReplyObject(r);
 
     /* pipelined form: the caller sees NOSCRIPT, reloads the registry, resends */
-    want_status(testenv_cmd(c, "SCRIPT FLUSH"), "OK");
+    want_status(th_cmd(c, "SCRIPT FLUSH"), "OK");
     assert_int_equal(ferry__conn_append_evalsha(c, &s, 1, keys, 2, args, lens, &e), 0);
     assert_int_equal(ferry__conn_append_evalsha(c, &s, 1, keys, 2, args, lens, &e), 0);
     redisReply *two[2];
@@ -740,5 +730,5 @@ int main(void) {
         cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_scripts),
     };
-    return testenv_exit(cmocka_run_group_tests(tests, NULL, NULL));
+    return th_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -25,8 +25,7 @@
 #include <unistd.h>
 
 #include "redis/scripts.h"
-#include "support/testenv.h"
-#include "test_listen.h"
+#include "support/th.h"
 #include "util/clock.h"
 
 #define ACCEPT_WAIT_MS 20000
@@ -167,7 +166,7 @@ typedef struct fake_session {
 static void fake_start(fake_session *s, size_t reply_memory_max) {
     memset(s, 0, sizeof *s);
     int port;
-    s->f.lfd = listen_local(AF_INET, 4, &port);
+    s->f.lfd = th_listen_local(AF_INET, 4, &port);
     assert_true(s->f.lfd >= 0);
     assert_int_equal(pthread_create(&s->th, NULL, fake_main, &s->f), 0);
     char url[64];
@@ -205,7 +204,7 @@ static void test_reply_budget_tiny_elements(void **state) {
     fake_end(&s);
 
     fake_start(&s, 0);
-    redisReply *r = testenv_cmd(s.c, "TINY 100000");
+    redisReply *r = th_cmd(s.c, "TINY 100000");
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->elements, 100000);
     assert_int_equal(r->element[99999]->type, REDIS_REPLY_STATUS);
@@ -219,7 +218,7 @@ static void test_reply_budget_nested(void **state) {
     (void)state;
     fake_session s;
     fake_start(&s, 16 << 20);
-    redisReply *r = testenv_cmd(s.c, "NESTED 1 40000");
+    redisReply *r = th_cmd(s.c, "NESTED 1 40000");
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->element[0]->elements, 40000);
     freeReplyObject(r);
@@ -253,7 +252,7 @@ static void test_reply_budget_per_reply(void **state) {
 static char *lazy_zeros(size_t len) {
     void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) /* address space limited (ulimit -v): nothing to test */
-        testenv_skip("request limit: no address space for a lazy mapping (ulimit -v)");
+        th_skip("request limit: no address space for a lazy mapping (ulimit -v)");
     return p;
 }
 
@@ -278,14 +277,14 @@ static void want_request_refused(ferry_conn *c, const char *big, size_t len) {
     assert_int_equal(ferry__conn_append_argv(c, 1, ping, NULL, &e), 0);
     assert_int_equal(ferry__conn_append_argv(c, 3, argv, lens, &e), FERRY_ETOOBIG);
     assert_int_equal(ferry__conn_pipeline_read(c, 0, NULL, &e), 0);
-    r = testenv_cmd(c, "PING");
+    r = th_cmd(c, "PING");
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
 }
 
 static void test_request_over_limit(void **state) {
     (void)state;
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     /* just over the limit: refused without building a 512 MiB copy of it first */
     size_t just_over = ((size_t)512 << 20) + 1;
     char *big = lazy_zeros(just_over);
@@ -353,7 +352,7 @@ static void test_unix_backlog_full_then_accepts(void **state) {
     char url[160];
     snprintf(url, sizeof url, "unix://%s", u.path);
     ferry_conn *c = open_url(url, 10000);
-    redisReply *r = testenv_cmd(c, "PING");
+    redisReply *r = th_cmd(c, "PING");
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
     ferry__conn_close(c);
@@ -393,5 +392,5 @@ int main(void) {
         cmocka_unit_test(test_unix_backlog_full_then_accepts),
         cmocka_unit_test(test_unix_backlog_full_never_accepts),
     };
-    return testenv_exit(cmocka_run_group_tests(tests, NULL, NULL));
+    return th_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "redis/conn.h"
-#include "support/testenv.h"
+#include "support/th.h"
 
 static ferry_conn *open_conn(const ferry_redis_options *o) {
     ferry_conn *c = NULL;
@@ -16,40 +16,32 @@ static ferry_conn *open_conn(const ferry_redis_options *o) {
     return c;
 }
 
-static long long client_id(ferry_conn *c) {
-    redisReply *r = testenv_cmd(c, "CLIENT ID");
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    long long id = r->integer;
-    freeReplyObject(r);
-    return id;
-}
-
 static int is_broken(void *arg) {
     return ferry__conn_check_idle_peer(arg);
 }
 
 static void idle_check(int tls) {
-    ferry_redis_options o = testenv_redis_options(tls);
+    ferry_redis_options o = th_redis_options(tls);
     /* a fresh connection (TLS 1.3 tickets may still be waiting) and one that answered a
      * command: both alive */
     ferry_conn *fresh = open_conn(&o);
     ferry_conn *victim = open_conn(&o);
     ferry_conn *admin = open_conn(&o);
-    long long id = client_id(victim);
+    long long id = th_cmd_int(victim, "CLIENT ID");
     assert_false(ferry__conn_check_idle_peer(fresh));
     assert_false(ferry__conn_check_idle_peer(victim));
 
-    redisReply *r = testenv_cmd(admin, "CLIENT KILL ID %lld", id);
+    redisReply *r = th_cmd(admin, "CLIENT KILL ID %lld", id);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     assert_int_equal(r->integer, 1);
     freeReplyObject(r);
     /* the close reaches us within moments; nothing is sent on the victim meanwhile */
-    assert_true(testenv_wait_until(is_broken, victim, 5000));
+    assert_true(th_wait_until(is_broken, victim, 5000));
     assert_true(ferry__conn_broken(victim));
 
     /* the others are still fine, and still answer */
     assert_false(ferry__conn_check_idle_peer(fresh));
-    r = testenv_cmd(fresh, "PING");
+    r = th_cmd(fresh, "PING");
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
     assert_false(ferry__conn_check_idle_peer(fresh));

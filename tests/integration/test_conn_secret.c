@@ -19,7 +19,7 @@
 #include <openssl/evp.h>
 
 #include "redis/url.h"
-#include "support/testenv.h"
+#include "support/th.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -147,10 +147,10 @@ static void want_ok(redisReply *r) {
 static void open_as_user(ferry_redis_options o, const char *scheme, const char *port,
                          const char *pw) {
     char user[64], hash[65];
-    snprintf(user, sizeof user, "%s-secret", testenv_prefix());
+    snprintf(user, sizeof user, "%s-secret", th_prefix());
     sha256_hex(pw, hash);
     ferry_conn *admin = admin_conn(&o);
-    want_ok(testenv_cmd(admin, "ACL SETUSER %s reset on #%s ~* &* +@all", user, hash));
+    want_ok(th_cmd(admin, "ACL SETUSER %s reset on #%s ~* &* +@all", user, hash));
 
     size_t cap = strlen(pw) + 200;
     char *url = malloc(cap);
@@ -162,7 +162,7 @@ static void open_as_user(ferry_redis_options o, const char *scheme, const char *
     arm(pw);
     int rc = ferry__conn_open(&o, "secret-test", &c, &e);
     if (rc == 0) {
-        redisReply *r = testenv_cmd(c, "ACL WHOAMI");
+        redisReply *r = th_cmd(c, "ACL WHOAMI");
         assert_string_equal(r->str, user);
         freeReplyObject(r);
         ferry__conn_close(c);
@@ -181,7 +181,7 @@ static void open_as_user(ferry_redis_options o, const char *scheme, const char *
     free(wrong);
     free(url);
 
-    redisReply *r = testenv_cmd(admin, "ACL DELUSER %s", user);
+    redisReply *r = th_cmd(admin, "ACL DELUSER %s", user);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     assert_int_equal(r->integer, 1);
     freeReplyObject(r);
@@ -191,7 +191,7 @@ static void open_as_user(ferry_redis_options o, const char *scheme, const char *
 static void test_acl_user_tcp(void **state) {
     (void)state;
     char *pw = make_password(40);
-    open_as_user(testenv_redis_options(0), "redis", testenv_require("REDIS_PORT"), pw);
+    open_as_user(th_redis_options(0), "redis", th_env_require("REDIS_PORT"), pw);
     free(pw);
 }
 
@@ -199,21 +199,21 @@ static void test_acl_user_tcp(void **state) {
 static void test_long_password_tcp(void **state) {
     (void)state;
     char *pw = make_password(3000);
-    open_as_user(testenv_redis_options(0), "redis", testenv_require("REDIS_PORT"), pw);
+    open_as_user(th_redis_options(0), "redis", th_env_require("REDIS_PORT"), pw);
     free(pw);
 }
 
 static void test_acl_user_tls(void **state) {
     (void)state;
     char *pw = make_password(64);
-    open_as_user(testenv_redis_options(1), "rediss", testenv_require("REDIS_TLS_PORT"), pw);
+    open_as_user(th_redis_options(1), "rediss", th_env_require("REDIS_TLS_PORT"), pw);
     free(pw);
 }
 
 /* The scan itself works: a block freed with the password in it is seen. */
 static void test_scan_sees_a_leak(void **state) {
     (void)state;
-    if (!SCAN) testenv_skip("test_scan_sees_a_leak: the free() hook cannot run under a sanitizer");
+    if (!SCAN) th_skip("test_scan_sees_a_leak: the free() hook cannot run under a sanitizer");
     char *pw = make_password(32);
     char *copy = strdup(pw);
     assert_non_null(copy);
@@ -231,5 +231,5 @@ int main(void) {
         cmocka_unit_test(test_acl_user_tcp),     cmocka_unit_test(test_long_password_tcp),
         cmocka_unit_test(test_acl_user_tls),
     };
-    return testenv_exit(cmocka_run_group_tests(tests, NULL, NULL));
+    return th_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -18,8 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "support/testenv.h"
-#include "test_listen.h"
+#include "support/th.h"
 
 typedef struct tls_peer {
     int lfd;
@@ -75,10 +74,10 @@ typedef struct attempt {
 static int try_open(const attempt *a, ferry_error *e, tls_peer *out) {
     tls_peer p = {.version = a->version,
                   .client_ca = a->server_trusts,
-                  .cert = testenv_require("TLS_SERVER_CERT"),
-                  .key = testenv_require("TLS_SERVER_KEY")};
+                  .cert = th_env_require("TLS_SERVER_CERT"),
+                  .key = th_env_require("TLS_SERVER_KEY")};
     int port;
-    p.lfd = listen_local(AF_INET, 4, &port);
+    p.lfd = th_listen_local(AF_INET, 4, &port);
     assert_true(p.lfd >= 0);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, tls_peer_main, &p), 0);
@@ -87,11 +86,11 @@ static int try_open(const attempt *a, ferry_error *e, tls_peer *out) {
     ferry_redis_options o;
     ferry_redis_options_init(&o);
     o.url = url;
-    o.tls_ca_file = testenv_require("TLS_CA");
+    o.tls_ca_file = th_env_require("TLS_CA");
     o.tls_insecure = a->insecure;
     if (a->with_cert) {
-        o.tls_cert_file = testenv_require("TLS_CERT");
-        o.tls_key_file = testenv_require("TLS_KEY");
+        o.tls_cert_file = th_env_require("TLS_CERT");
+        o.tls_key_file = th_env_require("TLS_KEY");
     }
     o.connect_timeout_ms = 10000;
     ferry_conn *c = NULL;
@@ -120,7 +119,7 @@ static const char need_cert[] = "set tls_cert_file and tls_key_file";
 
 static void test_tls13_no_client_cert(void **state) {
     (void)state;
-    attempt a = {.version = TLS1_3_VERSION, .server_trusts = testenv_require("TLS_CA")};
+    attempt a = {.version = TLS1_3_VERSION, .server_trusts = th_env_require("TLS_CA")};
     /* whether the write or the read meets the refusal first varies: try a few times */
     for (int i = 0; i < 5; i++)
         want_refused(&a, "alert certificate required", need_cert);
@@ -130,7 +129,7 @@ static void test_tls13_no_client_cert(void **state) {
 
 static void test_tls12_no_client_cert(void **state) {
     (void)state;
-    attempt a = {.version = TLS1_2_VERSION, .server_trusts = testenv_require("TLS_CA")};
+    attempt a = {.version = TLS1_2_VERSION, .server_trusts = th_env_require("TLS_CA")};
     want_refused(&a, "alert handshake failure", need_cert);
     /* without verification, the verify result (the chain is not trusted by the default
      * store) has nothing to do with the failure */
@@ -141,9 +140,8 @@ static void test_tls12_no_client_cert(void **state) {
 /* A certificate the server does not trust: the alert names it. */
 static void test_client_cert_not_trusted(void **state) {
     (void)state;
-    attempt a = {.version = TLS1_3_VERSION,
-                 .server_trusts = testenv_require("TLS_OTHER_CA"),
-                 .with_cert = 1};
+    attempt a = {
+        .version = TLS1_3_VERSION, .server_trusts = th_env_require("TLS_OTHER_CA"), .with_cert = 1};
     want_refused(&a, "alert unknown ca", "refused the client certificate of tls_cert_file");
     a.version = TLS1_2_VERSION;
     want_refused(&a, "alert unknown ca", "refused the client certificate of tls_cert_file");
@@ -155,7 +153,7 @@ static void test_client_cert_not_trusted(void **state) {
 static void test_client_cert_accepted(void **state) {
     (void)state;
     attempt a = {
-        .version = TLS1_3_VERSION, .server_trusts = testenv_require("TLS_CA"), .with_cert = 1};
+        .version = TLS1_3_VERSION, .server_trusts = th_env_require("TLS_CA"), .with_cert = 1};
     for (int v = 0; v < 2; v++) {
         ferry_error e = {0};
         tls_peer p;

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "ferry/ferry.h"
-#include "support/testenv.h"
-#include "test_worker_support.h"
+#include "support/th.h"
+#include "support/wt.h"
 
 extern char **environ;
 
@@ -48,7 +48,7 @@ static pid_t start_daemon(const char *prefix, const char *const *args) {
         argv[n] = (char *)args[n - 1];
     argv[n] = NULL;
     char url[512], pfx[256];
-    snprintf(url, sizeof url, "REDIS_URL=%s", testenv_require("REDIS_URL"));
+    snprintf(url, sizeof url, "REDIS_URL=%s", th_env_require("REDIS_URL"));
     snprintf(pfx, sizeof pfx, "FERRY_PREFIX=%s", prefix);
     char *env[] = {url, pfx, "PATH=/usr/bin:/bin", NULL};
     posix_spawn_file_actions_t fa;
@@ -106,8 +106,8 @@ static int job_in_state(void *arg) {
 /* SIGTERM while a job runs: the job completes (its result written), the daemon exits 0. */
 static void test_sigterm_finishes_running_job(void **state) {
     (void)state;
-    const char *prefix = testenv_prefix();
-    ferry_queue *q = wt_queue_open(prefix, "mail");
+    const char *prefix = th_prefix();
+    ferry_queue *q = th_queue_open(prefix, "mail", NULL, 0);
     const char *args[] = {"--concurrency", "2", "--work-ms", "1500", "mail", NULL};
     pid_t pid = start_daemon(prefix, args);
     ferry_job_spec spec = {.name = "welcome", .data_json = "{\"to\":\"a@example.com\"}"};
@@ -115,7 +115,7 @@ static void test_sigterm_finishes_running_job(void **state) {
     ferry_error err = {0};
     assert_int_equal(ferry_queue_add(q, &spec, &id, &err), 0);
     job_ref active = {q, id, "active"};
-    assert_true(testenv_wait_until(job_in_state, &active, 10000));
+    assert_true(th_wait_until(job_in_state, &active, 10000));
     assert_int_equal(kill(pid, SIGTERM), 0);
     assert_int_equal(wait_exit(pid, 15000), 0);
     /* the job finished before the daemon exited, with its return value */
@@ -143,7 +143,7 @@ static void test_sigterm_finishes_running_job(void **state) {
 /* Idle: SIGINT stops it at once (no job), exit 0. */
 static void test_sigint_when_idle(void **state) {
     (void)state;
-    const char *prefix = testenv_prefix();
+    const char *prefix = th_prefix();
     const char *args[] = {"idle", NULL};
     pid_t pid = start_daemon(prefix, args);
     /* wait for the start line, so the signal lands after the mask is set */
@@ -174,7 +174,7 @@ static void test_bad_arguments(void **state) {
                           "--work-ms needs a whole number in 0..3600000", "unknown option --bogus",
                           "missing QUEUE"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        pid_t pid = start_daemon(testenv_prefix(), cases[i]);
+        pid_t pid = start_daemon(th_prefix(), cases[i]);
         assert_int_equal(wait_exit(pid, 10000), 2);
         char *log = slurp(err_path);
         if (!strstr(log, want[i])) fail_msg("case %zu: stderr %s lacks %s", i, log, want[i]);
@@ -189,5 +189,5 @@ int main(void) {
         cmocka_unit_test(test_sigint_when_idle),
         cmocka_unit_test(test_bad_arguments),
     };
-    return testenv_exit(cmocka_run_group_tests(tests, NULL, NULL));
+    return th_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -8,9 +8,9 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "pg/pg.h"
 #include "outbox/relay/relay_internal.h"
-#include "test_outbox_support.h"
+#include "pg/pg.h"
+#include "support/ob.h"
 #include "util/clock.h"
 
 static PGconn *db;
@@ -28,7 +28,7 @@ typedef struct mig_thread {
 
 static void *migrate_thread(void *arg) {
     mig_thread *t = arg;
-    PGconn *c = PQconnectdb(testenv_require("DATABASE_URL"));
+    PGconn *c = PQconnectdb(th_env_require("DATABASE_URL"));
     PQclear(PQexec(c, "SET client_min_messages = warning"));
     ferry_migrate_options mo = {.schema = t->schema};
     ferry_error e = {0};
@@ -263,16 +263,16 @@ typedef struct job_wait {
 
 static int job_exists(void *arg) {
     job_wait *w = arg;
-    return ob_redis_ll(rds, "EXISTS %s:%s:%s", w->prefix, w->queue, w->id) == 1;
+    return th_cmd_int(rds, "EXISTS %s:%s:%s", w->prefix, w->queue, w->id) == 1;
 }
 
 static int wait_job(const char *prefix, const char *queue, const char *id, int timeout_ms) {
     job_wait w = {prefix, queue, id};
-    return testenv_wait_until(job_exists, &w, timeout_ms);
+    return th_wait_until(job_exists, &w, timeout_ms);
 }
 
 static char *job_field(const char *prefix, const char *queue, const char *id, const char *field) {
-    redisReply *r = testenv_cmd(rds, "HGET %s:%s:%s %s", prefix, queue, id, field);
+    redisReply *r = th_cmd(rds, "HGET %s:%s:%s %s", prefix, queue, id, field);
     char *s = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
     freeReplyObject(r);
     return s;
@@ -282,7 +282,7 @@ static void test_relay_end_to_end(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("seed.routes", OB_SHOP_ROUTES);
     ob_relay rl;
     /* Poll interval 1 hour: every delivery below within the test's waits is a NOTIFY wake-up. */
@@ -329,8 +329,8 @@ static void test_relay_end_to_end(void **state) {
     snprintf(want, sizeof want, "{\"eventId\":\"%s\",\"payload\":{\"orderId\":\"o-3\"}}", marker);
     assert_string_equal(data, want); /* no traceId when the row has none */
     free(data);
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:payments:%s", prefix, rb), 0);
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:notifications:%s", prefix, marker), 0);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:payments:%s", prefix, rb), 0);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:notifications:%s", prefix, marker), 0);
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.outbox_events WHERE id = '%s'", schema, rb),
                      0);
     assert_int_equal(
@@ -341,8 +341,8 @@ static void test_relay_end_to_end(void **state) {
         1);
     if (!ob_relay_wait_log(&rl, "topic 'inventory.reserved', which no route names", 10000))
         OB_FAIL_LOG(&rl, "no warning about the unknown topic");
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 2);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:notifications:wait", prefix), 1);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:payments:wait", prefix), 2);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:notifications:wait", prefix), 1);
 
     /* a row whose job data would exceed --max-envelope is set aside, and others still flow */
     char big[37], after[37], payload[3000];
@@ -357,7 +357,7 @@ static void test_relay_end_to_end(void **state) {
              "SELECT count(*) FROM %s.outbox_events WHERE id = '%s' AND published_at IS NOT NULL",
              schema, after);
     if (!ob_wait_count(db, sql, 1, 1, 10000, &left)) OB_FAIL_LOG(&rl, "row not marked published");
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:payments:%s", prefix, big), 0);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:payments:%s", prefix, big), 0);
     PGresult *r =
         ob_sql(db,
                "SELECT quarantined_at IS NOT NULL, published_at IS NULL, attempts, last_error "
@@ -372,12 +372,12 @@ static void test_relay_end_to_end(void **state) {
     /* status: one unknown-topic row, one quarantined with an error */
     const char *bin = getenv("FERRY_BIN");
     char cmd[1024], out_path[300];
-    snprintf(out_path, sizeof out_path, "%s/status.json", cli_tmpdir());
+    snprintf(out_path, sizeof out_path, "%s/status.json", th_tmpdir());
     snprintf(cmd, sizeof cmd,
              "'%s' outbox status --json --schema %s --routes '%s' --database '%s' > '%s'", bin,
-             schema, routes, testenv_require("DATABASE_URL"), out_path);
+             schema, routes, th_env_require("DATABASE_URL"), out_path);
     assert_int_equal(system(cmd), 0);
-    char *text = cli_slurp(out_path);
+    char *text = th_slurp(out_path);
     json_t *st = json_loads(text, 0, NULL);
     if (!st) fail_msg("status output is not JSON: %s", text);
     assert_int_equal(json_integer_value(json_object_get(st, "unpublished")), 2);
@@ -412,14 +412,14 @@ static void test_relay_refuses_to_start(void **state) {
     const char *schema = ob_schema(db);
     const char *bad = ob_file("bad.routes", "order.placed payments:capture\n\norder.cancelled\n");
     ob_relay rl;
-    ob_relay_start(&rl, schema, testenv_prefix(), bad, NULL, NULL);
+    ob_relay_start(&rl, schema, th_prefix(), bad, NULL, NULL);
     assert_int_equal(ob_relay_wait(&rl, 20000), 2);
     char want[300];
     snprintf(want, sizeof want, "%s:3: topic 'order.cancelled' has no targets", bad);
     if (!ob_relay_log_contains(&rl, want)) OB_FAIL_LOG(&rl, "message lacks '%s'", want);
 
     const char *good = ob_file("good.routes", OB_SHOP_ROUTES);
-    ob_relay_start(&rl, "no_such_schema_q", testenv_prefix(), good, NULL, NULL);
+    ob_relay_start(&rl, "no_such_schema_q", th_prefix(), good, NULL, NULL);
     assert_int_equal(ob_relay_wait(&rl, 20000), 3);
     if (!ob_relay_log_contains(&rl, "run `ferry migrate`")) OB_FAIL_LOG(&rl, "no hint to migrate");
 }
@@ -430,7 +430,7 @@ static void test_crash_before_commit_dedups(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("crash.routes", OB_SHOP_ROUTES);
     ob_insert_many(db, schema, "order.placed", 50);
     ob_relay rl;
@@ -441,8 +441,8 @@ static void test_crash_before_commit_dedups(void **state) {
     assert_true(ob_relay_log_contains(&rl, "FERRY_FAULT=relay_after_publish"));
     assert_int_equal(
         ob_ll(db, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL", schema), 50);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 50);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:notifications:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:payments:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:notifications:wait", prefix), 50);
 
     ob_relay_start(&rl, schema, prefix, routes, NULL, NULL);
     char sql[256];
@@ -451,14 +451,14 @@ static void test_crash_before_commit_dedups(void **state) {
     long long left = -1;
     if (!ob_wait_count(db, sql, 0, 1, 20000, &left)) OB_FAIL_LOG(&rl, "%lld rows left", left);
     ob_relay_stop(&rl);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:payments:wait", prefix), 50);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:notifications:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:payments:wait", prefix), 50);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:notifications:wait", prefix), 50);
     /* every row has its job, under its own id */
     PGresult *r = ob_sql(db, "SELECT id FROM %s.outbox_events", schema);
     for (int i = 0; i < PQntuples(r); i++) {
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:payments:%s", prefix, PQgetvalue(r, i, 0)), 1);
-        assert_int_equal(
-            ob_redis_ll(rds, "EXISTS %s:notifications:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:payments:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:notifications:%s", prefix, PQgetvalue(r, i, 0)),
+                         1);
     }
     PQclear(r);
 }
@@ -468,7 +468,7 @@ static void test_crash_before_commit_dedups(void **state) {
 static void test_owned_connection_pipeline(void **state) {
     (void)state;
     ferry__pgc c = {0};
-    ferry__pg_session s = {testenv_require("DATABASE_URL"), "ferry test", 5000, 5000, 20000};
+    ferry__pg_session s = {th_env_require("DATABASE_URL"), "ferry test", 5000, 5000, 20000};
     ferry_error e = {0};
     if (ferry__pgc_connect(&c, &s, &e)) fail_msg("%s", e.message);
     /* an error mid-pipeline: reported with its SQLSTATE, the rest skipped, connection usable */
@@ -554,18 +554,18 @@ static void test_library_relay_in_process(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     ferry_routes *routes = NULL;
     ferry_error e = {0};
     const char *text = "order.placed lib-q:handle\n";
     assert_int_equal(ferry_routes_parse(text, strlen(text), NULL, &routes, &e), 0);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     captured_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
     ferry_relay_options o;
     ferry_relay_options_init(&o);
-    o.database_url = testenv_require("DATABASE_URL");
+    o.database_url = th_env_require("DATABASE_URL");
     o.schema = schema;
     o.redis = &ro;
     o.prefix = prefix;
@@ -591,7 +591,7 @@ static void test_library_relay_in_process(void **state) {
     o.schema = schema;
     ro.url = "redis://host:99999";
     assert_int_equal(ferry_relay_create(&o, &relay, &e), FERRY_EINVAL);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     assert_null(relay);
 
     if (ferry_relay_create(&o, &relay, &e)) fail_msg("%s", e.message);
@@ -603,7 +603,7 @@ static void test_library_relay_in_process(void **state) {
     ob_append(db, schema, "order.placed", "{\"n\":1}", NULL, 1, id);
     if (!wait_job(prefix, "lib-q", id, 10000)) fail_msg("no job; log:\n%s", log.text);
     stats_wait sw = {relay, 1};
-    assert_true(testenv_wait_until(stats_reached, &sw, 10000));
+    assert_true(th_wait_until(stats_reached, &sw, 10000));
     char *opts = job_field(prefix, "lib-q", id, "opts");
     assert_non_null(strstr(opts, "\"attempts\":3"));
     free(opts);
@@ -630,7 +630,7 @@ static void test_relay_longest_queue_name(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     char queue[FERRY_QUEUE_NAME_MAX + 1], text[FERRY_QUEUE_NAME_MAX + 64];
     memset(queue, 'q', FERRY_QUEUE_NAME_MAX);
     queue[FERRY_QUEUE_NAME_MAX] = 0;
@@ -640,11 +640,11 @@ static void test_relay_longest_queue_name(void **state) {
     if (ferry_routes_parse(text, strlen(text), NULL, &routes, &e)) fail_msg("%s", e.message);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     captured_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
     ferry_relay_options o;
     ferry_relay_options_init(&o);
-    o.database_url = testenv_require("DATABASE_URL");
+    o.database_url = th_env_require("DATABASE_URL");
     o.schema = schema;
     o.redis = &ro;
     o.prefix = prefix;

@@ -3,17 +3,17 @@
  * connection drop; jobs it had already added are duplicates that the queues drop by jobId)
  * and a replacement starts. In the end every row is published and each queue holds exactly
  * one job per row, under the row's id: nothing lost, nothing doubled. */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 #define ROWS 20000
 
 static void test_two_relays_one_killed(void **state) {
     (void)state;
     PGconn *db = ob_pg();
-    ferry_conn *rds = testenv_conn();
+    ferry_conn *rds = th_conn();
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("fanout.routes", "order.placed qa:capture qb:notify\n");
     ob_insert_many(db, schema, "order.placed", ROWS);
 
@@ -54,6 +54,6 @@ int main(void) {
         cmocka_unit_test(test_two_relays_one_killed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return rc;
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 static PGconn *db;
 static ferry_conn *rds;
@@ -42,7 +42,7 @@ static int run_psql(const char *schema, const char *file, const char *const *var
     char cmd[4096];
     int n =
         snprintf(cmd, sizeof cmd, "psql '%s' -X -q -v ON_ERROR_STOP=1 -c 'SET search_path = %s'",
-                 testenv_require("DATABASE_URL"), schema);
+                 th_env_require("DATABASE_URL"), schema);
     for (int i = 0; vars && vars[i]; i++)
         n += snprintf(cmd + n, sizeof cmd - (size_t)n, " -v '%s'", vars[i]);
     snprintf(cmd + n, sizeof cmd - (size_t)n, " -f '%s' >/dev/null", file);
@@ -107,7 +107,7 @@ static void test_append_sql_relayed(void **state) {
     assert_int_equal(id[14], '7');
 
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("sql.routes", "order.placed payments:capture-payment\n");
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes, NULL, NULL);
@@ -117,7 +117,7 @@ static void test_append_sql_relayed(void **state) {
     long long done = 0;
     if (!ob_wait_count(db, sql, 1, 1, 15000, &done)) OB_FAIL_LOG(&rl, "row not published");
     ob_relay_stop(&rl);
-    redisReply *rep = testenv_cmd(rds, "HGET %s:payments:%s data", prefix, id);
+    redisReply *rep = th_cmd(rds, "HGET %s:payments:%s data", prefix, id);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     char want[512];
     snprintf(
@@ -126,7 +126,7 @@ static void test_append_sql_relayed(void **state) {
         id, tp, order);
     assert_string_equal(rep->str, want);
     freeReplyObject(rep);
-    rep = testenv_cmd(rds, "HGET %s:payments:%s name", prefix, id);
+    rep = th_cmd(rds, "HGET %s:payments:%s name", prefix, id);
     assert_string_equal(rep->str, "capture-payment");
     freeReplyObject(rep);
 }
@@ -136,5 +136,5 @@ int main(void) {
         cmocka_unit_test(test_uuid7_from_sql),
         cmocka_unit_test(test_append_sql_relayed),
     };
-    return testenv_exit(cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown));
+    return th_exit(cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown));
 }

@@ -11,7 +11,7 @@
  *    warning and `ferry outbox status` print it escaped, so it cannot forge log lines;
  *  - a schema a newer ferry migrated: `ferry migrate` and the relay say so;
  *  - a large row Redis refuses every time: set aside, the rows behind it published. */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 #define AGGREGATE "6f9619ff-8b86-d011-b42d-00cf4fc964ff"
 
@@ -123,23 +123,23 @@ static void expect_routes_refusal(const char *what, int code, const char *err, c
 static void test_unreadable_routes_file_exits_2(void **state) {
     (void)state;
     char missing[300], fifo[300];
-    snprintf(missing, sizeof missing, "%s/no-such.routes", cli_tmpdir());
-    snprintf(fifo, sizeof fifo, "%s/fifo.routes", cli_tmpdir());
+    snprintf(missing, sizeof missing, "%s/no-such.routes", th_tmpdir());
+    snprintf(fifo, sizeof fifo, "%s/fifo.routes", th_tmpdir());
     unlink(fifo);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     /* a directory; a FIFO no one writes to (opening it used to block for ever) */
-    const char *files[] = {missing, cli_tmpdir(), fifo};
+    const char *files[] = {missing, th_tmpdir(), fifo};
     for (size_t i = 0; i < 3; i++) {
         ob_relay rl;
-        ob_relay_start(&rl, "public", testenv_prefix(), files[i], NULL, NULL);
+        ob_relay_start(&rl, "public", th_prefix(), files[i], NULL, NULL);
         int code = ob_relay_wait(&rl, 20000);
-        char *log = cli_slurp(rl.log);
+        char *log = th_slurp(rl.log);
         expect_routes_refusal("ferry relay", code, log, files[i]);
         free(log);
 
         cli_run r;
         CLI(r, "outbox", "status", "--routes", files[i], "--database",
-            testenv_require("DATABASE_URL"));
+            th_env_require("DATABASE_URL"));
         expect_routes_refusal("ferry outbox status", r.code, r.err, files[i]);
         cli_run_free(&r);
     }
@@ -148,7 +148,7 @@ static void test_unreadable_routes_file_exits_2(void **state) {
     const char *good = ob_file("inputs.routes", "order.placed q:j\n");
     cli_run r;
     CLI(r, "outbox", "status", "--routes", good, "--schema", schema, "--database",
-        testenv_require("DATABASE_URL"));
+        th_env_require("DATABASE_URL"));
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
 }
@@ -240,7 +240,7 @@ static void test_topic_control_characters_escaped(void **state) {
 
     const char *routes = ob_file("topics.routes", "order.placed q:j\n");
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes,
                    (const char *const[]){"--retention-days", "0", NULL}, NULL);
@@ -250,20 +250,20 @@ static void test_topic_control_characters_escaped(void **state) {
     if (!ob_relay_wait_log(&rl, needle, 20000))
         OB_FAIL_LOG(&rl, "no unknown-topic warning with the escaped topic (%s)", needle);
     ob_relay_stop(&rl);
-    char *log = cli_slurp(rl.log);
+    char *log = th_slurp(rl.log);
     expect_no_forgery("relay log", log);
     free(log);
 
     cli_run r;
     CLI(r, "outbox", "status", "--schema", schema, "--routes", routes, "--database",
-        testenv_require("DATABASE_URL"));
+        th_env_require("DATABASE_URL"));
     CLI_EXPECT(r, 0);
     if (!strstr(r.out, escaped)) fail_msg("status does not show '%s':\n%s", escaped, r.out);
     expect_no_forgery("outbox status", r.out);
     cli_run_free(&r);
     /* --json escapes it as JSON does */
     CLI(r, "outbox", "status", "--json", "--schema", schema, "--database",
-        testenv_require("DATABASE_URL"));
+        th_env_require("DATABASE_URL"));
     CLI_EXPECT(r, 0);
     assert_int_equal(cli_lines(r.out), 1);
     if (!strstr(r.out, "evil\\n2030")) fail_msg("status --json: %s", r.out);
@@ -280,7 +280,7 @@ static void test_newer_schema_reported(void **state) {
                    "INSERT INTO %s.ferry_schema_migrations (version, name) VALUES (%d, 'future')",
                    schema, ours + 1));
     cli_run r;
-    CLI(r, "migrate", "--schema", schema, "--database", testenv_require("DATABASE_URL"));
+    CLI(r, "migrate", "--schema", schema, "--database", th_env_require("DATABASE_URL"));
     CLI_EXPECT(r, 0);
     char want[256];
     snprintf(want, sizeof want,
@@ -291,7 +291,7 @@ static void test_newer_schema_reported(void **state) {
     cli_run_free(&r);
     const char *routes = ob_file("newer.routes", "order.placed q:j\n");
     ob_relay rl;
-    ob_relay_start(&rl, schema, testenv_prefix(), routes, NULL, NULL);
+    ob_relay_start(&rl, schema, th_prefix(), routes, NULL, NULL);
     snprintf(want, sizeof want, "schema %s is at version %d, newer than this ferry's %d", schema,
              ours + 1, ours);
     if (!ob_relay_wait_log(&rl, want, 20000)) OB_FAIL_LOG(&rl, "no warning '%s'", want);
@@ -320,15 +320,15 @@ static void test_row_redis_refuses_set_aside(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     PQclear(ob_sql(db,
                    "INSERT INTO %s.outbox_events (id, topic, aggregate_id, payload, created_at) "
                    "VALUES ('0190a8e0-0000-7000-8000-000000000001', 'big.one', gen_random_uuid(), "
                    "jsonb_build_object('p', repeat('x', 100000)), now() - interval '1 minute')",
                    schema));
     ob_insert_many(db, schema, "small.one", 3);
-    ferry_conn *rds = testenv_conn();
-    freeReplyObject(testenv_cmd(rds, "SET %s:bigq:wait oops", prefix));
+    ferry_conn *rds = th_conn();
+    freeReplyObject(th_cmd(rds, "SET %s:bigq:wait oops", prefix));
     const char *routes = ob_file("refused.routes", "big.one bigq:j\nsmall.one q:j\n");
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes, (const char *const[]){"--max-backoff", "20", NULL},
@@ -336,7 +336,7 @@ static void test_row_redis_refuses_set_aside(void **state) {
     if (!ob_relay_wait_log(&rl, "event 0190a8e0-0000-7000-8000-000000000001 set aside", 30000))
         OB_FAIL_LOG(&rl, "the refused row was not set aside");
     published_arg pa = {db, schema, "small.one", 3};
-    if (!testenv_wait_until(published, &pa, 30000))
+    if (!th_wait_until(published, &pa, 30000))
         OB_FAIL_LOG(&rl, "the rows behind it were not published");
     ob_relay_stop(&rl);
     PGresult *res = ob_sql(db,
@@ -357,10 +357,10 @@ static void test_row_redis_refuses_set_aside(void **state) {
                            schema),
                      3);
     /* nothing of it in Redis (the add fails before its first write) */
-    redisReply *e = testenv_cmd(rds, "EXISTS %s:bigq:0190a8e0-0000-7000-8000-000000000001", prefix);
+    redisReply *e = th_cmd(rds, "EXISTS %s:bigq:0190a8e0-0000-7000-8000-000000000001", prefix);
     assert_int_equal(e->integer, 0);
     freeReplyObject(e);
-    freeReplyObject(testenv_cmd(rds, "DEL %s:bigq:wait", prefix));
+    freeReplyObject(th_cmd(rds, "DEL %s:bigq:wait", prefix));
     ferry__conn_close(rds);
 }
 

@@ -9,7 +9,7 @@
  *    no claim fails with 40001 (under REPEATABLE READ, FOR UPDATE SKIP LOCKED fails on a row
  *    the other relay published after the claim's snapshot instead of skipping it). */
 #include "pg/migrations.h" /* FERRY__LOCK_CLASS_STR */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 #define MIGRATORS 4
 #define ROWS 5000
@@ -41,8 +41,8 @@ static void migrate_all_at_once(PGconn *x, const char *url) {
     pid_t pids[MIGRATORS];
     char out[MIGRATORS][300], err[MIGRATORS][300];
     for (int i = 0; i < MIGRATORS; i++) {
-        snprintf(out[i], sizeof out[i], "%s/migrate%d.out", cli_tmpdir(), i);
-        snprintf(err[i], sizeof err[i], "%s/migrate%d.err", cli_tmpdir(), i);
+        snprintf(out[i], sizeof out[i], "%s/migrate%d.out", th_tmpdir(), i);
+        snprintf(err[i], sizeof err[i], "%s/migrate%d.err", th_tmpdir(), i);
         pids[i] = cli_start(CLI_ARGV("migrate", "--schema", SCHEMA, "--database", url), NULL, NULL,
                             out[i], err[i]);
     }
@@ -59,7 +59,7 @@ static void migrate_all_at_once(PGconn *x, const char *url) {
     int applied = 0, up_to_date = 0;
     for (int i = 0; i < MIGRATORS; i++) {
         int code = cli_wait(pids[i], 60000);
-        char *o = cli_slurp(out[i]), *e = cli_slurp(err[i]);
+        char *o = th_slurp(out[i]), *e = th_slurp(err[i]);
         if (code != 0) fail_msg("migrator %d: exit %d\nstdout: %s\nstderr: %s", i, code, o, e);
         if (strstr(o, "applied ")) applied++;
         if (strstr(o, "up to date")) up_to_date++;
@@ -76,7 +76,7 @@ static void migrate_all_at_once(PGconn *x, const char *url) {
 
 /* Rows the relay said it published when it exited. */
 static long long published_by(const ob_relay *rl) {
-    char *log = cli_slurp(rl->log);
+    char *log = th_slurp(rl->log);
     const char *p = strstr(log, "exiting: ");
     long long n = -1;
     if (!p || sscanf(p, "exiting: %lld row(s) published", &n) != 1) {
@@ -89,7 +89,7 @@ static long long published_by(const ob_relay *rl) {
 
 static void relays_share_the_work(PGconn *x, const char *url) {
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("iso.routes", "order.placed isoq:handle\n");
     const char *args[] = {"--database", url, "--batch", "5", "--retention-days", "0", NULL};
     ob_relay rl[2];
@@ -111,7 +111,7 @@ static void relays_share_the_work(PGconn *x, const char *url) {
     ob_relay_stop(&rl[1]);
     long long a = published_by(&rl[0]), b = published_by(&rl[1]);
     for (int i = 0; i < 2; i++) {
-        char *log = cli_slurp(rl[i].log);
+        char *log = th_slurp(rl[i].log);
         int conflict = strstr(log, "40001") != NULL;
         free(log);
         if (conflict) OB_FAIL_LOG(&rl[i], "a claim failed with 40001 (serialization failure)");

@@ -7,7 +7,7 @@
  *    id order;
  *  - SIGKILLed mid-run (batches claimed ahead and not committed roll back), a new relay
  *    publishes the rest and every queue holds exactly one job per row. */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 #define ROWS 20000
 
@@ -23,7 +23,7 @@ static void insert_ordered(PGconn *db, const char *schema, int n) {
 
 /* The queue's waiting job ids in the order they were added (LPUSH: oldest last). */
 static char **added_order(ferry_conn *r, const char *prefix, const char *queue, size_t *n) {
-    redisReply *rep = testenv_cmd(r, "LRANGE %s:%s:wait 0 -1", prefix, queue);
+    redisReply *rep = th_cmd(r, "LRANGE %s:%s:wait 0 -1", prefix, queue);
     assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
     *n = rep->elements;
     char **ids = calloc(*n ? *n : 1, sizeof *ids);
@@ -61,9 +61,9 @@ typedef struct lt {
 
 static void lt_init(lt *t) {
     t->db = ob_pg();
-    t->rds = testenv_conn();
+    t->rds = th_conn();
     t->schema = ob_schema(t->db);
-    snprintf(t->prefix, sizeof t->prefix, "%s", testenv_prefix());
+    snprintf(t->prefix, sizeof t->prefix, "%s", th_prefix());
 }
 
 static void lt_fini(lt *t) {
@@ -197,10 +197,10 @@ static void test_one_transaction_in_id_order(void **state) {
 static void test_one_relay_killed(void **state) {
     (void)state;
     PGconn *db = ob_pg();
-    ferry_conn *rds = testenv_conn();
+    ferry_conn *rds = th_conn();
     const char *schema = ob_schema(db);
     char prefix[64], published[256], unpublished[256];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("kill.routes", "order.placed qa:capture qb:notify\n");
     insert_ordered(db, schema, ROWS);
     snprintf(published, sizeof published,
@@ -237,6 +237,6 @@ int main(void) {
         cmocka_unit_test(test_one_relay_killed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return rc;
 }

@@ -7,7 +7,7 @@
  *    refused by the CLI and the library;
  *  - idle_session_timeout set on the database (PostgreSQL 14+): the relay's sessions wait
  *    idle without being ended, so no reconnect and no warning. */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 #define BUDGET 262144 /* --batch-bytes of the budget tests */
 
@@ -17,7 +17,7 @@ static ferry_conn *rds;
 OB_GROUP_FIXTURE(&db, &rds)
 
 static int log_contains(const ob_relay *rl, const char *needle) {
-    char *log = cli_slurp(rl->log);
+    char *log = th_slurp(rl->log);
     int found = strstr(log, needle) != NULL;
     free(log);
     return found;
@@ -63,7 +63,7 @@ static void expect_queues_in_order(const char *schema, const char *prefix) {
     PGresult *rows = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY created_at, id", schema);
     const char *queues[] = {"qa", "qb"};
     for (int q = 0; q < 2; q++) {
-        redisReply *rep = testenv_cmd(rds, "LRANGE %s:%s:wait 0 -1", prefix, queues[q]);
+        redisReply *rep = th_cmd(rds, "LRANGE %s:%s:wait 0 -1", prefix, queues[q]);
         assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
         if (rep->elements != (size_t)PQntuples(rows))
             fail_msg("queue %s holds %zu jobs for %d rows", queues[q], rep->elements,
@@ -106,7 +106,7 @@ static void test_batch_bytes_splits_batches(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     insert_sized(schema, 21, "CASE WHEN g = 11 THEN 300000 ELSE 100000 END");
     ob_relay rl;
     drain(&rl, schema, prefix,
@@ -133,7 +133,7 @@ static void test_batch_bytes_keeps_order_claiming_ahead(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     insert_sized(schema, 60, "CASE WHEN g % 10 < 5 THEN 10 ELSE 100000 END");
     ob_relay rl;
     drain(&rl, schema, prefix,
@@ -152,7 +152,7 @@ static void test_batch_bytes_out_of_range(void **state) {
     const char *bad[] = {"65535", "1073741825", "-1", "16MiB"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ob_relay rl;
-        ob_relay_start(&rl, "public", testenv_prefix(), routes,
+        ob_relay_start(&rl, "public", th_prefix(), routes,
                        (const char *const[]){"--batch-bytes", bad[i], NULL}, NULL);
         assert_int_equal(ob_relay_wait(&rl, 20000), 2);
         char want[160];
@@ -160,7 +160,7 @@ static void test_batch_bytes_out_of_range(void **state) {
                  "ferry relay: --batch-bytes: expected an integer from 65536 to 1073741824, got "
                  "'%s'\n",
                  bad[i]);
-        char *log = cli_slurp(rl.log);
+        char *log = th_slurp(rl.log);
         /* one timestamped line (every relay line has its time) */
         if (cli_skip_timestamp(log) == log || strcmp(cli_skip_timestamp(log), want))
             OB_FAIL_LOG(&rl, "expected exactly: <time> %s", want);
@@ -201,7 +201,7 @@ static void test_batch_bytes_out_of_range(void **state) {
 static void test_idle_session_timeout(void **state) {
     (void)state;
     if (ob_ll(db, "SELECT current_setting('server_version_num')::int") < 140000) {
-        testenv_skip("test_idle_session_timeout: PostgreSQL < 14 has no idle_session_timeout");
+        th_skip("test_idle_session_timeout: PostgreSQL < 14 has no idle_session_timeout");
     }
     char url[512];
     const char *idle_db = ob_scratch_create(db, "idle", url, sizeof url);
@@ -218,7 +218,7 @@ static void test_idle_session_timeout(void **state) {
     PQfinish(probe);
 
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("idle.routes", "order.placed idleq:handle\n");
     ob_relay rl;
     /* NOTIFY only (poll an hour), retention every second on its own connection */
@@ -251,7 +251,7 @@ static void test_idle_session_timeout(void **state) {
              "NOT NULL",
              id);
     if (!ob_wait_count(x, sql, 1, 1, 10000, &ok)) OB_FAIL_LOG(&rl, "the event was not published");
-    assert_int_equal(ob_redis_ll(rds, "EXISTS %s:idleq:%s", prefix, id), 1);
+    assert_int_equal(th_cmd_int(rds, "EXISTS %s:idleq:%s", prefix, id), 1);
     /* published on the session that waited, which never had to be replaced */
     assert_int_equal(ob_ll(db,
                            "SELECT count(*) FROM pg_stat_activity WHERE datname = '%s' AND "
@@ -272,5 +272,5 @@ int main(void) {
         cmocka_unit_test(test_batch_bytes_out_of_range),
         cmocka_unit_test(test_idle_session_timeout),
     };
-    return testenv_exit(cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown));
+    return th_exit(cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown));
 }

@@ -5,7 +5,7 @@
  *    open in a transaction, delivery resumes after SIGCONT;
  *  - PostgreSQL crashed and restarted (immediate mode) mid-run: the relay reconnects and
  *    every row ends up with exactly one job per queue. */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 static PGconn *db;
 static ferry_conn *rds;
@@ -25,26 +25,10 @@ static int teardown(void **state) {
     return 0;
 }
 
-static void redis_ctl(const char *action) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", testenv_require("REDIS_CTL"), action);
-    if (system(cmd) != 0) fail_msg("redis-ctl %s failed", action);
-}
-
-static pid_t redis_pid(void) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' pid", testenv_require("REDIS_CTL"));
-    FILE *p = popen(cmd, "r");
-    long pid = 0;
-    if (!p || fscanf(p, "%ld", &pid) != 1) fail_msg("redis-ctl pid failed");
-    pclose(p);
-    return (pid_t)pid;
-}
-
 /* Reopen the test's Redis connection after a restart. */
 static void redis_reconnect(void) {
     ferry__conn_close(rds);
-    rds = testenv_conn();
+    rds = th_conn();
 }
 
 typedef struct alive_wait {
@@ -54,7 +38,7 @@ typedef struct alive_wait {
 
 static int exited_or_time_up(void *arg) {
     alive_wait *w = arg;
-    return ob_relay_exited(w->rl) || cli_mono_ms() >= w->until;
+    return ob_relay_exited(w->rl) || th_mono_ms() >= w->until;
 }
 
 static long long count_in_tx(void) {
@@ -67,7 +51,7 @@ static void test_redis_down_10s(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64], sql[512];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("down.routes", "order.placed q1:capture q2:notify\n");
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes,
@@ -81,8 +65,8 @@ static void test_redis_down_10s(void **state) {
     if (!ob_wait_count(db, sql, 0, 1, 15000, &n))
         OB_FAIL_LOG(&rl, "relay not publishing before the outage");
 
-    redis_ctl("stop");
-    long long down_at = cli_mono_ms();
+    th_redis_ctl("stop");
+    long long down_at = th_mono_ms();
     ob_insert_many(db, schema, "order.placed", 300);
     PQclear(ob_sql(db,
                    "CREATE TEMP TABLE outage_rows AS SELECT id FROM %s.outbox_events "
@@ -96,7 +80,7 @@ static void test_redis_down_10s(void **state) {
     if (!ob_wait_count(db, sql, 1, 0, 15000, &n)) OB_FAIL_LOG(&rl, "no failed attempts recorded");
     /* keep Redis down for 10 s in all; the relay must stay up */
     alive_wait aw = {&rl, down_at + 10000};
-    testenv_wait_until(exited_or_time_up, &aw, 20000);
+    th_wait_until(exited_or_time_up, &aw, 20000);
     if (ob_relay_exited(&rl))
         OB_FAIL_LOG(&rl, "relay exited (status %d) while Redis was down", rl.status);
     assert_int_equal(
@@ -114,7 +98,7 @@ static void test_redis_down_10s(void **state) {
     assert_non_null(strstr(PQgetvalue(r, 0, 1), "queue q"));
     PQclear(r);
 
-    redis_ctl("start");
+    th_redis_ctl("start");
     redis_reconnect();
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.outbox_events WHERE published_at IS NULL",
              schema);
@@ -125,18 +109,18 @@ static void test_redis_down_10s(void **state) {
      * that was stopped; this test Redis keeps no data across restarts) */
     r = ob_sql(db, "SELECT id FROM outage_rows");
     for (int i = 0; i < PQntuples(r); i++) {
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0)), 1);
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:q2:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0)), 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:q2:%s", prefix, PQgetvalue(r, i, 0)), 1);
     }
     PQclear(r);
     long long survivors = 0;
     r = ob_sql(db, "SELECT id FROM %s.outbox_events WHERE id NOT IN (SELECT id FROM outage_rows)",
                schema);
     for (int i = 0; i < PQntuples(r); i++)
-        survivors += ob_redis_ll(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0));
+        survivors += th_cmd_int(rds, "EXISTS %s:q1:%s", prefix, PQgetvalue(r, i, 0));
     PQclear(r);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:q1:wait", prefix), 300 + survivors);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:q2:wait", prefix), 300 + survivors);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:q1:wait", prefix), 300 + survivors);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:q2:wait", prefix), 300 + survivors);
     ob_exec(db, "DROP TABLE outage_rows");
 }
 
@@ -144,7 +128,7 @@ static void test_redis_hung(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64], sql[512];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("hung.routes", "order.placed q1:capture\n");
     ob_relay rl;
     ob_relay_start(&rl, schema, prefix, routes,
@@ -157,7 +141,7 @@ static void test_redis_hung(void **state) {
              schema);
     long long n = 0;
     if (!ob_wait_count(db, sql, 0, 1, 15000, &n)) OB_FAIL_LOG(&rl, "relay not publishing");
-    pid_t rp = redis_pid();
+    pid_t rp = th_redis_pid();
     kill(rp, SIGSTOP); /* connections stay open, nothing answers */
     ob_insert_many(db, schema, "order.placed", 10);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.outbox_events WHERE attempts >= 2", schema);
@@ -172,20 +156,20 @@ static void test_redis_hung(void **state) {
     if (!ob_wait_count(db, sql, 0, 1, 30000, &n))
         OB_FAIL_LOG(&rl, "%lld rows left after SIGCONT", n);
     ob_relay_stop(&rl);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:q1:wait", prefix), 11);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:q1:wait", prefix), 11);
 }
 
 /* ---- PostgreSQL restart --------------------------------------------------------------- */
 
 static void pg_restart(void) {
     char cmd[2048];
-    const char *ctl = testenv_get("PG_CTL");
+    const char *ctl = th_env_get("PG_CTL");
     if (ctl) {
-        snprintf(cmd, sizeof cmd, "'%s' restart >'%s/pgctl.log' 2>&1", ctl, cli_tmpdir());
+        snprintf(cmd, sizeof cmd, "'%s' restart >'%s/pgctl.log' 2>&1", ctl, th_tmpdir());
     } else {
         /* The fixture's cluster (scripts/lib.sh): pg_ctl restart reuses postmaster.opts;
          * as root it must run as the postgres user. */
-        const char *data = testenv_require("PG_DATA");
+        const char *data = th_env_require("PG_DATA");
         char bindir[512] = "";
         FILE *p = popen("pg_config --bindir 2>/dev/null", "r");
         if (p) {
@@ -195,12 +179,12 @@ static void pg_restart(void) {
         snprintf(cmd, sizeof cmd,
                  "%s'%s/pg_ctl' -D '%s' -m immediate -w -t 60 -l '%s/../postgres.log' "
                  "restart >'%s/pgctl.log' 2>&1",
-                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data, cli_tmpdir());
+                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data, th_tmpdir());
     }
     if (system(cmd) != 0) {
         char path[300];
-        snprintf(path, sizeof path, "%s/pgctl.log", cli_tmpdir());
-        fail_msg("PostgreSQL restart failed: %s\n%s", cmd, cli_slurp(path));
+        snprintf(path, sizeof path, "%s/pgctl.log", th_tmpdir());
+        fail_msg("PostgreSQL restart failed: %s\n%s", cmd, th_slurp(path));
     }
 }
 
@@ -212,7 +196,7 @@ static void test_postgres_restart_mid_run(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64], sql[512];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     const char *routes = ob_file("pg.routes", "order.placed q1:capture\n");
     ob_insert_many(db, schema, "order.placed", 1000);
     ob_relay rl;
@@ -234,7 +218,7 @@ static void test_postgres_restart_mid_run(void **state) {
     if (!ob_wait_count(db, sql, 0, 1, 60000, &n))
         OB_FAIL_LOG(&rl, "%lld rows left after the restart", n);
     if (ob_relay_exited(&rl)) OB_FAIL_LOG(&rl, "relay exited");
-    char *log = cli_slurp(rl.log);
+    char *log = th_slurp(rl.log);
     int reconnected = strstr(log, "database connection restored") != NULL;
     free(log);
     if (!reconnected) OB_FAIL_LOG(&rl, "no reconnect in the relay's log");
@@ -242,7 +226,7 @@ static void test_postgres_restart_mid_run(void **state) {
 
     PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY id::text", schema);
     assert_int_equal(PQntuples(res), 2000);
-    redisReply *rep = testenv_cmd(rds, "LRANGE %s:q1:wait 0 -1", prefix);
+    redisReply *rep = th_cmd(rds, "LRANGE %s:q1:wait 0 -1", prefix);
     assert_int_equal(rep->elements, 2000);
     char **ids = calloc(rep->elements, sizeof *ids);
     for (size_t i = 0; i < rep->elements; i++)

@@ -10,7 +10,7 @@
  *    escaped, on one line. */
 #include <pthread.h>
 
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 static PGconn *db;
 static ferry_conn *rds;
@@ -20,20 +20,20 @@ OB_GROUP_FIXTURE(&db, &rds)
 
 static void policy_set(const char *policy) {
     if (!saved_policy[0]) {
-        redisReply *r = testenv_cmd(rds, "CONFIG GET maxmemory-policy");
+        redisReply *r = th_cmd(rds, "CONFIG GET maxmemory-policy");
         assert_int_equal(r->type, REDIS_REPLY_ARRAY);
         assert_int_equal(r->elements, 2);
         snprintf(saved_policy, sizeof saved_policy, "%s", r->element[1]->str);
         freeReplyObject(r);
     }
-    freeReplyObject(testenv_cmd(rds, "CONFIG SET maxmemory-policy %s", policy));
+    freeReplyObject(th_cmd(rds, "CONFIG SET maxmemory-policy %s", policy));
 }
 
 /* Each test's teardown: the server's policy as it was. */
 static int policy_restore(void **state) {
     (void)state;
     if (saved_policy[0])
-        freeReplyObject(testenv_cmd(rds, "CONFIG SET maxmemory-policy %s", saved_policy));
+        freeReplyObject(th_cmd(rds, "CONFIG SET maxmemory-policy %s", saved_policy));
     saved_policy[0] = '\0';
     return 0;
 }
@@ -58,12 +58,12 @@ static void expect_timestamped(const char *what, const char *text) {
 
 static void run_relay_once(const char *schema, const char *routes, char **log) {
     ob_relay rl;
-    ob_relay_start(&rl, schema, testenv_prefix(), routes,
+    ob_relay_start(&rl, schema, th_prefix(), routes,
                    (const char *const[]){"--retention-days", "0", NULL}, NULL);
     if (!ob_relay_wait_log(&rl, "info: started", 20000))
         OB_FAIL_LOG(&rl, "the relay did not start");
     ob_relay_stop(&rl);
-    *log = cli_slurp(rl.log);
+    *log = th_slurp(rl.log);
 }
 
 static void test_relay_lines_timestamped_and_eviction_warned(void **state) {
@@ -94,14 +94,14 @@ static void test_relay_lines_timestamped_and_eviction_warned(void **state) {
     /* start failures: no database there (exit 3), a routes file that is not there (exit 2) */
     cli_run r;
     CLI(r, "relay", "--routes", routes, "--schema", schema, "--database",
-        "postgresql://127.0.0.1:1/none", "--redis", testenv_require("REDIS_URL"));
+        "postgresql://127.0.0.1:1/none", "--redis", th_env_require("REDIS_URL"));
     CLI_EXPECT(r, 3);
     expect_timestamped("relay without a database", r.err);
     if (!strstr(r.err, "ferry relay: could not start: database:"))
         fail_msg("no start failure line:\n%s", r.err);
     cli_run_free(&r);
     CLI(r, "relay", "--routes", "/nonexistent/ferry.routes", "--database",
-        testenv_require("DATABASE_URL"));
+        th_env_require("DATABASE_URL"));
     CLI_EXPECT(r, 2);
     expect_timestamped("relay without its routes file", r.err);
     cli_run_free(&r);
@@ -147,14 +147,14 @@ static void test_library_eviction_warning_through_callback(void **state) {
     const char *routes = ob_file("lib.routes", "order.placed q:j\n");
     policy_set("volatile-lru");
     captured cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    ferry_redis_options ropts = testenv_redis_options(0);
+    ferry_redis_options ropts = th_redis_options(0);
     ferry_relay_options o;
     ferry_relay_options_init(&o);
-    o.database_url = testenv_require("DATABASE_URL");
+    o.database_url = th_env_require("DATABASE_URL");
     o.schema = schema;
     o.routes_file = routes;
     o.redis = &ropts;
-    o.prefix = testenv_prefix();
+    o.prefix = th_prefix();
     o.retention_s = -1;
     o.log = capture;
     o.log_userdata = &cap;
@@ -164,7 +164,7 @@ static void test_library_eviction_warning_through_callback(void **state) {
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, run_thread, relay), 0);
     capture_wait w = {&cap, "relay: started"};
-    int started = testenv_wait_until(captured_has, &w, 20000);
+    int started = th_wait_until(captured_has, &w, 20000);
     ferry_relay_stop(relay);
     void *rc = NULL;
     pthread_join(t, &rc);
@@ -192,20 +192,20 @@ static void test_relay_help_has_no_test_variables(void **state) {
 static void test_names_with_control_characters_escaped(void **state) {
     (void)state;
     char path[300];
-    snprintf(path, sizeof path, "%s/no\nsuch\x1b[2J.routes", cli_tmpdir());
+    snprintf(path, sizeof path, "%s/no\nsuch\x1b[2J.routes", th_tmpdir());
     const char *shown = "no\\nsuch\\x1b[2J.routes";
     cli_run r;
-    CLI(r, "relay", "--routes", path, "--database", testenv_require("DATABASE_URL"));
+    CLI(r, "relay", "--routes", path, "--database", th_env_require("DATABASE_URL"));
     CLI_EXPECT(r, 2);
     if (cli_lines(r.err) != 1 || !strstr(r.err, shown)) fail_msg("relay: %s", r.err);
     cli_run_free(&r);
-    CLI(r, "outbox", "status", "--routes", path, "--database", testenv_require("DATABASE_URL"));
+    CLI(r, "outbox", "status", "--routes", path, "--database", th_env_require("DATABASE_URL"));
     CLI_EXPECT(r, 2);
     if (cli_lines(r.err) != 1 || !strstr(r.err, shown)) fail_msg("outbox status: %s", r.err);
     cli_run_free(&r);
     /* a schema that does not exist, named with a newline and an ESC */
     CLI(r, "outbox", "status", "--schema", "nope\nx\x1b[2J", "--database",
-        testenv_require("DATABASE_URL"));
+        th_env_require("DATABASE_URL"));
     if (r.code == 0 || cli_lines(r.err) != 1 || !strstr(r.err, "nope\\nx\\x1b[2J"))
         fail_msg("outbox status --schema: exit %d: %s", r.code, r.err);
     cli_run_free(&r);

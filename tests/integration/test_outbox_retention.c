@@ -2,7 +2,7 @@
  * bounded batches, `ferry outbox cleanup`, and the relay's singleton retention task with
  * two relays running (old published rows go; recent ones and unpublished ones of any age
  * stay; one relay does the work per interval). */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 static PGconn *db;
 
@@ -53,12 +53,12 @@ static void test_cleanup_bounded_batches(void **state) {
     /* the CLI */
     add_rows(schema, "a", 5, 30);
     char cmd[1024], out[300];
-    snprintf(out, sizeof out, "%s/cleanup.out", cli_tmpdir());
+    snprintf(out, sizeof out, "%s/cleanup.out", th_tmpdir());
     snprintf(cmd, sizeof cmd,
              "'%s' outbox cleanup --older-than-days 7 --schema %s --database '%s' >'%s' 2>&1",
-             getenv("FERRY_BIN"), schema, testenv_require("DATABASE_URL"), out);
+             getenv("FERRY_BIN"), schema, th_env_require("DATABASE_URL"), out);
     int rc = system(cmd);
-    char *text = cli_slurp(out);
+    char *text = th_slurp(out);
     if (rc != 0 || !strstr(text, "deleted 5 published row(s)"))
         fail_msg("cleanup: %d %s", rc, text);
     free(text);
@@ -128,7 +128,7 @@ static void test_status_oldest_age(void **state) {
 }
 
 static int sum_deleted(const char *path) {
-    char *log = cli_slurp(path);
+    char *log = th_slurp(path);
     int total = 0;
     for (const char *p = log; (p = strstr(p, "retention: deleted ")); p++)
         total += atoi(p + strlen("retention: deleted "));
@@ -146,7 +146,7 @@ static void test_relay_retention_singleton(void **state) {
     const char *const args[] = {
         "--retention-days", "7", "--retention-interval", "1000", "--retention-batch", "100", NULL};
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     ob_relay a, b;
     ob_relay_start(&a, schema, prefix, routes, args, NULL);
     ob_relay_start(&b, schema, prefix, routes, args, NULL);

@@ -14,7 +14,7 @@
  *  - `ferry relay --help` shows no test-only variable. */
 #include <ctype.h>
 
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 static PGconn *db;
 static const char *schema;
@@ -91,7 +91,7 @@ static const secret_case cases[] = {
 
 /* url with {PORT} replaced by the test server's port. */
 static void expand(const char *tmpl, char *out, size_t cap) {
-    const char *port = testenv_require("PG_PORT");
+    const char *port = th_env_require("PG_PORT");
     size_t k = 0;
     for (const char *p = tmpl; *p && k + 1 < cap;) {
         if (!strncmp(p, "{PORT}", 6)) {
@@ -166,9 +166,9 @@ static void build(cmd_line *c, int cmd, int source, const char *url, const char 
         c->argv[n++] = "--routes";
         c->argv[n++] = routes;
         c->argv[n++] = "--redis";
-        c->argv[n++] = testenv_require("REDIS_URL");
+        c->argv[n++] = th_env_require("REDIS_URL");
         c->argv[n++] = "--prefix";
-        c->argv[n++] = testenv_prefix();
+        c->argv[n++] = th_prefix();
         c->argv[n++] = "--retention-days";
         c->argv[n++] = "0";
     }
@@ -183,8 +183,8 @@ static void build(cmd_line *c, int cmd, int source, const char *url, const char 
         snprintf(c->env_text, sizeof c->env_text, "DATABASE_URL=%s", url);
         c->env[0] = c->env_text;
     } else {
-        snprintf(c->file, sizeof c->file, "%s/db-url", cli_tmpdir());
-        cli_write_file(c->file, url, 0600);
+        snprintf(c->file, sizeof c->file, "%s/db-url", th_tmpdir());
+        th_write_file(c->file, url, 0600);
         c->argv[n++] = "--database-url-file";
         c->argv[n++] = c->file;
     }
@@ -198,7 +198,7 @@ typedef struct out_files {
 
 static int relay_started(void *arg) {
     const out_files *f = arg;
-    char *err = cli_slurp(f->err);
+    char *err = th_slurp(f->err);
     int yes = strstr(err, "ferry relay: info: started") != NULL;
     free(err);
     return yes;
@@ -208,14 +208,14 @@ static int relay_started(void *arg) {
  * relay that starts is stopped with SIGTERM once its log says so. */
 static int run(const cmd_line *c, int is_relay, char **text) {
     out_files f;
-    snprintf(f.out, sizeof f.out, "%s/out", cli_tmpdir());
-    snprintf(f.err, sizeof f.err, "%s/err", cli_tmpdir());
+    snprintf(f.out, sizeof f.out, "%s/out", th_tmpdir());
+    snprintf(f.err, sizeof f.err, "%s/err", th_tmpdir());
     pid_t pid = cli_start(c->argv, c->env, NULL, f.out, f.err);
     int code = -1;
     if (is_relay) { /* wait for the start (then SIGTERM) or for an exit */
-        long long deadline = cli_mono_ms() + 20000;
+        long long deadline = th_mono_ms() + 20000;
         int st;
-        while (cli_mono_ms() < deadline) {
+        while (th_mono_ms() < deadline) {
             if (waitpid(pid, &st, WNOHANG) == pid) {
                 code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
                 break;
@@ -228,7 +228,7 @@ static int run(const cmd_line *c, int is_relay, char **text) {
         }
     }
     if (code < 0) code = cli_wait(pid, 30000);
-    char *o = cli_slurp(f.out), *e = cli_slurp(f.err);
+    char *o = th_slurp(f.out), *e = th_slurp(f.err);
     size_t len = strlen(o) + strlen(e) + 1;
     *text = malloc(len);
     snprintf(*text, len, "%s%s", o, e);
@@ -301,9 +301,9 @@ static void test_database_url_file(void **state) {
     if (!schema) schema = ob_schema(db);
     unsetenv("DATABASE_URL");
     char good[300], url[600];
-    snprintf(good, sizeof good, "%s/good-url", cli_tmpdir());
-    snprintf(url, sizeof url, "%s\n", testenv_require("DATABASE_URL"));
-    cli_write_file(good, url, 0600);
+    snprintf(good, sizeof good, "%s/good-url", th_tmpdir());
+    snprintf(url, sizeof url, "%s\n", th_env_require("DATABASE_URL"));
+    th_write_file(good, url, 0600);
     for (int cmd = 0; cmd < 4; cmd++) {
         char *text = NULL;
         /* works, and wins over a DATABASE_URL that would be refused */
@@ -314,7 +314,7 @@ static void test_database_url_file(void **state) {
         free(text);
         /* not with --database */
         code = run_with_file(
-            cmd, good, (const char *const[]){"--database", testenv_require("DATABASE_URL"), NULL},
+            cmd, good, (const char *const[]){"--database", th_env_require("DATABASE_URL"), NULL},
             NULL, &text);
         if (code != 2 || !strstr(text, "--database and --database-url-file are exclusive"))
             fail_msg("%s with both: exit %d:\n%s", cmd_names[cmd], code, text);
@@ -323,13 +323,13 @@ static void test_database_url_file(void **state) {
     /* bad files: exit 2, one line naming the option, never the content */
     const char *secret = "Sq1Wd2Ef3Rg";
     char missing[300], dir[300], empty[300], lines[300], big[300];
-    snprintf(missing, sizeof missing, "%s/no-such-file", cli_tmpdir());
-    snprintf(dir, sizeof dir, "%s", cli_tmpdir());
-    snprintf(empty, sizeof empty, "%s/empty-url", cli_tmpdir());
-    cli_write_file(empty, "\n", 0600);
-    snprintf(lines, sizeof lines, "%s/two-lines", cli_tmpdir());
-    cli_write_file(lines, "postgresql://ferry:Sq1Wd2Ef3Rg@127.0.0.1/ferry\nSq1Wd2Ef3Rg\n", 0600);
-    snprintf(big, sizeof big, "%s/big-url", cli_tmpdir());
+    snprintf(missing, sizeof missing, "%s/no-such-file", th_tmpdir());
+    snprintf(dir, sizeof dir, "%s", th_tmpdir());
+    snprintf(empty, sizeof empty, "%s/empty-url", th_tmpdir());
+    th_write_file(empty, "\n", 0600);
+    snprintf(lines, sizeof lines, "%s/two-lines", th_tmpdir());
+    th_write_file(lines, "postgresql://ferry:Sq1Wd2Ef3Rg@127.0.0.1/ferry\nSq1Wd2Ef3Rg\n", 0600);
+    snprintf(big, sizeof big, "%s/big-url", th_tmpdir());
     FILE *f = fopen(big, "wb");
     assert_non_null(f);
     fputs("postgresql://ferry:Sq1Wd2Ef3Rg@127.0.0.1/ferry?application_name=", f);

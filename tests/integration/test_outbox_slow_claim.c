@@ -11,7 +11,7 @@
  * vary (the test prints what happened), but the first claim (all rows, ~200 MB of text)
  * always times out and narrows; the end state may not vary: every big row set aside with
  * a reason, the medium and the small rows published, exactly once. */
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 #define BIG 24000000 /* bytes of 'x': about 0.3-1 s to convert on the 2-core test box */
 
@@ -73,7 +73,7 @@ static void test_claim_timeouts_do_not_wedge_the_relay(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     /* oldest first: big1 big2 medium huge big3 big4 big5, then the small event */
     insert_row(schema, 1, BIG);
     copy_row(schema, 1, 2);
@@ -91,7 +91,7 @@ static void test_claim_timeouts_do_not_wedge_the_relay(void **state) {
                                          NULL},
                    NULL);
     done_wait w = {schema, 0, 0};
-    if (!testenv_wait_until(all_settled, &w, 180000))
+    if (!th_wait_until(all_settled, &w, 180000))
         OB_FAIL_LOG(&rl,
                     "after 180 s: %lld of 6 big rows set aside, %lld of 2 small rows "
                     "published",
@@ -106,7 +106,7 @@ static void test_claim_timeouts_do_not_wedge_the_relay(void **state) {
     assert_int_equal(PQntuples(r), 8);
     for (int i = 0; i < PQntuples(r); i++) {
         const char *id = PQgetvalue(r, i, 0), *why = PQgetvalue(r, i, 1);
-        assert_int_equal(ob_redis_ll(rds, "EXISTS %s:slowq:%s", prefix, id), rows[i].big ? 0 : 1);
+        assert_int_equal(th_cmd_int(rds, "EXISTS %s:slowq:%s", prefix, id), rows[i].big ? 0 : 1);
         if (!rows[i].big) continue;
         /* set aside with a reason: too large a job, or too slow a claim */
         if (!strstr(why, "over the relay's limit") &&
@@ -115,8 +115,8 @@ static void test_claim_timeouts_do_not_wedge_the_relay(void **state) {
         print_message("%s: %s\n", rows[i].name, why);
     }
     PQclear(r);
-    assert_int_equal(ob_redis_ll(rds, "LLEN %s:slowq:wait", prefix), 2);
-    char *log = cli_slurp(rl.log);
+    assert_int_equal(th_cmd_int(rds, "LLEN %s:slowq:wait", prefix), 2);
+    char *log = th_slurp(rl.log);
     /* the first claim locks all the rows, about 200 MB of text: seconds of conversion on any
      * machine, against a 1 s timeout, so the narrowing always runs */
     if (!strstr(log, "ran past the statement timeout") || !strstr(log, "at a time now"))

@@ -8,13 +8,13 @@
 
 #include "queue/job_opts_ext.h"
 #include "queue/queue_internal.h"
-#include "queue_test_helpers.h"
+#include "support/qt.h"
 
 /* ---- fixtures ------------------------------------------------------------------------- */
 
 /* OPTS holds a key BullMQ does not know (custom, with a nested jobId that the id slot must
  * not be taken for), so these queues allow unknown job options. */
-#define open_q(p, n, d) open_q_lax((p), (n), (d), 1)
+#define qt_open(p, n, d) qt_open_lax((p), (n), (d), 1)
 
 static const char *const DEFAULTS[] = {
     NULL,
@@ -79,7 +79,7 @@ typedef struct job_state {
 } job_state;
 
 static void read_job(ferry_queue *q, const char *id, job_state *st) {
-    redisReply *r = cmd("HGETALL %s", K(q, id));
+    redisReply *r = qt_cmd("HGETALL %s", qt_key(q, id));
     size_t n = r->elements / 2, len = 0;
     assert_true(n > 0);
     char **items = calloc(n, sizeof *items);
@@ -91,7 +91,7 @@ static void read_job(ferry_queue *q, const char *id, job_state *st) {
         items[i] = malloc(l);
         snprintf(items[i], l, "%s=%s", k->str, v->str);
     }
-    qsort(items, n, sizeof *items, cmp_str);
+    qsort(items, n, sizeof *items, th_cmp_str);
     st->fields[0] = 0;
     for (size_t i = 0; i < n; i++) {
         if (strncmp(items[i], "timestamp=", 10))
@@ -103,13 +103,13 @@ static void read_job(ferry_queue *q, const char *id, job_state *st) {
     free(items);
     freeReplyObject(r);
     assert_true(st->timestamp > 0);
-    r = cmd("LPOS %s %s", K(q, "wait"), id);
+    r = qt_cmd("LPOS %s %s", qt_key(q, "wait"), id);
     int in_wait = r->type == REDIS_REPLY_INTEGER;
     freeReplyObject(r);
-    r = cmd("ZSCORE %s %s", K(q, "delayed"), id);
+    r = qt_cmd("ZSCORE %s %s", qt_key(q, "delayed"), id);
     int in_delayed = r->type != REDIS_REPLY_NIL;
     freeReplyObject(r);
-    r = cmd("ZSCORE %s %s", K(q, "prioritized"), id);
+    r = qt_cmd("ZSCORE %s %s", qt_key(q, "prioritized"), id);
     int in_prio = r->type != REDIS_REPLY_NIL;
     freeReplyObject(r);
     assert_true(in_wait + in_delayed + in_prio <= 1);
@@ -150,13 +150,13 @@ static void add_ids_ok(ferry_queue *q, const ferry_job_spec *s, const char *cons
 static void test_ids_store_what_opts_store(void **state) {
     (void)state;
     for (size_t d = 0; d < NDEFAULTS; d++) {
-        const char *prefix = testenv_prefix();
+        const char *prefix = th_prefix();
         char pa[96], pb[96], pc[96];
         snprintf(pa, sizeof pa, "%s-ref", prefix);
         snprintf(pb, sizeof pb, "%s-runs", prefix);
         snprintf(pc, sizeof pc, "%s-mixed", prefix);
-        ferry_queue *ref = open_q(pa, "q", DEFAULTS[d]), *runs = open_q(pb, "q", DEFAULTS[d]),
-                    *mixed = open_q(pc, "q", DEFAULTS[d]);
+        ferry_queue *ref = qt_open(pa, "q", DEFAULTS[d]), *runs = qt_open(pb, "q", DEFAULTS[d]),
+                    *mixed = qt_open(pc, "q", DEFAULTS[d]);
 
         /* reference: the public call, one job at a time, jobId inside the opts */
         int64_t ref_win[2] = {ferry__now_ms(), 0};
@@ -164,7 +164,7 @@ static void test_ids_store_what_opts_store(void **state) {
             for (size_t i = 0; i < NIDS; i++) {
                 char *text = opts_with_id(OPTS[o], job_id(o, i)), data[64];
                 snprintf(data, sizeof data, "{\"o\":%zu,\"i\":%zu}", o, i);
-                add_expect(ref, "job", data, text, job_id(o, i));
+                qt_add_expect(ref, "job", data, text, job_id(o, i));
                 free(text);
             }
         ref_win[1] = ferry__now_ms();
@@ -201,17 +201,17 @@ static void test_ids_store_what_opts_store(void **state) {
             }
         /* same adds in the same order: same wait list and prioritized scores */
         char want[4096];
-        snprintf(want, sizeof want, "%s", lrange(K(ref, "wait")));
-        assert_string_equal(lrange(K(runs, "wait")), want);
-        snprintf(want, sizeof want, "%s", zrange(K(ref, "prioritized")));
-        assert_string_equal(zrange(K(runs, "prioritized")), want);
-        assert_string_equal(get(K(runs, "id")), get(K(ref, "id")));
+        snprintf(want, sizeof want, "%s", qt_lrange(qt_key(ref, "wait")));
+        assert_string_equal(qt_lrange(qt_key(runs, "wait")), want);
+        snprintf(want, sizeof want, "%s", qt_zrange(qt_key(ref, "prioritized")));
+        assert_string_equal(qt_zrange(qt_key(runs, "prioritized")), want);
+        assert_string_equal(qt_get(qt_key(runs, "id")), qt_get(qt_key(ref, "id")));
         /* every job was added, none as a duplicate of another */
-        redisReply *r = cmd("ZCARD %s", K(ref, "delayed"));
-        long long total = ival(r) + ival(cmd("LLEN %s", K(ref, "wait"))) +
-                          ival(cmd("ZCARD %s", K(ref, "prioritized")));
+        redisReply *r = qt_cmd("ZCARD %s", qt_key(ref, "delayed"));
+        long long total = qt_ival(r) + qt_ival(qt_cmd("LLEN %s", qt_key(ref, "wait"))) +
+                          qt_ival(qt_cmd("ZCARD %s", qt_key(ref, "prioritized")));
         assert_int_equal(total, NJOBS);
-        assert_null(strstr(events(runs), "duplicated"));
+        assert_null(strstr(qt_events(runs), "duplicated"));
         ferry_queue_close(ref);
         ferry_queue_close(runs);
         ferry_queue_close(mixed);
@@ -221,11 +221,11 @@ static void test_ids_store_what_opts_store(void **state) {
 /* ""  is no custom id (as opts.jobId "" is) and a NULL entry keeps the opts' own jobId. */
 static void test_empty_and_absent_ids(void **state) {
     (void)state;
-    const char *prefix = testenv_prefix();
+    const char *prefix = th_prefix();
     char pa[96], pb[96];
     snprintf(pa, sizeof pa, "%s-ref", prefix);
     snprintf(pb, sizeof pb, "%s-fast", prefix);
-    ferry_queue *ref = open_q(pa, "q", DEFAULTS[1]), *fast = open_q(pb, "q", DEFAULTS[1]);
+    ferry_queue *ref = qt_open(pa, "q", DEFAULTS[1]), *fast = qt_open(pb, "q", DEFAULTS[1]);
     ferry_job_spec ref_s[3] = {{"n", NULL, "{\"jobId\":\"\",\"delay\":10}"},
                                {"n", NULL, "{\"jobId\":\"own\"}"},
                                {"n", NULL, "{\"jobId\":\"given\",\"delay\":10}"}};
@@ -250,7 +250,7 @@ static void test_empty_and_absent_ids(void **state) {
         assert_same_job(ref, fast, want[i], NULL, rw, fw);
         free(got[i]);
     }
-    assert_string_equal(hget(K(fast, "1"), "opts"),
+    assert_string_equal(qt_hget(qt_key(fast, "1"), "opts"),
                         "{\"attempts\":3,\"backoff\":{\"type\":\"exponential\",\"delay\":500},"
                         "\"removeOnComplete\":{\"count\":10},\"delay\":10}");
     /* job_ids NULL altogether: the ordinary add */
@@ -265,7 +265,7 @@ static void test_empty_and_absent_ids(void **state) {
 
 static void test_bad_ids_same_errors(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "bad", DEFAULTS[1]);
+    ferry_queue *q = qt_open(th_prefix(), "bad", DEFAULTS[1]);
     char longid[FERRY_JOB_ID_MAX + 2];
     memset(longid, 'k', sizeof longid - 1);
     longid[sizeof longid - 1] = 0;
@@ -302,7 +302,7 @@ static void test_bad_ids_same_errors(void **state) {
     assert_int_equal(ferry__queue_add_bulk_ids(q, &s2, ids2, 1, 1, NULL, &e), FERRY_EINVAL);
     assert_non_null(strstr(e.message, "opts.delay"));
     /* nothing was added by any of these */
-    assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "wait"), K(q, "delayed"))), 0);
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s %s", qt_key(q, "wait"), qt_key(q, "delayed"))), 0);
     ferry_queue_close(q);
 }
 
@@ -310,8 +310,8 @@ static void test_bad_ids_same_errors(void **state) {
 
 static void test_duplicates_and_double_ids(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "dup", NULL);
-    add_expect(q, "n", "{\"v\":0}", "{\"jobId\":\"old\"}", "old"); /* added the public way */
+    ferry_queue *q = qt_open(th_prefix(), "dup", NULL);
+    qt_add_expect(q, "n", "{\"v\":0}", "{\"jobId\":\"old\"}", "old"); /* added the public way */
     ferry_job_spec s[4] = {{"n", "{\"v\":1}", NULL},
                            {"n", "{\"v\":2}", NULL},
                            {"n", "{\"v\":3}", "{\"delay\":100}"},
@@ -323,14 +323,14 @@ static void test_duplicates_and_double_ids(void **state) {
         assert_string_equal(got[i], ids[i]);
         free(got[i]);
     }
-    assert_string_equal(hget(K(q, "k1"), "data"), "{\"v\":1}");
-    assert_string_equal(hget(K(q, "old"), "data"), "{\"v\":0}");
-    assert_string_equal(lrange(K(q, "wait")), "k2,k1,old");
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "delayed"))), 0);
+    assert_string_equal(qt_hget(qt_key(q, "k1"), "data"), "{\"v\":1}");
+    assert_string_equal(qt_hget(qt_key(q, "old"), "data"), "{\"v\":0}");
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "k2,k1,old");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "delayed"))), 0);
     /* again in a later call: nothing new */
     add_ids_ok(q, s, ids, 1, 1, NULL);
-    assert_string_equal(lrange(K(q, "wait")), "k2,k1,old");
-    assert_true(strstr(events(q), "duplicated:jobId=k1") != NULL);
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "k2,k1,old");
+    assert_true(strstr(qt_events(q), "duplicated:jobId=k1") != NULL);
 
     /* an id given as argument and inside the opts too: refused, nothing added */
     const char *opts_ids[] = {"{\"jobId\":\"x1\"}", "{\"jobId\":\"k9\"}", "{\"jobId\":null}",
@@ -354,7 +354,7 @@ static void test_duplicates_and_double_ids(void **state) {
     assert_string_equal(got[1], "x1");
     free(got[0]);
     free(got[1]);
-    assert_string_equal(lrange(K(q, "wait")), "x1,k3,k2,k1,old");
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "x1,k3,k2,k1,old");
     ferry_queue_close(q);
 }
 
@@ -386,39 +386,42 @@ static void test_wrong_key_type_writes_nothing(void **state) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char qname[32];
         snprintf(qname, sizeof qname, "wt%zu", c);
-        ferry_queue *q = open_q(testenv_prefix(), qname, NULL);
+        ferry_queue *q = qt_open(th_prefix(), qname, NULL);
         ferry_job_spec s[2] = {{"n", "{\"v\":1}", cases[c].opts},
                                {"n", "{\"v\":2}", cases[c].opts}};
         const char *ids[2] = {"evt-a", "evt-b"};
         char *got[2];
-        freeReplyObject(cmd("DEL %s", K(q, "meta"))); /* (open wrote it) */
+        freeReplyObject(qt_cmd("DEL %s", qt_key(q, "meta"))); /* (open wrote it) */
         if (cases[c].field)
-            freeReplyObject(cmd("%s %s %s %s", cases[c].bad_cmd, K(q, cases[c].key), cases[c].field,
-                                cases[c].value));
+            freeReplyObject(qt_cmd("%s %s %s %s", cases[c].bad_cmd, qt_key(q, cases[c].key),
+                                   cases[c].field, cases[c].value));
         else
-            freeReplyObject(cmd("%s %s %s", cases[c].bad_cmd, K(q, cases[c].key), cases[c].value));
+            freeReplyObject(
+                qt_cmd("%s %s %s", cases[c].bad_cmd, qt_key(q, cases[c].key), cases[c].value));
         ferry_error e = {0};
         int rc = ferry__queue_add_bulk_ids(q, s, ids, 2, 1, got, &e);
         if (rc != FERRY_EREDIS || !strstr(e.message, cases[c].want))
             fail_msg("%s %s: rc %d (%s), want FERRY_EREDIS with %s", cases[c].bad_cmd, cases[c].key,
                      rc, e.message, cases[c].want);
         /* nothing written: no job hash, no event, the id counter untouched */
-        assert_int_equal(ival(cmd("EXISTS %s %s %s", K(q, "evt-a"), K(q, "evt-b"), K(q, "id"))), 0);
+        assert_int_equal(qt_ival(qt_cmd("EXISTS %s %s %s", qt_key(q, "evt-a"), qt_key(q, "evt-b"),
+                                        qt_key(q, "id"))),
+                         0);
         if (strcmp(cases[c].key, "events"))
-            assert_int_equal(ival(cmd("EXISTS %s", K(q, "events"))), 0);
+            assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "events"))), 0);
         /* fixed: the retry adds both, where they belong */
-        freeReplyObject(cmd("DEL %s", K(q, cases[c].key)));
+        freeReplyObject(qt_cmd("DEL %s", qt_key(q, cases[c].key)));
         add_ids_ok(q, s, ids, 2, 1, got);
         assert_string_equal(got[0], "evt-a");
         assert_string_equal(got[1], "evt-b");
         free(got[0]);
         free(got[1]);
         const char *in = !strcmp(cases[c].lands_in, "wait")
-                             ? lrange(K(q, "wait"))
-                             : joined(cmd("ZRANGE %s 0 -1", K(q, cases[c].lands_in)));
+                             ? qt_lrange(qt_key(q, "wait"))
+                             : qt_joined(qt_cmd("ZRANGE %s 0 -1", qt_key(q, cases[c].lands_in)));
         if (!strstr(in, "evt-a") || !strstr(in, "evt-b"))
             fail_msg("%s: %s holds '%s' after the retry", cases[c].key, cases[c].lands_in, in);
-        assert_null(strstr(events(q), "duplicated"));
+        assert_null(strstr(qt_events(q), "duplicated"));
         ferry_queue_close(q);
     }
 }
@@ -427,7 +430,7 @@ static void test_wrong_key_type_writes_nothing(void **state) {
 
 static void test_data_checks(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "data", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "data", NULL);
     const char *ids[2] = {"d1", "d2"};
     ferry_job_spec s[2] = {{"n", "{}", NULL}, {"n", "{\"a\":", NULL}};
     ferry_error e1 = {0}, e2 = {0};
@@ -447,7 +450,7 @@ static void test_data_checks(void **state) {
     assert_int_equal(ferry__queue_add_bulk_ids(q, &s3, ids, 1, 1, NULL, &e2), FERRY_ETOOBIG);
     assert_non_null(strstr(e2.message, "opts.sizeLimit 5"));
     free(big);
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "wait"))), 0);
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "wait"))), 0);
     ferry_queue_close(q);
 }
 
@@ -455,11 +458,11 @@ static void test_data_checks(void **state) {
 
 static void test_repeated_opts_bulk_same_as_single(void **state) {
     (void)state;
-    const char *prefix = testenv_prefix();
+    const char *prefix = th_prefix();
     char pa[96], pb[96];
     snprintf(pa, sizeof pa, "%s-one", prefix);
     snprintf(pb, sizeof pb, "%s-bulk", prefix);
-    ferry_queue *one = open_q(pa, "q", DEFAULTS[2]), *bulk = open_q(pb, "q", DEFAULTS[2]);
+    ferry_queue *one = qt_open(pa, "q", DEFAULTS[2]), *bulk = qt_open(pb, "q", DEFAULTS[2]);
     /* the same pointer in runs, equal text at other addresses, NULL next to "" */
     char copy1[64], copy2[64];
     snprintf(copy1, sizeof copy1, "%s", OPTS[1]);
@@ -486,7 +489,7 @@ static void test_repeated_opts_bulk_same_as_single(void **state) {
         s[i] = (ferry_job_spec){"job", data[i], texts[i]};
         char want[24];
         snprintf(want, sizeof want, "%zu", i + 1);
-        add_expect(one, "job", data[i], texts[i], want);
+        qt_add_expect(one, "job", data[i], texts[i], want);
     }
     ow[1] = ferry__now_ms();
     char *got[N];
@@ -502,8 +505,8 @@ static void test_repeated_opts_bulk_same_as_single(void **state) {
         free(got[i]);
     }
     char want[4096];
-    snprintf(want, sizeof want, "%s", zrange(K(one, "prioritized")));
-    assert_string_equal(zrange(K(bulk, "prioritized")), want);
+    snprintf(want, sizeof want, "%s", qt_zrange(qt_key(one, "prioritized")));
+    assert_string_equal(qt_zrange(qt_key(bulk, "prioritized")), want);
     /* a bad text repeated: the first job that has it is named, as before */
     ferry_job_spec b[3] = {{"n", NULL, "{}"}, {"n", NULL, "{\"delay\":-1}"}, {"n", NULL, NULL}};
     b[2].opts_json = b[1].opts_json;
@@ -524,5 +527,5 @@ int main(void) {
         cmocka_unit_test(test_data_checks),
         cmocka_unit_test(test_repeated_opts_bulk_same_as_single),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, qt_setup, qt_teardown);
 }

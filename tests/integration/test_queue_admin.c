@@ -7,28 +7,28 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "queue_test_helpers.h"
+#include "support/qt.h"
 
 /* ---- counts, pause/resume ------------------------------------------------------------- */
 
 static void test_counts(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "counts", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "counts", NULL);
     ferry_job_counts c;
     ferry_error e = {0};
     assert_int_equal(ferry_queue_counts(q, &c, &e), 0);
     assert_int_equal(c.waiting + c.active + c.completed + c.failed + c.delayed + c.prioritized +
                          c.waiting_children + c.paused,
                      0);
-    add_expect(q, "w", NULL, NULL, "1");
-    add_expect(q, "w", NULL, NULL, "2");
-    add_expect(q, "p", NULL, "{\"priority\":1}", "3");
-    add_expect(q, "d", NULL, "{\"delay\":60000}", "4");
-    freeReplyObject(cmd("LPUSH %s a1", K(q, "active")));
-    freeReplyObject(cmd("ZADD %s 1 c1 2 c2 3 c3", K(q, "completed")));
-    freeReplyObject(cmd("ZADD %s 1 f1", K(q, "failed")));
-    freeReplyObject(cmd("ZADD %s 1 wc1 2 wc2", K(q, "waiting-children")));
-    freeReplyObject(cmd("LPUSH %s lp1 lp2 lp3", K(q, "paused")));
+    qt_add_expect(q, "w", NULL, NULL, "1");
+    qt_add_expect(q, "w", NULL, NULL, "2");
+    qt_add_expect(q, "p", NULL, "{\"priority\":1}", "3");
+    qt_add_expect(q, "d", NULL, "{\"delay\":60000}", "4");
+    freeReplyObject(qt_cmd("LPUSH %s a1", qt_key(q, "active")));
+    freeReplyObject(qt_cmd("ZADD %s 1 c1 2 c2 3 c3", qt_key(q, "completed")));
+    freeReplyObject(qt_cmd("ZADD %s 1 f1", qt_key(q, "failed")));
+    freeReplyObject(qt_cmd("ZADD %s 1 wc1 2 wc2", qt_key(q, "waiting-children")));
+    freeReplyObject(qt_cmd("LPUSH %s lp1 lp2 lp3", qt_key(q, "paused")));
     assert_int_equal(ferry_queue_counts(q, &c, &e), 0);
     assert_int_equal(c.waiting, 2);
     assert_int_equal(c.prioritized, 1);
@@ -43,81 +43,81 @@ static void test_counts(void **state) {
 
 static void test_pause_resume(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "pause", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "pause", NULL);
     ferry_error e = {0};
     int paused = -1;
-    add_expect(q, "before", NULL, NULL, "1");
+    qt_add_expect(q, "before", NULL, NULL, "1");
     assert_int_equal(ferry_queue_is_paused(q, &paused, &e), 0);
     assert_int_equal(paused, 0);
     assert_int_equal(ferry_queue_pause(q, &e), 0);
     assert_int_equal(ferry_queue_is_paused(q, &paused, &e), 0);
     assert_int_equal(paused, 1);
-    assert_string_equal(hget(K(q, "meta"), "paused"), "1");
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "marker"))), 0);
+    assert_string_equal(qt_hget(qt_key(q, "meta"), "paused"), "1");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "marker"))), 0);
     /* adds while paused go to wait / prioritized without a marker */
-    add_expect(q, "during", NULL, NULL, "2");
-    add_expect(q, "during-p", NULL, "{\"priority\":4}", "3");
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "marker"))), 0);
-    assert_string_equal(lrange(K(q, "wait")), "2,1");
+    qt_add_expect(q, "during", NULL, NULL, "2");
+    qt_add_expect(q, "during-p", NULL, "{\"priority\":4}", "3");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "marker"))), 0);
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "2,1");
     assert_int_equal(ferry_queue_resume(q, &e), 0);
     assert_int_equal(ferry_queue_is_paused(q, &paused, &e), 0);
     assert_int_equal(paused, 0);
-    assert_string_equal(hget(K(q, "meta"), "paused"), "(nil)");
-    assert_string_equal(zrange(K(q, "marker")), "0,0");
-    assert_string_equal(events(q), "added:jobId=1:name=before|waiting:jobId=1|paused|"
-                                   "added:jobId=2:name=during|waiting:jobId=2|"
-                                   "added:jobId=3:name=during-p|waiting:jobId=3|resumed");
+    assert_string_equal(qt_hget(qt_key(q, "meta"), "paused"), "(nil)");
+    assert_string_equal(qt_zrange(qt_key(q, "marker")), "0,0");
+    assert_string_equal(qt_events(q), "added:jobId=1:name=before|waiting:jobId=1|paused|"
+                                      "added:jobId=2:name=during|waiting:jobId=2|"
+                                      "added:jobId=3:name=during-p|waiting:jobId=3|resumed");
     ferry_queue_close(q);
 
     /* nothing ready: resume sets the delay marker */
-    q = open_q(testenv_prefix(), "pause2", NULL);
+    q = qt_open(th_prefix(), "pause2", NULL);
     assert_int_equal(ferry_queue_pause(q, &e), 0);
-    add_expect(q, "later", NULL, "{\"delay\":5000,\"timestamp\":1795978582232}", "1");
-    freeReplyObject(cmd("DEL %s", K(q, "marker")));
+    qt_add_expect(q, "later", NULL, "{\"delay\":5000,\"timestamp\":1795978582232}", "1");
+    freeReplyObject(qt_cmd("DEL %s", qt_key(q, "marker")));
     assert_int_equal(ferry_queue_resume(q, &e), 0);
-    assert_string_equal(zrange(K(q, "marker")), "1,1795978587232");
+    assert_string_equal(qt_zrange(qt_key(q, "marker")), "1,1795978587232");
     ferry_queue_close(q);
 }
 
 static void test_resume_migrates_legacy_paused(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "legacy", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "legacy", NULL);
     ferry_error e = {0};
     /* v5 layout: paused list, no wait -> RENAME */
-    freeReplyObject(cmd("HSET %s paused 1", K(q, "meta")));
-    freeReplyObject(cmd("LPUSH %s 1 2 3", K(q, "paused")));
+    freeReplyObject(qt_cmd("HSET %s paused 1", qt_key(q, "meta")));
+    freeReplyObject(qt_cmd("LPUSH %s 1 2 3", qt_key(q, "paused")));
     assert_int_equal(ferry_queue_resume(q, &e), 0);
-    assert_string_equal(lrange(K(q, "wait")), "3,2,1");
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "paused"))), 0);
-    assert_string_equal(zrange(K(q, "marker")), "0,0");
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "3,2,1");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "paused"))), 0);
+    assert_string_equal(qt_zrange(qt_key(q, "marker")), "0,0");
     ferry_queue_close(q);
 
     /* wait exists and the legacy list is longer than one call moves (7000) */
-    q = open_q(testenv_prefix(), "legacy2", NULL);
-    add_expect(q, "w", NULL, NULL, "1");
+    q = qt_open(th_prefix(), "legacy2", NULL);
+    qt_add_expect(q, "w", NULL, NULL, "1");
     assert_int_equal(ferry_queue_pause(q, &e), 0);
     enum { M = 7500 };
     const char **argv = calloc(M + 2, sizeof *argv);
     char(*vals)[16] = calloc(M, sizeof *vals);
     argv[0] = "RPUSH";
-    argv[1] = K(q, "paused");
+    argv[1] = qt_key(q, "paused");
     for (int i = 0; i < M; i++) {
         snprintf(vals[i], sizeof vals[i], "p%d", i);
         argv[i + 2] = vals[i];
     }
     redisReply *r = NULL;
-    assert_int_equal(ferry__conn_command_argv(C, M + 2, argv, NULL, &r, &e), 0);
+    assert_int_equal(ferry__conn_command_argv(qt_conn, M + 2, argv, NULL, &r, &e), 0);
     assert_int_equal(r->integer, M);
     freeReplyObject(r);
     assert_int_equal(ferry_queue_resume(q, &e), 0);
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "paused"))), 0);
-    r = cmd("LRANGE %s 0 -1", K(q, "wait"));
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "paused"))), 0);
+    r = qt_cmd("LRANGE %s 0 -1", qt_key(q, "wait"));
     assert_int_equal(r->elements, M + 1);
     assert_string_equal(r->element[0]->str, "1");
     for (int i = 0; i < M; i++)
         assert_string_equal(r->element[i + 1]->str, vals[i]);
     freeReplyObject(r);
-    r = cmd("XRANGE %s - +", K(q, "events"));
+    r = qt_cmd("XRANGE %s - +", qt_key(q, "events"));
     int resumed = 0;
     for (size_t i = 0; i < r->elements; i++)
         resumed += !strcmp(r->element[i]->element[1]->element[1]->str, "resumed");
@@ -140,28 +140,28 @@ static void expect_state(ferry_queue *q, const char *id, const char *state) {
 
 static void test_get_job(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "get", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "get", NULL);
     ferry_error e = {0};
-    add_expect(q, "w", "{\"a\":1}", "{\"attempts\":2,\"timestamp\":1700000000000}", "1");
-    add_expect(q, "p", NULL, "{\"priority\":9}", "2");
-    add_expect(q, "d", NULL, "{\"delay\":60000}", "3");
+    qt_add_expect(q, "w", "{\"a\":1}", "{\"attempts\":2,\"timestamp\":1700000000000}", "1");
+    qt_add_expect(q, "p", NULL, "{\"priority\":9}", "2");
+    qt_add_expect(q, "d", NULL, "{\"delay\":60000}", "3");
     for (int i = 4; i <= 9; i++)
-        add_expect(q, "x", NULL, NULL, (char[]){(char)('0' + i), 0});
+        qt_add_expect(q, "x", NULL, NULL, (char[]){(char)('0' + i), 0});
     expect_state(q, "1", "waiting");
     expect_state(q, "2", "prioritized");
     expect_state(q, "3", "delayed");
     /* move the rest by hand into the other states */
-    freeReplyObject(cmd("LREM %s 1 4", K(q, "wait")));
-    freeReplyObject(cmd("LPUSH %s 4", K(q, "active")));
-    freeReplyObject(cmd("LREM %s 1 5", K(q, "wait")));
-    freeReplyObject(cmd("ZADD %s 1 5", K(q, "completed")));
-    freeReplyObject(cmd("LREM %s 1 6", K(q, "wait")));
-    freeReplyObject(cmd("ZADD %s 1 6", K(q, "failed")));
-    freeReplyObject(cmd("LREM %s 1 7", K(q, "wait")));
-    freeReplyObject(cmd("ZADD %s 1 7", K(q, "waiting-children")));
-    freeReplyObject(cmd("LREM %s 1 8", K(q, "wait")));
-    freeReplyObject(cmd("LPUSH %s 8", K(q, "paused")));
-    freeReplyObject(cmd("LREM %s 1 9", K(q, "wait")));
+    freeReplyObject(qt_cmd("LREM %s 1 4", qt_key(q, "wait")));
+    freeReplyObject(qt_cmd("LPUSH %s 4", qt_key(q, "active")));
+    freeReplyObject(qt_cmd("LREM %s 1 5", qt_key(q, "wait")));
+    freeReplyObject(qt_cmd("ZADD %s 1 5", qt_key(q, "completed")));
+    freeReplyObject(qt_cmd("LREM %s 1 6", qt_key(q, "wait")));
+    freeReplyObject(qt_cmd("ZADD %s 1 6", qt_key(q, "failed")));
+    freeReplyObject(qt_cmd("LREM %s 1 7", qt_key(q, "wait")));
+    freeReplyObject(qt_cmd("ZADD %s 1 7", qt_key(q, "waiting-children")));
+    freeReplyObject(qt_cmd("LREM %s 1 8", qt_key(q, "wait")));
+    freeReplyObject(qt_cmd("LPUSH %s 8", qt_key(q, "paused")));
+    freeReplyObject(qt_cmd("LREM %s 1 9", qt_key(q, "wait")));
     expect_state(q, "4", "active");
     expect_state(q, "5", "completed");
     expect_state(q, "6", "failed");
@@ -187,10 +187,10 @@ static void test_get_job(void **state) {
     ferry_job_info_free(info);
 
     freeReplyObject(
-        cmd("HSET %s processedOn 1700000000100 finishedOn 1700000000200 atm 2 ats 3 stc 1 "
-            "returnvalue {\"ok\":true} failedReason boom stacktrace [\"e\"] progress 50 "
-            "pb w1",
-            K(q, "5")));
+        qt_cmd("HSET %s processedOn 1700000000100 finishedOn 1700000000200 atm 2 ats 3 stc 1 "
+               "returnvalue {\"ok\":true} failedReason boom stacktrace [\"e\"] progress 50 "
+               "pb w1",
+               qt_key(q, "5")));
     assert_int_equal(ferry_queue_get_job(q, "5", &info, &e), 0);
     assert_int_equal(info->processed_on, 1700000000100LL);
     assert_int_equal(info->finished_on, 1700000000200LL);
@@ -204,7 +204,7 @@ static void test_get_job(void **state) {
     assert_string_equal(info->processed_by, "w1");
     ferry_job_info_free(info);
     /* legacy attemptsMade */
-    freeReplyObject(cmd("HSET %s attemptsMade 4", K(q, "6")));
+    freeReplyObject(qt_cmd("HSET %s attemptsMade 4", qt_key(q, "6")));
     assert_int_equal(ferry_queue_get_job(q, "6", &info, &e), 0);
     assert_int_equal(info->attempts_made, 4);
     ferry_job_info_free(info);
@@ -220,66 +220,66 @@ static void test_get_job(void **state) {
 
 static void test_remove_job(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "rm", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "rm", NULL);
     ferry_error e = {0};
-    add_expect(q, "w", NULL, NULL, "1");
-    add_expect(q, "d", NULL, "{\"delay\":60000}", "2");
-    add_expect(q, "l", NULL, NULL, "3");
-    freeReplyObject(cmd("RPUSH %s line", K(q, "1:logs")));
-    freeReplyObject(cmd("XTRIM %s MAXLEN 0", K(q, "events")));
+    qt_add_expect(q, "w", NULL, NULL, "1");
+    qt_add_expect(q, "d", NULL, "{\"delay\":60000}", "2");
+    qt_add_expect(q, "l", NULL, NULL, "3");
+    freeReplyObject(qt_cmd("RPUSH %s line", qt_key(q, "1:logs")));
+    freeReplyObject(qt_cmd("XTRIM %s MAXLEN 0", qt_key(q, "events")));
 
     assert_int_equal(ferry_queue_remove_job(q, "1", &e), 0);
-    assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "1"), K(q, "1:logs"))), 0);
-    assert_string_equal(lrange(K(q, "wait")), "3");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s %s", qt_key(q, "1"), qt_key(q, "1:logs"))), 0);
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "3");
     assert_int_equal(ferry_queue_remove_job(q, "2", &e), 0);
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "delayed"))), 0);
-    assert_string_equal(events(q), "removed:jobId=1:prev=wait|removed:jobId=2:prev=delayed");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "delayed"))), 0);
+    assert_string_equal(qt_events(q), "removed:jobId=1:prev=wait|removed:jobId=2:prev=delayed");
 
     assert_int_equal(ferry_queue_remove_job(q, "1", &e), FERRY_ENOTFOUND);
     assert_non_null(strstr(e.message, "not found"));
 
     /* an id whose hash is gone is still taken out of its state, with its sub-keys */
-    freeReplyObject(cmd("XTRIM %s MAXLEN 0", K(q, "events")));
-    freeReplyObject(cmd("LPUSH %s orphan", K(q, "wait")));
-    freeReplyObject(cmd("RPUSH %s line", K(q, "orphan:logs")));
+    freeReplyObject(qt_cmd("XTRIM %s MAXLEN 0", qt_key(q, "events")));
+    freeReplyObject(qt_cmd("LPUSH %s orphan", qt_key(q, "wait")));
+    freeReplyObject(qt_cmd("RPUSH %s line", qt_key(q, "orphan:logs")));
     assert_int_equal(ferry_queue_remove_job(q, "orphan", &e), 0);
-    assert_string_equal(lrange(K(q, "wait")), "3");
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "orphan:logs"))), 0);
-    freeReplyObject(cmd("RPUSH %s line", K(q, "subkeys-only:logs")));
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "3");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "orphan:logs"))), 0);
+    freeReplyObject(qt_cmd("RPUSH %s line", qt_key(q, "subkeys-only:logs")));
     assert_int_equal(ferry_queue_remove_job(q, "subkeys-only", &e), 0);
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "subkeys-only:logs"))), 0);
-    assert_string_equal(events(q), "removed:jobId=orphan:prev=wait|"
-                                   "removed:jobId=subkeys-only:prev=unknown");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "subkeys-only:logs"))), 0);
+    assert_string_equal(qt_events(q), "removed:jobId=orphan:prev=wait|"
+                                      "removed:jobId=subkeys-only:prev=unknown");
     /* an id left alone in a state (no key at all): taken out, no event, as Node does */
-    freeReplyObject(cmd("LPUSH %s state-only", K(q, "wait")));
+    freeReplyObject(qt_cmd("LPUSH %s state-only", qt_key(q, "wait")));
     assert_int_equal(ferry_queue_remove_job(q, "state-only", &e), 0);
-    assert_string_equal(lrange(K(q, "wait")), "3");
-    assert_string_equal(events(q), "removed:jobId=orphan:prev=wait|"
-                                   "removed:jobId=subkeys-only:prev=unknown");
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "3");
+    assert_string_equal(qt_events(q), "removed:jobId=orphan:prev=wait|"
+                                      "removed:jobId=subkeys-only:prev=unknown");
 
     /* locked by a worker */
-    freeReplyObject(cmd("SET %s token PX 60000", K(q, "3:lock")));
+    freeReplyObject(qt_cmd("SET %s token PX 60000", qt_key(q, "3:lock")));
     assert_int_equal(ferry_queue_remove_job(q, "3", &e), FERRY_ESTATE);
     assert_non_null(strstr(e.message, "locked"));
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "3"))), 1);
-    freeReplyObject(cmd("DEL %s", K(q, "3:lock")));
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "3"))), 1);
+    freeReplyObject(qt_cmd("DEL %s", qt_key(q, "3:lock")));
 
     /* the pending iteration of a job scheduler */
-    freeReplyObject(cmd("HSET %s name s rjk sch1", K(q, "repeat:sch1:1000")));
-    freeReplyObject(cmd("ZADD %s 1000 sch1", K(q, "repeat")));
+    freeReplyObject(qt_cmd("HSET %s name s rjk sch1", qt_key(q, "repeat:sch1:1000")));
+    freeReplyObject(qt_cmd("ZADD %s 1000 sch1", qt_key(q, "repeat")));
     assert_int_equal(ferry_queue_remove_job(q, "repeat:sch1:1000", &e), FERRY_ESTATE);
     assert_non_null(strstr(e.message, "scheduler"));
 
     /* owned dedup key goes with the job, someone else's stays */
-    freeReplyObject(cmd("HSET %s deid dd1", K(q, "3")));
-    freeReplyObject(cmd("SET %s 3", K(q, "de:dd1")));
-    add_expect(q, "o", NULL, NULL, "4");
-    freeReplyObject(cmd("HSET %s deid dd2", K(q, "4")));
-    freeReplyObject(cmd("SET %s other", K(q, "de:dd2")));
+    freeReplyObject(qt_cmd("HSET %s deid dd1", qt_key(q, "3")));
+    freeReplyObject(qt_cmd("SET %s 3", qt_key(q, "de:dd1")));
+    qt_add_expect(q, "o", NULL, NULL, "4");
+    freeReplyObject(qt_cmd("HSET %s deid dd2", qt_key(q, "4")));
+    freeReplyObject(qt_cmd("SET %s other", qt_key(q, "de:dd2")));
     assert_int_equal(ferry_queue_remove_job(q, "3", &e), 0);
     assert_int_equal(ferry_queue_remove_job(q, "4", &e), 0);
-    assert_int_equal(ival(cmd("EXISTS %s %s", K(q, "de:dd1"), K(q, "de:dd2"))), 1);
-    assert_string_equal(get(K(q, "de:dd2")), "other");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s %s", qt_key(q, "de:dd1"), qt_key(q, "de:dd2"))), 1);
+    assert_string_equal(qt_get(qt_key(q, "de:dd2")), "other");
 
     /* an id longer than ferry's producer takes (1024 bytes), as Node may write one */
     char long_id[2001], long_key[2600];
@@ -287,31 +287,31 @@ static void test_remove_job(void **state) {
     long_id[2000] = 0;
     snprintf(long_key, sizeof long_key, "%s:%s:%s", ferry_queue_prefix(q), ferry_queue_name(q),
              long_id);
-    char *wait_before = strdup(lrange(K(q, "wait")));
-    freeReplyObject(cmd("HSET %s name long timestamp 1", long_key));
-    freeReplyObject(cmd("LPUSH %s %s", K(q, "wait"), long_id));
+    char *wait_before = strdup(qt_lrange(qt_key(q, "wait")));
+    freeReplyObject(qt_cmd("HSET %s name long timestamp 1", long_key));
+    freeReplyObject(qt_cmd("LPUSH %s %s", qt_key(q, "wait"), long_id));
     ferry_job_info *info = NULL;
     assert_int_equal(ferry_queue_get_job(q, long_id, &info, &e), 0);
     assert_string_equal(info->name, "long");
     assert_string_equal(info->state, "waiting");
     ferry_job_info_free(info);
     assert_int_equal(ferry_queue_remove_job(q, long_id, &e), 0);
-    assert_int_equal(ival(cmd("EXISTS %s", long_key)), 0);
-    assert_string_equal(lrange(K(q, "wait")), wait_before);
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", long_key)), 0);
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), wait_before);
     free(wait_before);
-    freeReplyObject(cmd("XTRIM %s MAXLEN 0", K(q, "events")));
+    freeReplyObject(qt_cmd("XTRIM %s MAXLEN 0", qt_key(q, "events")));
 
     /* the last pending child releases its flow parent */
-    add_expect(q, "child", NULL, NULL, "5");
-    freeReplyObject(cmd("HSET %s name parent", K(q, "par")));
-    freeReplyObject(cmd("ZADD %s 1 par", K(q, "waiting-children")));
-    freeReplyObject(cmd("SADD %s %s", K(q, "par:dependencies"), K(q, "5")));
-    freeReplyObject(cmd("HSET %s parentKey %s", K(q, "5"), K(q, "par")));
-    freeReplyObject(cmd("XTRIM %s MAXLEN 0", K(q, "events")));
+    qt_add_expect(q, "child", NULL, NULL, "5");
+    freeReplyObject(qt_cmd("HSET %s name parent", qt_key(q, "par")));
+    freeReplyObject(qt_cmd("ZADD %s 1 par", qt_key(q, "waiting-children")));
+    freeReplyObject(qt_cmd("SADD %s %s", qt_key(q, "par:dependencies"), qt_key(q, "5")));
+    freeReplyObject(qt_cmd("HSET %s parentKey %s", qt_key(q, "5"), qt_key(q, "par")));
+    freeReplyObject(qt_cmd("XTRIM %s MAXLEN 0", qt_key(q, "events")));
     assert_int_equal(ferry_queue_remove_job(q, "5", &e), 0);
-    assert_string_equal(lrange(K(q, "wait")), "par");
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "waiting-children"))), 0);
-    assert_string_equal(events(q),
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), "par");
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "waiting-children"))), 0);
+    assert_string_equal(qt_events(q),
                         "waiting:jobId=par:prev=waiting-children|removed:jobId=5:prev=wait");
     ferry_queue_close(q);
 }
@@ -350,7 +350,7 @@ static void test_unreachable_fails_fast(void **state) {
 }
 
 static int redis_pid(void) {
-    const char *pidfile = testenv_require("REDIS_PIDFILE");
+    const char *pidfile = th_env_require("REDIS_PIDFILE");
     FILE *f = fopen(pidfile, "r");
     assert_non_null(f);
     int pid = 0;
@@ -365,13 +365,13 @@ static void test_frozen_redis_deadline_and_recovery(void **state) {
     (void)state;
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     ro.connect_timeout_ms = 300;
     ro.command_timeout_ms = 300;
     ferry_queue_options o;
     ferry_queue_options_init(&o);
     o.redis = &ro;
-    o.prefix = testenv_prefix();
+    o.prefix = th_prefix();
     ferry_queue *q = NULL;
     ferry_error e = {0};
     assert_int_equal(ferry_queue_open("frozen", &o, &q, &e), 0);
@@ -415,7 +415,7 @@ static void *adder(void *arg) {
 
 static void test_shared_between_threads(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "threads", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "threads", NULL);
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
         pthread_create(&t[i], NULL, adder, q);
@@ -424,8 +424,8 @@ static void test_shared_between_threads(void **state) {
         pthread_join(t[i], &rv);
         assert_null(rv);
     }
-    assert_int_equal(ival(cmd("LLEN %s", K(q, "wait"))), 800);
-    assert_string_equal(get(K(q, "id")), "800");
+    assert_int_equal(qt_ival(qt_cmd("LLEN %s", qt_key(q, "wait"))), 800);
+    assert_string_equal(qt_get(qt_key(q, "id")), "800");
     ferry_queue_close(q);
 }
 
@@ -440,5 +440,5 @@ int main(void) {
         cmocka_unit_test(test_frozen_redis_deadline_and_recovery),
         cmocka_unit_test(test_shared_between_threads),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, qt_setup, qt_teardown);
 }

@@ -9,18 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_spawn.h"
-#include "queue_test_helpers.h"
-#include "support/testenv.h"
-
-static const char *url(void) {
-    return testenv_require("REDIS_URL");
-}
+#include "support/cli.h"
+#include "support/qt.h"
+#include "support/th.h"
 
 /* How many keys match `pattern` (a KEYS pattern, already prefixed). */
 static size_t count_keys(const char *pattern) {
-    ferry_conn *c = testenv_conn();
-    redisReply *k = testenv_cmd(c, "KEYS %s", pattern);
+    ferry_conn *c = th_conn();
+    redisReply *k = th_cmd(c, "KEYS %s", pattern);
     size_t n = k->elements;
     freeReplyObject(k);
     ferry__conn_close(c);
@@ -38,7 +34,7 @@ static void expect_refused(cli_run *r, const char *want) {
 /* Item: a refused add wrote <prefix>:<queue>:meta. Every refusal now comes before the open. */
 static void test_refused_add_writes_nothing(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     static const struct {
         const char *opts, *job_id, *data, *want;
     } cases[] = {
@@ -57,11 +53,11 @@ static void test_refused_add_writes_nothing(void **state) {
         cli_run r;
         const char *data = cases[i].data ? cases[i].data : "{}";
         if (cases[i].opts)
-            CLI(r, "queue", "add", "refused", "n", data, "--opts", cases[i].opts, "--redis", url(),
-                "--prefix", p);
+            CLI(r, "queue", "add", "refused", "n", data, "--opts", cases[i].opts, "--redis",
+                cli_url(), "--prefix", p);
         else
             CLI(r, "queue", "add", "refused", "n", data, "--job-id", cases[i].job_id, "--redis",
-                url(), "--prefix", p);
+                cli_url(), "--prefix", p);
         expect_refused(&r, cases[i].want);
         cli_run_free(&r);
         if (count_keys(pattern)) fail_msg("case %zu (%s) left keys behind", i, cases[i].want);
@@ -69,12 +65,12 @@ static void test_refused_add_writes_nothing(void **state) {
     /* add-bulk whose first line is refused writes nothing either */
     cli_run r;
     CLI_IN(r, "{\"name\":\"a\",\"opts\":{\"priority\":-1}}\n", "queue", "add-bulk", "refused",
-           "--redis", url(), "--prefix", p);
+           "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 2);
     cli_run_free(&r);
     assert_int_equal(count_keys(pattern), 0);
     /* and a good add still writes meta and the job */
-    CLI(r, "queue", "add", "refused", "n", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "refused", "n", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     assert_true(count_keys(pattern) > 0);
@@ -83,7 +79,7 @@ static void test_refused_add_writes_nothing(void **state) {
 /* Item: control characters and invalid UTF-8 in queue names. */
 static void test_queue_name_rules(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     char pattern[256];
     snprintf(pattern, sizeof pattern, "%s:q*", p);
     static const struct {
@@ -97,29 +93,29 @@ static void test_queue_name_rules(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_run r;
-        CLI(r, "queue", "add", bad[i].name, "n", "--redis", url(), "--prefix", p);
+        CLI(r, "queue", "add", bad[i].name, "n", "--redis", cli_url(), "--prefix", p);
         expect_refused(&r, bad[i].shown);
         cli_run_free(&r);
-        CLI_IN(r, "{\"name\":\"n\"}\n", "queue", "add-bulk", bad[i].name, "--redis", url(),
+        CLI_IN(r, "{\"name\":\"n\"}\n", "queue", "add-bulk", bad[i].name, "--redis", cli_url(),
                "--prefix", p);
         expect_refused(&r, bad[i].shown);
         cli_run_free(&r);
-        CLI(r, "queue", "pause", bad[i].name, "--redis", url(), "--prefix", p);
+        CLI(r, "queue", "pause", bad[i].name, "--redis", cli_url(), "--prefix", p);
         expect_refused(&r, bad[i].shown);
         cli_run_free(&r);
         assert_int_equal(count_keys(pattern), 0);
         /* reading keeps working, shown escaped on one line */
-        CLI(r, "queue", "counts", bad[i].name, "--redis", url(), "--prefix", p);
+        CLI(r, "queue", "counts", bad[i].name, "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 0);
         assert_int_equal(cli_lines(r.out), 1);
         if (!strstr(r.out, bad[i].shown)) fail_msg("counts: %s", r.out);
         cli_run_free(&r);
-        CLI(r, "job", "show", bad[i].name, "1", "--redis", url(), "--prefix", p);
+        CLI(r, "job", "show", bad[i].name, "1", "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 1);
         assert_int_equal(cli_lines(r.err), 1);
         if (!strstr(r.err, bad[i].shown)) fail_msg("job show: %s", r.err);
         cli_run_free(&r);
-        CLI(r, "job", "remove", bad[i].name, "x\ny", "--redis", url(), "--prefix", p);
+        CLI(r, "job", "remove", bad[i].name, "x\ny", "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 1);
         assert_int_equal(cli_lines(r.err), 1);
         if (!strstr(r.err, "job x\\ny not found in queue") || !strstr(r.err, bad[i].shown))
@@ -129,22 +125,22 @@ static void test_queue_name_rules(void **state) {
     }
 
     /* a queue Node made with such a name: job show/remove find its jobs */
-    ferry_conn *c = testenv_conn();
-    freeReplyObject(testenv_cmd(c, "HSET %s:q\nx:7 name n data {} opts {} timestamp 1", p));
-    freeReplyObject(testenv_cmd(c, "LPUSH %s:q\nx:wait 7", p));
+    ferry_conn *c = th_conn();
+    freeReplyObject(th_cmd(c, "HSET %s:q\nx:7 name n data {} opts {} timestamp 1", p));
+    freeReplyObject(th_cmd(c, "LPUSH %s:q\nx:wait 7", p));
     ferry__conn_close(c);
     cli_run r;
-    CLI(r, "job", "show", "q\nx", "7", "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "show", "q\nx", "7", "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    CLI(r, "job", "remove", "q\nx", "7", "--redis", url(), "--prefix", p);
+    CLI(r, "job", "remove", "q\nx", "7", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
 
     /* the library: refused at open for adding, a read-only handle refuses adds */
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = url();
+    ro.url = cli_url();
     ferry_queue_options o;
     ferry_queue_options_init(&o);
     o.redis = &ro;
@@ -170,39 +166,40 @@ static void test_queue_name_rules(void **state) {
  * stores them as given; the queue's default options follow the same rule. */
 static void test_unknown_options(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
-    CLI(r, "queue", "add", "uo", "n", "--opts", "{\"atempts\":3}", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "uo", "n", "--opts", "{\"atempts\":3}", "--redis", cli_url(), "--prefix",
+        p);
     expect_refused(&r, "ferry queue add: unknown job option \"atempts\" (did you mean "
                        "\"attempts\"?)");
     cli_run_free(&r);
     CLI(r, "queue", "add", "uo", "n", "--opts", "{\"backoff\":{\"type\":\"fixed\",\"dely\":5}}",
-        "--redis", url(), "--prefix", p);
+        "--redis", cli_url(), "--prefix", p);
     expect_refused(&r, "opts.backoff: unknown member \"dely\" (did you mean \"delay\"?)");
     cli_run_free(&r);
     CLI(r, "queue", "add", "uo", "n", "--opts", "{\"atempts\":3,\"attempts\":2}",
-        "--allow-unknown-opts", "--redis", url(), "--prefix", p);
+        "--allow-unknown-opts", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char id[64];
     snprintf(id, sizeof id, "%s", r.out);
     id[strcspn(id, "\n")] = 0;
     cli_run_free(&r);
-    ferry_conn *c = testenv_conn();
-    redisReply *rep = testenv_cmd(c, "HGET %s:uo:%s opts", p, id);
+    ferry_conn *c = th_conn();
+    redisReply *rep = th_cmd(c, "HGET %s:uo:%s opts", p, id);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "{\"attempts\":2,\"atempts\":3}");
     freeReplyObject(rep);
     ferry__conn_close(c);
     /* repeat is refused even then */
     CLI(r, "queue", "add", "uo", "n", "--opts", "{\"repeat\":{\"every\":5}}",
-        "--allow-unknown-opts", "--redis", url(), "--prefix", p);
+        "--allow-unknown-opts", "--redis", cli_url(), "--prefix", p);
     expect_refused(&r, "`ferry scheduler upsert`, or ferry_scheduler_upsert() in C");
     cli_run_free(&r);
 
     /* the C API: default options are checked at open; the switch lets them through */
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = url();
+    ro.url = cli_url();
     ferry_queue_options o;
     ferry_queue_options_init(&o);
     o.redis = &ro;
@@ -222,7 +219,7 @@ static void test_unknown_options(void **state) {
  * parent are refused for what they ask, not as unknown keys). */
 static void test_every_node_option_adds(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "allkeys", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "allkeys", NULL);
     static const char *const ok[] = {
         "{\"jobId\":\"all-1\"}",
         "{\"attempts\":3}",
@@ -268,10 +265,10 @@ static void test_every_node_option_adds(void **state) {
 /* Item: a misspelled queue looks like an empty one; the paused state in --json. */
 static void test_counts_exists_and_paused(void **state) {
     (void)state;
-    const char *p = testenv_prefix();
+    const char *p = th_prefix();
     cli_run r;
     /* missing */
-    CLI(r, "queue", "counts", "nosuchq", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "counts", "nosuchq", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     char want[256];
     snprintf(want, sizeof want,
@@ -280,7 +277,7 @@ static void test_counts_exists_and_paused(void **state) {
              p);
     assert_string_equal(r.out, want);
     cli_run_free(&r);
-    CLI(r, "queue", "counts", "nosuchq", "--json", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "counts", "nosuchq", "--json", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     json_t *j = json_loads(r.out, 0, NULL);
     assert_non_null(j);
@@ -290,16 +287,16 @@ static void test_counts_exists_and_paused(void **state) {
     json_decref(j);
     cli_run_free(&r);
     /* existing, then paused */
-    CLI(r, "queue", "add", "realq", "n", "--redis", url(), "--prefix", p);
+    CLI(r, "queue", "add", "realq", "n", "--redis", cli_url(), "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     for (int paused = 0; paused < 2; paused++) {
         if (paused) {
-            CLI(r, "queue", "pause", "realq", "--redis", url(), "--prefix", p);
+            CLI(r, "queue", "pause", "realq", "--redis", cli_url(), "--prefix", p);
             CLI_EXPECT(r, 0);
             cli_run_free(&r);
         }
-        CLI(r, "queue", "counts", "realq", "--json", "--redis", url(), "--prefix", p);
+        CLI(r, "queue", "counts", "realq", "--json", "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 0);
         j = json_loads(r.out, 0, NULL);
         assert_non_null(j);
@@ -310,7 +307,7 @@ static void test_counts_exists_and_paused(void **state) {
         assert_int_equal(json_integer_value(json_object_get(j, "paused")), 0); /* legacy list */
         json_decref(j);
         cli_run_free(&r);
-        CLI(r, "queue", "counts", "realq", "--redis", url(), "--prefix", p);
+        CLI(r, "queue", "counts", "realq", "--redis", cli_url(), "--prefix", p);
         CLI_EXPECT(r, 0);
         assert_non_null(strstr(r.out, paused ? "queue realq: PAUSED" : "queue realq: not paused"));
         /* paused appears once: no legacy row while that list is empty */
@@ -333,6 +330,6 @@ int main(void) {
         cmocka_unit_test(test_counts_exists_and_paused),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

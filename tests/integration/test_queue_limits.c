@@ -8,8 +8,8 @@
 #include <jansson.h>
 #include <limits.h>
 
-#include "cli_spawn.h"
-#include "test_worker_support.h"
+#include "support/cli.h"
+#include "support/wt.h"
 
 #define MANUAL "9007199254740991"
 
@@ -261,7 +261,7 @@ static void expect_usage_error(cli_run *r, const char *want) {
 
 /* Run `ferry queue ARGS... --redis URL --prefix P` for the test's queue. */
 #define QCLI(r, t, ...)                                                                            \
-    CLI(r, "queue", __VA_ARGS__, "--redis", testenv_require("REDIS_URL"), "--prefix", (t)->prefix)
+    CLI(r, "queue", __VA_ARGS__, "--redis", th_env_require("REDIS_URL"), "--prefix", (t)->prefix)
 
 static void test_cli_help(void **state) {
     (void)state;
@@ -300,51 +300,51 @@ static void test_cli_rate_limit(void **state) {
     wt t;
     wt_init(&t);
     cli_run r;
-    QCLI(r, &t, "rate-limit", QNAME, "--show");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "--show");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "queue wq: not rate limited\n");
     cli_run_free(&r);
-    QCLI(r, &t, "rate-limit", QNAME, "60000");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "60000");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "");
     cli_run_free(&r);
     EXPECT_LIMITER(&t, MANUAL);
     long long p = limiter_pttl(&t);
     assert_true(p > 50000 && p <= 60000);
-    QCLI(r, &t, "rate-limit", QNAME, "--show", "--json");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "--show", "--json");
     CLI_EXPECT(r, 0);
     json_t *j = out_json(&r);
     long long ttl = json_integer_value(json_object_get(j, "ttl"));
     assert_true(ttl > 50000 && ttl <= 60000);
     json_decref(j);
     cli_run_free(&r);
-    QCLI(r, &t, "rate-limit", QNAME); /* no MS: show */
+    QCLI(r, &t, "rate-limit", WT_QUEUE); /* no MS: show */
     CLI_EXPECT(r, 0);
     assert_non_null(strstr(r.out, "queue wq: rate limited for "));
     cli_run_free(&r);
-    QCLI(r, &t, "rate-limit", QNAME, "--clear");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "--clear");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "");
     cli_run_free(&r);
     assert_int_equal(WT_EXISTS(&t, "limiter"), 0);
-    QCLI(r, &t, "rate-limit", QNAME, "--json");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "--json");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "{\"ttl\":-2}\n");
     cli_run_free(&r);
 
-    QCLI(r, &t, "rate-limit", QNAME, "0");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "0");
     expect_usage_error(&r, "MS: expected an integer from 1 to 1099511627776, got '0'");
-    QCLI(r, &t, "rate-limit", QNAME, "1099511627777");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "1099511627777");
     expect_usage_error(&r, "MS:");
-    QCLI(r, &t, "rate-limit", QNAME, "10s");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "10s");
     expect_usage_error(&r, "got '10s'");
-    QCLI(r, &t, "rate-limit", QNAME, "500", "--clear");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "500", "--clear");
     expect_usage_error(&r, "MS cannot be combined with --clear");
-    QCLI(r, &t, "rate-limit", QNAME, "--clear", "--show");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "--clear", "--show");
     expect_usage_error(&r, "--clear cannot be combined with --show");
-    QCLI(r, &t, "rate-limit", QNAME, "500", "--json");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "500", "--json");
     expect_usage_error(&r, "--json only applies to --show");
-    QCLI(r, &t, "rate-limit", QNAME, "1", "2");
+    QCLI(r, &t, "rate-limit", WT_QUEUE, "1", "2");
     expect_usage_error(&r, "unexpected argument '2'");
     CLI(r, "queue", "rate-limit");
     expect_usage_error(&r, "missing argument");
@@ -367,47 +367,47 @@ static void test_cli_concurrency(void **state) {
     wt t;
     wt_init(&t);
     cli_run r;
-    QCLI(r, &t, "concurrency", QNAME, "--json");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "--json");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "{\"concurrency\":null}\n");
     cli_run_free(&r);
-    QCLI(r, &t, "concurrency", QNAME, "3");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "3");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "");
     cli_run_free(&r);
     EXPECT_META(&t, "concurrency", "3");
-    QCLI(r, &t, "concurrency", QNAME, "--json");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "--json");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "{\"concurrency\":3}\n");
     cli_run_free(&r);
-    QCLI(r, &t, "concurrency", QNAME);
+    QCLI(r, &t, "concurrency", WT_QUEUE);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "queue wq: global concurrency 3\n");
     cli_run_free(&r);
-    QCLI(r, &t, "concurrency", QNAME, "--remove");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "--remove");
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     EXPECT_META(&t, "concurrency", NULL);
-    QCLI(r, &t, "concurrency", QNAME);
+    QCLI(r, &t, "concurrency", WT_QUEUE);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "queue wq: no global concurrency\n");
     cli_run_free(&r);
 
-    QCLI(r, &t, "concurrency", QNAME, "0");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "0");
     expect_usage_error(&r, "N: expected an integer from 1 to 2147483647, got '0'");
-    QCLI(r, &t, "concurrency", QNAME, "2147483648");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "2147483648");
     expect_usage_error(&r, "got '2147483648'");
-    QCLI(r, &t, "concurrency", QNAME, "-1");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "-1");
     expect_usage_error(&r, "-1");
-    QCLI(r, &t, "concurrency", QNAME, "2", "--remove");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "2", "--remove");
     expect_usage_error(&r, "N cannot be combined with --remove");
-    QCLI(r, &t, "concurrency", QNAME, "2", "--json");
+    QCLI(r, &t, "concurrency", WT_QUEUE, "2", "--json");
     expect_usage_error(&r, "--json only applies when showing");
     EXPECT_META(&t, "concurrency", NULL);
 
     /* a stored value ferry cannot interpret: runtime error naming it */
     freeReplyObject(wt_cmd(&t, "HSET %smeta concurrency 0", t.base));
-    QCLI(r, &t, "concurrency", QNAME);
+    QCLI(r, &t, "concurrency", WT_QUEUE);
     CLI_EXPECT(r, 1);
     assert_int_equal(cli_lines(r.err), 1);
     assert_non_null(strstr(r.err, "meta.concurrency is \"0\""));
@@ -420,47 +420,47 @@ static void test_cli_global_rate_limit(void **state) {
     wt t;
     wt_init(&t);
     cli_run r;
-    QCLI(r, &t, "global-rate-limit", QNAME, "--json");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--json");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "{\"max\":null,\"duration\":null}\n");
     cli_run_free(&r);
-    QCLI(r, &t, "global-rate-limit", QNAME, "--max", "2", "--duration", "1000");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--max", "2", "--duration", "1000");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "");
     cli_run_free(&r);
     EXPECT_META(&t, "max", "2");
     EXPECT_META(&t, "duration", "1000");
-    QCLI(r, &t, "global-rate-limit", QNAME, "--json");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--json");
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "{\"max\":2,\"duration\":1000}\n");
     cli_run_free(&r);
-    QCLI(r, &t, "global-rate-limit", QNAME);
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "queue wq: global rate limit 2 jobs per 1000 ms\n");
     cli_run_free(&r);
-    QCLI(r, &t, "global-rate-limit", QNAME, "--remove");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--remove");
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
     EXPECT_META(&t, "max", NULL);
     EXPECT_META(&t, "duration", NULL);
-    QCLI(r, &t, "global-rate-limit", QNAME);
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE);
     CLI_EXPECT(r, 0);
     assert_string_equal(r.out, "queue wq: no global rate limit\n");
     cli_run_free(&r);
 
-    QCLI(r, &t, "global-rate-limit", QNAME, "--max", "2");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--max", "2");
     expect_usage_error(&r, "--max needs --duration");
-    QCLI(r, &t, "global-rate-limit", QNAME, "--duration", "2");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--duration", "2");
     expect_usage_error(&r, "--duration needs --max");
-    QCLI(r, &t, "global-rate-limit", QNAME, "--max", "0", "--duration", "10");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--max", "0", "--duration", "10");
     expect_usage_error(&r, "--max: expected an integer from 1 to 2147483647, got '0'");
-    QCLI(r, &t, "global-rate-limit", QNAME, "--max", "1", "--duration", "1099511627777");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--max", "1", "--duration", "1099511627777");
     expect_usage_error(&r, "--duration: expected an integer from 1 to 1099511627776");
-    QCLI(r, &t, "global-rate-limit", QNAME, "--max", "1", "--duration", "10", "--remove");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--max", "1", "--duration", "10", "--remove");
     expect_usage_error(&r, "--remove cannot be combined");
-    QCLI(r, &t, "global-rate-limit", QNAME, "--remove", "--json");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "--remove", "--json");
     expect_usage_error(&r, "--json only applies when showing");
-    QCLI(r, &t, "global-rate-limit", QNAME, "5");
+    QCLI(r, &t, "global-rate-limit", WT_QUEUE, "5");
     expect_usage_error(&r, "unexpected argument '5'");
     EXPECT_META(&t, "max", NULL);
     wt_fini(&t);
@@ -468,13 +468,13 @@ static void test_cli_global_rate_limit(void **state) {
 
 /* ---- a ferry worker obeys them ------------------------------------------------------------ */
 
-/* "slow" jobs record how many handlers overlap (in the hctx gate's counters); "gate" jobs
+/* "slow" jobs record how many handlers overlap (in the wt_hctx gate's counters); "gate" jobs
  * wait at the gate. */
 static ferry_outcome limits_handler(ferry_job *job, void *ud) {
-    hctx *h = ud;
-    hctx_count_run(h);
+    wt_hctx *h = ud;
+    wt_hctx_count_run(h);
     if (!strcmp(ferry_job_name(job), "gate")) {
-        gate_pass(&h->g);
+        wt_gate_pass(&h->g);
         return FERRY_COMPLETED;
     }
     if (!strcmp(ferry_job_name(job), "slow")) {
@@ -490,7 +490,7 @@ static ferry_outcome limits_handler(ferry_job *job, void *ud) {
     return FERRY_COMPLETED;
 }
 
-static ferry_worker *start_worker(wt *t, hctx *h, int concurrency) {
+static ferry_worker *start_worker(wt *t, wt_hctx *h, int concurrency) {
     ferry_worker_options o;
     ferry_redis_options ro;
     wt_options(t, &o, &ro);
@@ -503,8 +503,8 @@ static void test_worker_global_concurrency(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     set_conc(&t, 1);
     for (int i = 0; i < 6; i++)
         free(wt_add(&t, "slow", NULL, NULL));
@@ -522,10 +522,10 @@ static void test_worker_global_concurrency(void **state) {
     assert_int_equal(ferry_queue_remove_global_concurrency(t.q, &e), 0);
     for (int i = 0; i < 4; i++)
         free(wt_add(&t, "gate", NULL, NULL));
-    GATE_WAIT_ENTERED(&h.g, 4);
+    WT_WAIT_GATE_ENTERED(&h.g, 4);
     assert_int_equal(WT_LLEN(&t, "active"), 4);
     set_conc(&t, 2);
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_ZCARD(&t, "completed", 10);
     pthread_mutex_lock(&h.g.mu);
     h.g.max_inside = 0;
@@ -550,8 +550,8 @@ static void test_worker_global_rate_limit(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     set_grl(&t, 2, 1000);
     enum { N = 6 };
     char *ids[N];
@@ -585,8 +585,8 @@ static void test_worker_manual_rate_limit(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     set_grl(&t, 1000, 60000); /* a limiter that by itself never limits this test */
     ferry_worker *w = start_worker(&t, &h, 2);
     free(wt_add(&t, "none", NULL, NULL)); /* the worker is up and fetching */
@@ -629,6 +629,6 @@ int main(void) {
         cmocka_unit_test(test_worker_manual_rate_limit),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

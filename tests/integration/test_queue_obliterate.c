@@ -9,12 +9,12 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "cli_spawn.h"
 #include "ferry/scheduler.h"
 #include "ferry/worker.h"
-#include "queue_test_helpers.h"
 #include "redis/conn.h"
-#include "test_gate.h"
+#include "support/cli.h"
+#include "support/qt.h"
+#include "support/wt.h"
 
 /* ---- keys ------------------------------------------------------------------------------- */
 
@@ -34,7 +34,7 @@ static void keys_scan(keyset *s, const char *pattern) {
     s->k = malloc(cap * sizeof *s->k);
     char cursor[32] = "0";
     do {
-        redisReply *r = cmd("SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        redisReply *r = qt_cmd("SCAN %s MATCH %s COUNT 1000", cursor, pattern);
         snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
         for (size_t i = 0; i < r->element[1]->elements; i++) {
             if (s->n == cap) s->k = realloc(s->k, (cap *= 2) * sizeof *s->k);
@@ -90,7 +90,7 @@ static void snap_take(snap *s, const char *pattern) {
     s->dump = calloc(s->ks.n + 1, sizeof *s->dump);
     s->len = calloc(s->ks.n + 1, sizeof *s->len);
     for (size_t i = 0; i < s->ks.n; i++) {
-        redisReply *r = cmd("DUMP %s", s->ks.k[i]);
+        redisReply *r = qt_cmd("DUMP %s", s->ks.k[i]);
         assert_int_equal(r->type, REDIS_REPLY_STRING);
         s->dump[i] = malloc(r->len + 1);
         memcpy(s->dump[i], r->str, r->len);
@@ -134,20 +134,20 @@ static ferry_outcome ok_or_fail(ferry_job *j, void *ud) {
 /* A handler that holds its job (active, locked) until the test opens the gate. */
 static ferry_outcome hold_handler(ferry_job *j, void *ud) {
     (void)j;
-    gate_pass(ud);
+    wt_gate_pass(ud);
     return FERRY_COMPLETED;
 }
 
 static int gate_entered(void *arg) {
     int one = 1;
     void *a[2] = {arg, &one};
-    return gate_entered_at_least(a);
+    return wt_gate_entered_at_least(a);
 }
 
 static ferry_worker *start_worker(ferry_queue *q, ferry_handler_fn fn, void *ud) {
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     ferry_worker_options o;
     ferry_worker_options_init(&o);
     o.redis = &ro;
@@ -176,7 +176,7 @@ typedef struct zcond {
 
 static int zcard_reached(void *arg) {
     zcond *c = arg;
-    return ival(cmd("ZCARD %s", c->key)) >= c->n;
+    return qt_ival(qt_cmd("ZCARD %s", c->key)) >= c->n;
 }
 
 /* ---- filling a queue -------------------------------------------------------------------- */
@@ -198,37 +198,37 @@ static const char *JK(ferry_queue *q, const char *id, const char *sub) {
  * queue is paused and one more job added. */
 static void fill_every_state(ferry_queue *q) {
     ferry_error e = {0};
-    free(add(q, "ok", NULL, NULL));
-    free(add(q, "bad", NULL, NULL));
+    free(qt_add(q, "ok", NULL, NULL));
+    free(qt_add(q, "bad", NULL, NULL));
     ferry_worker *w = start_worker(q, ok_or_fail, NULL);
-    zcond done = {K(q, "completed"), 1}, failed = {K(q, "failed"), 1};
-    if (!testenv_wait_until(zcard_reached, &done, 15000) ||
-        !testenv_wait_until(zcard_reached, &failed, 15000))
+    zcond done = {qt_key(q, "completed"), 1}, failed = {qt_key(q, "failed"), 1};
+    if (!th_wait_until(zcard_reached, &done, 15000) ||
+        !th_wait_until(zcard_reached, &failed, 15000))
         fail_msg("worker did not finish the ok/bad jobs");
     stop_worker(w);
 
-    char *id = add(q, "w", "{\"n\":1}", NULL);
-    freeReplyObject(cmd("RPUSH %s a-log-line", JK(q, id, ":logs")));
+    char *id = qt_add(q, "w", "{\"n\":1}", NULL);
+    freeReplyObject(qt_cmd("RPUSH %s a-log-line", JK(q, id, ":logs")));
     free(id);
-    free(add(q, "d", NULL, "{\"delay\":600000}"));
-    free(add(q, "p", NULL, "{\"priority\":3}"));
-    id = add(q, "legacy", NULL, NULL);
-    assert_int_equal(ival(cmd("LREM %s 1 %s", K(q, "wait"), id)), 1);
-    freeReplyObject(cmd("RPUSH %s %s", K(q, "paused"), id));
+    free(qt_add(q, "d", NULL, "{\"delay\":600000}"));
+    free(qt_add(q, "p", NULL, "{\"priority\":3}"));
+    id = qt_add(q, "legacy", NULL, NULL);
+    assert_int_equal(qt_ival(qt_cmd("LREM %s 1 %s", qt_key(q, "wait"), id)), 1);
+    freeReplyObject(qt_cmd("RPUSH %s %s", qt_key(q, "paused"), id));
     free(id);
 
     /* a flow as Node's FlowProducer leaves it: parent wc1 waits for child c1 */
-    freeReplyObject(cmd("HSET %s name parent data {} opts {} timestamp 1", JK(q, "wc1", NULL)));
-    freeReplyObject(cmd("ZADD %s 1 wc1", K(q, "waiting-children")));
-    freeReplyObject(cmd("SADD %s %s", JK(q, "wc1", ":dependencies"), JK(q, "c1", NULL)));
-    freeReplyObject(cmd("HSET %s name child data {} opts {} timestamp 1 parentKey %s",
-                        JK(q, "c1", NULL), JK(q, "wc1", NULL)));
-    freeReplyObject(cmd("LPUSH %s c1", K(q, "wait")));
+    freeReplyObject(qt_cmd("HSET %s name parent data {} opts {} timestamp 1", JK(q, "wc1", NULL)));
+    freeReplyObject(qt_cmd("ZADD %s 1 wc1", qt_key(q, "waiting-children")));
+    freeReplyObject(qt_cmd("SADD %s %s", JK(q, "wc1", ":dependencies"), JK(q, "c1", NULL)));
+    freeReplyObject(qt_cmd("HSET %s name child data {} opts {} timestamp 1 parentKey %s",
+                           JK(q, "c1", NULL), JK(q, "wc1", NULL)));
+    freeReplyObject(qt_cmd("LPUSH %s c1", qt_key(q, "wait")));
 
     /* a job owning deduplication id d1 (as Node's add with deduplication leaves it) */
-    id = add(q, "dedup", NULL, NULL);
-    freeReplyObject(cmd("HSET %s deid d1", JK(q, id, NULL)));
-    freeReplyObject(cmd("SET %s %s", K(q, "de:d1"), id));
+    id = qt_add(q, "dedup", NULL, NULL);
+    freeReplyObject(qt_cmd("HSET %s deid d1", JK(q, id, NULL)));
+    freeReplyObject(qt_cmd("SET %s %s", qt_key(q, "de:d1"), id));
     free(id);
 
     ferry_scheduler_spec sp;
@@ -236,13 +236,13 @@ static void fill_every_state(ferry_queue *q) {
     sp.every_ms = 3600000;
     if (ferry_scheduler_upsert(q, "tick", &sp, NULL, NULL, &e)) fail_msg("upsert: %s", e.message);
     if (ferry_queue_rate_limit(q, 600000, &e)) fail_msg("rate limit: %s", e.message);
-    freeReplyObject(cmd("HSET %s count 1 prevTS 1 prevCount 0", K(q, "metrics:completed")));
-    freeReplyObject(cmd("LPUSH %s 1", K(q, "metrics:completed:data")));
-    freeReplyObject(cmd("HSET %s count 1 prevTS 1 prevCount 0", K(q, "metrics:failed")));
-    freeReplyObject(cmd("LPUSH %s 1", K(q, "metrics:failed:data")));
+    freeReplyObject(qt_cmd("HSET %s count 1 prevTS 1 prevCount 0", qt_key(q, "metrics:completed")));
+    freeReplyObject(qt_cmd("LPUSH %s 1", qt_key(q, "metrics:completed:data")));
+    freeReplyObject(qt_cmd("HSET %s count 1 prevTS 1 prevCount 0", qt_key(q, "metrics:failed")));
+    freeReplyObject(qt_cmd("LPUSH %s 1", qt_key(q, "metrics:failed:data")));
 
     if (ferry_queue_pause(q, &e)) fail_msg("pause: %s", e.message);
-    free(add(q, "during-pause", NULL, NULL));
+    free(qt_add(q, "during-pause", NULL, NULL));
 }
 
 static size_t queue_key_count(ferry_queue *q) {
@@ -256,8 +256,8 @@ static size_t queue_key_count(ferry_queue *q) {
 static void test_every_state_sibling_untouched(void **state) {
     (void)state;
     char p[64];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
-    ferry_queue *qa = open_q(p, "a", NULL), *qab = open_q(p, "ab", NULL);
+    snprintf(p, sizeof p, "%s", th_prefix());
+    ferry_queue *qa = qt_open(p, "a", NULL), *qab = qt_open(p, "ab", NULL);
     fill_every_state(qa);
     fill_every_state(qab);
     /* every state really is populated */
@@ -271,9 +271,9 @@ static void test_every_state_sibling_untouched(void **state) {
     assert_int_equal(c.paused, 1);
     assert_int_equal(c.waiting_children, 1);
     assert_true(c.waiting >= 4);
-    assert_int_equal(ival(cmd("ZCARD %s", K(qa, "repeat"))), 1);
-    assert_int_equal(ival(cmd("EXISTS %s", K(qa, "limiter"))), 1);
-    assert_int_equal(ival(cmd("EXISTS %s", K(qa, "stalled-check"))), 1);
+    assert_int_equal(qt_ival(qt_cmd("ZCARD %s", qt_key(qa, "repeat"))), 1);
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(qa, "limiter"))), 1);
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(qa, "stalled-check"))), 1);
 
     char sib[128];
     snprintf(sib, sizeof sib, "%s:ab:*", p);
@@ -295,7 +295,7 @@ static void test_every_state_sibling_untouched(void **state) {
     expect_no_keys(p, "a");
 
     /* the handle still works: a job added now starts a new queue */
-    add_expect(qa, "again", NULL, NULL, "1");
+    qt_add_expect(qa, "again", NULL, NULL, "1");
     ferry_queue_close(qa);
     ferry_queue_close(qab);
 }
@@ -305,9 +305,9 @@ static void test_every_state_sibling_untouched(void **state) {
 static void test_nested_prefix_untouched(void **state) {
     (void)state;
     char p[64], nested[80], pat[128];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
+    snprintf(p, sizeof p, "%s", th_prefix());
     snprintf(nested, sizeof nested, "%s:a", p);
-    ferry_queue *qa = open_q(p, "a", NULL), *qn = open_q(nested, "other", NULL);
+    ferry_queue *qa = qt_open(p, "a", NULL), *qn = qt_open(nested, "other", NULL);
     fill_every_state(qn);
     fill_every_state(qa);
     snap before;
@@ -329,16 +329,16 @@ static void test_nested_prefix_untouched(void **state) {
 static void test_active_refused_then_forced(void **state) {
     (void)state;
     char p[64], pat[128];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
-    ferry_queue *q = open_q(p, "busy", NULL);
-    gate g;
-    gate_init(&g);
+    snprintf(p, sizeof p, "%s", th_prefix());
+    ferry_queue *q = qt_open(p, "busy", NULL);
+    wt_gate g;
+    wt_gate_init(&g);
     ferry_worker *w = start_worker(q, hold_handler, &g);
-    char *held = add(q, "hold", NULL, NULL);
-    if (!testenv_wait_until(gate_entered, &g, 15000)) fail_msg("handler never started");
-    free(add(q, "w1", NULL, NULL));
-    free(add(q, "w2", NULL, "{\"delay\":600000}"));
-    assert_int_equal(ival(cmd("EXISTS %s", JK(q, held, ":lock"))), 1);
+    char *held = qt_add(q, "hold", NULL, NULL);
+    if (!th_wait_until(gate_entered, &g, 15000)) fail_msg("handler never started");
+    free(qt_add(q, "w1", NULL, NULL));
+    free(qt_add(q, "w2", NULL, "{\"delay\":600000}"));
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", JK(q, held, ":lock"))), 1);
 
     snprintf(pat, sizeof pat, "%s:busy:*", p);
     snap before;
@@ -362,17 +362,17 @@ static void test_active_refused_then_forced(void **state) {
     expect_no_keys(p, "busy");
 
     /* the worker finds its job gone (lock lost) when it finishes it: nothing comes back */
-    gate_open(&g);
+    wt_gate_open(&g);
     stop_worker(w);
     expect_no_keys(p, "busy");
     free(held);
     ferry_queue_close(q);
-    gate_destroy(&g);
+    wt_gate_destroy(&g);
 }
 
 /* calls=N of `INFO commandstats` for EVALSHA */
 static long long evalsha_calls(void) {
-    redisReply *r = cmd("INFO commandstats");
+    redisReply *r = qt_cmd("INFO commandstats");
     const char *s = strstr(r->str, "cmdstat_evalsha:calls=");
     long long n = s ? strtoll(s + strlen("cmdstat_evalsha:calls="), NULL, 10) : 0;
     freeReplyObject(r);
@@ -382,8 +382,8 @@ static long long evalsha_calls(void) {
 static void test_larger_than_one_chunk(void **state) {
     (void)state;
     char p[64];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
-    ferry_queue *q = open_q(p, "big", NULL);
+    snprintf(p, sizeof p, "%s", th_prefix());
+    ferry_queue *q = qt_open(p, "big", NULL);
     enum { N = 2500 };
     ferry_job_spec *specs = calloc(N, sizeof *specs);
     for (int i = 0; i < N; i++)
@@ -411,22 +411,22 @@ static void test_larger_than_one_chunk(void **state) {
 static void test_foreign_parent_released(void **state) {
     (void)state;
     char p[64];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
-    ferry_queue *qc = open_q(p, "children", NULL), *qp = open_q(p, "parents", NULL);
-    freeReplyObject(cmd("HSET %s name parent data {} opts {} timestamp 1", JK(qp, "p1", NULL)));
-    freeReplyObject(cmd("ZADD %s 1 p1", K(qp, "waiting-children")));
-    freeReplyObject(cmd("SADD %s %s", JK(qp, "p1", ":dependencies"), JK(qc, "k1", NULL)));
-    freeReplyObject(cmd("HSET %s name child data {} opts {} timestamp 1 parentKey %s",
-                        JK(qc, "k1", NULL), JK(qp, "p1", NULL)));
-    freeReplyObject(cmd("LPUSH %s k1", K(qc, "wait")));
+    snprintf(p, sizeof p, "%s", th_prefix());
+    ferry_queue *qc = qt_open(p, "children", NULL), *qp = qt_open(p, "parents", NULL);
+    freeReplyObject(qt_cmd("HSET %s name parent data {} opts {} timestamp 1", JK(qp, "p1", NULL)));
+    freeReplyObject(qt_cmd("ZADD %s 1 p1", qt_key(qp, "waiting-children")));
+    freeReplyObject(qt_cmd("SADD %s %s", JK(qp, "p1", ":dependencies"), JK(qc, "k1", NULL)));
+    freeReplyObject(qt_cmd("HSET %s name child data {} opts {} timestamp 1 parentKey %s",
+                           JK(qc, "k1", NULL), JK(qp, "p1", NULL)));
+    freeReplyObject(qt_cmd("LPUSH %s k1", qt_key(qc, "wait")));
     ferry_error e = {0};
     if (ferry_queue_obliterate(qc, 0, NULL, &e)) fail_msg("obliterate: %s", e.message);
     expect_no_keys(p, "children");
-    assert_string_equal(lrange(K(qp, "wait")), "p1");
-    assert_int_equal(ival(cmd("ZCARD %s", K(qp, "waiting-children"))), 0);
-    assert_int_equal(ival(cmd("EXISTS %s", JK(qp, "p1", ":dependencies"))), 0);
-    assert_string_equal(zrange(K(qp, "marker")), "0,0");
-    assert_true(strstr(events(qp), "waiting:jobId=p1:prev=waiting-children") != NULL);
+    assert_string_equal(qt_lrange(qt_key(qp, "wait")), "p1");
+    assert_int_equal(qt_ival(qt_cmd("ZCARD %s", qt_key(qp, "waiting-children"))), 0);
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", JK(qp, "p1", ":dependencies"))), 0);
+    assert_string_equal(qt_zrange(qt_key(qp, "marker")), "0,0");
+    assert_true(strstr(qt_events(qp), "waiting:jobId=p1:prev=waiting-children") != NULL);
     ferry_queue_close(qc);
     ferry_queue_close(qp);
 }
@@ -436,14 +436,14 @@ static void test_foreign_parent_released(void **state) {
 static void test_script_refusals(void **state) {
     (void)state;
     char p[64], base[96];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
-    ferry_queue *q = open_q(p, "s", NULL);
-    free(add(q, "w", NULL, NULL));
+    snprintf(p, sizeof p, "%s", th_prefix());
+    ferry_queue *q = qt_open(p, "s", NULL);
+    free(qt_add(q, "w", NULL, NULL));
     snprintf(base, sizeof base, "%s:s:", p);
     const ferry_script *s = ferry__script_get("obliterate");
     assert_non_null(s);
     size_t n = queue_key_count(q);
-    redisReply *r = cmd("EVAL %s 1 %s %s 1000 0 0", s->source, K(q, "meta"), base);
+    redisReply *r = qt_cmd("EVAL %s 1 %s %s 1000 0 0", s->source, qt_key(q, "meta"), base);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->elements, 3);
     assert_int_equal(r->element[0]->integer, -1);
@@ -451,20 +451,21 @@ static void test_script_refusals(void **state) {
     assert_int_equal(queue_key_count(q), n);
     ferry_error e = {0};
     r = NULL;
-    assert_int_equal(
-        ferry__conn_command(C, &r, &e, "EVAL %s 1 %s %s 0 0 1", s->source, K(q, "meta"), base), 0);
+    assert_int_equal(ferry__conn_command(qt_conn, &r, &e, "EVAL %s 1 %s %s 0 0 1", s->source,
+                                         qt_key(q, "meta"), base),
+                     0);
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
     assert_non_null(strstr(r->str, "count must be"));
     freeReplyObject(r);
     assert_int_equal(queue_key_count(q), n);
-    assert_string_equal(hget(K(q, "meta"), "paused"), "(nil)");
+    assert_string_equal(qt_hget(qt_key(q, "meta"), "paused"), "(nil)");
 
     /* the last call sent again (its answer lost) after the queue is gone: it finishes the
      * work again, and what it deleted is only what its own pause created */
     long long deleted = 0;
     assert_int_equal(ferry_queue_obliterate(q, 0, &deleted, &e), 0);
     assert_int_equal(queue_key_count(q), 0);
-    r = cmd("EVAL %s 1 %s %s 1000 0 0", s->source, K(q, "meta"), base);
+    r = qt_cmd("EVAL %s 1 %s %s 1000 0 0", s->source, qt_key(q, "meta"), base);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->element[0]->integer, 0);
     assert_int_equal(r->element[1]->integer, r->element[2]->integer);
@@ -478,11 +479,11 @@ static void test_script_refusals(void **state) {
 static void test_cli(void **state) {
     (void)state;
     char p[64];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
-    const char *url = testenv_require("REDIS_URL");
-    ferry_queue *q = open_q(p, "cq", NULL);
-    free(add(q, "a", NULL, NULL));
-    free(add(q, "b", NULL, "{\"delay\":600000}"));
+    snprintf(p, sizeof p, "%s", th_prefix());
+    const char *url = th_env_require("REDIS_URL");
+    ferry_queue *q = qt_open(p, "cq", NULL);
+    free(qt_add(q, "a", NULL, NULL));
+    free(qt_add(q, "b", NULL, "{\"delay\":600000}"));
     size_t n = queue_key_count(q);
 
     cli_run r;
@@ -516,11 +517,11 @@ static void test_cli(void **state) {
     expect_no_keys(p, "cq");
 
     /* an active job: refused (exit 1, nothing deleted), then --force */
-    gate g;
-    gate_init(&g);
+    wt_gate g;
+    wt_gate_init(&g);
     ferry_worker *w = start_worker(q, hold_handler, &g);
-    free(add(q, "hold", NULL, NULL));
-    if (!testenv_wait_until(gate_entered, &g, 15000)) fail_msg("handler never started");
+    free(qt_add(q, "hold", NULL, NULL));
+    if (!th_wait_until(gate_entered, &g, 15000)) fail_msg("handler never started");
     n = queue_key_count(q);
     CLI(r, "queue", "obliterate", "cq", "--yes", "--redis", url, "--prefix", p);
     CLI_EXPECT(r, 1);
@@ -535,9 +536,9 @@ static void test_cli(void **state) {
     assert_string_equal(r.out, want);
     cli_run_free(&r);
     expect_no_keys(p, "cq");
-    gate_open(&g);
+    wt_gate_open(&g);
     stop_worker(w);
-    gate_destroy(&g);
+    wt_gate_destroy(&g);
     ferry_queue_close(q);
 }
 
@@ -545,9 +546,9 @@ static void test_cli(void **state) {
 static void test_bench_leaves_nothing(void **state) {
     (void)state;
     char p[64], pat[80];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
+    snprintf(p, sizeof p, "%s", th_prefix());
     snprintf(pat, sizeof pat, "%s:*", p);
-    const char *url = testenv_require("REDIS_URL");
+    const char *url = th_env_require("REDIS_URL");
     const char *modes[] = {"addbulk", "process"};
     for (size_t i = 0; i < 2; i++) {
         cli_run r;
@@ -575,9 +576,9 @@ static void test_bench_leaves_nothing(void **state) {
 static void test_bench_warmup(void **state) {
     (void)state;
     char p[64], pat[80];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
+    snprintf(p, sizeof p, "%s", th_prefix());
     snprintf(pat, sizeof pat, "%s:*", p);
-    const char *url = testenv_require("REDIS_URL");
+    const char *url = th_env_require("REDIS_URL");
     struct {
         const char *mode, *jobs, *warmup;
         long long timed_min, timed_max;
@@ -620,14 +621,14 @@ static void test_bench_warmup(void **state) {
 static void test_bench_failed_job_voids_run(void **state) {
     (void)state;
     char p[64];
-    snprintf(p, sizeof p, "%s", testenv_prefix());
-    const char *url = testenv_require("REDIS_URL");
+    snprintf(p, sizeof p, "%s", th_prefix());
+    const char *url = th_env_require("REDIS_URL");
     cli_run r;
     CLI(r, "bench", "--mode", "addbulk", "--jobs", "40", "--keep", "--queue", "bq", "--json",
         "--redis", url, "--prefix", p);
     CLI_EXPECT(r, 0);
     cli_run_free(&r);
-    freeReplyObject(cmd("HSET %s:bq:20 defa %s", p, "bench test failure"));
+    freeReplyObject(qt_cmd("HSET %s:bq:20 defa %s", p, "bench test failure"));
     /* --wait 600000: without the check, the run would wait out the CTest timeout */
     CLI(r, "bench", "--mode", "process", "--queue", "bq", "--no-fill", "--jobs", "40",
         "--concurrency", "4", "--wait", "600000", "--json", "--redis", url, "--prefix", p);
@@ -637,7 +638,7 @@ static void test_bench_failed_job_voids_run(void **state) {
     assert_string_equal(r.out, ""); /* no figures from a void run */
     cli_run_free(&r);
     /* the failed job is in failed, as Node would leave it */
-    redisReply *f = cmd("ZSCORE %s:bq:failed 20", p);
+    redisReply *f = qt_cmd("ZSCORE %s:bq:failed 20", p);
     assert_int_equal(f->type, REDIS_REPLY_STRING);
     freeReplyObject(f);
     CLI(r, "queue", "obliterate", "bq", "--yes", "--force", "--redis", url, "--prefix", p);
@@ -659,7 +660,7 @@ int main(void) {
         cmocka_unit_test(test_bench_warmup),
         cmocka_unit_test(test_bench_failed_job_voids_run),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
-    cli_tmpdir_remove();
+    int failed = cmocka_run_group_tests(tests, qt_setup, qt_teardown);
+    th_tmpdir_remove();
     return failed;
 }

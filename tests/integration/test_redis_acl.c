@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_outbox_support.h"
+#include "support/ob.h"
 
 #define ROLES 5
 static const char *const role_names[ROLES] = {"producer", "worker", "scheduler", "relay", "admin"};
@@ -43,7 +43,7 @@ static void user_name(char *out, size_t cap, const char *tag) {
 static void read_doc(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/docs/redis-connection.md", getenv("FERRY_SOURCE_DIR"));
-    char *text = cli_slurp(path);
+    char *text = th_slurp(path);
     if (!text) fail_msg("cannot read %s", path);
     const char *sec = strstr(text, "\n## Redis ACL\n");
     if (!sec) fail_msg("%s has no \"## Redis ACL\" section", path);
@@ -121,7 +121,7 @@ static const char *user_url(const char *tag) {
     user_name(user, sizeof user, tag);
     char *u = urls[slot++ % 4];
     snprintf(u, sizeof urls[0], "redis://%s:%s@127.0.0.1:%s", user, password,
-             testenv_require("REDIS_PORT"));
+             th_env_require("REDIS_PORT"));
     return u;
 }
 
@@ -131,7 +131,7 @@ static const char *refusals(const char *tag) {
     char user[64];
     user_name(user, sizeof user, tag);
     out[0] = 0;
-    redisReply *r = testenv_cmd(rds, "ACL LOG 128");
+    redisReply *r = th_cmd(rds, "ACL LOG 128");
     for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         const redisReply *e = r->element[i];
         const char *who = NULL, *object = NULL, *reason = NULL;
@@ -167,20 +167,20 @@ static void expect_only_optional_refusals(const char *tag, int role) {
 }
 
 static void reset_log(void) {
-    freeReplyObject(testenv_cmd(rds, "ACL LOG RESET"));
+    freeReplyObject(th_cmd(rds, "ACL LOG RESET"));
 }
 
 /* Wait for pid up to timeout_ms; on timeout kill it and fail with its stderr (err_path). */
 static int wait_or_dump(pid_t pid, int timeout_ms, const char *err_path) {
-    long long deadline = cli_mono_ms() + timeout_ms;
+    long long deadline = th_mono_ms() + timeout_ms;
     for (;;) {
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid)
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (cli_mono_ms() > deadline) {
+        if (th_mono_ms() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
-            char *e = cli_slurp(err_path);
+            char *e = th_slurp(err_path);
             fail_msg("ferry (pid %d) still running after %d ms; stderr:\n%s", (int)pid, timeout_ms,
                      e);
         }
@@ -231,7 +231,7 @@ static void test_producer(void **state) {
 }
 
 static long long zcard(const char *queue, const char *set) {
-    redisReply *r = testenv_cmd(rds, "ZCARD %s:%s:%s", prefix, queue, set);
+    redisReply *r = th_cmd(rds, "ZCARD %s:%s:%s", prefix, queue, set);
     long long n = r->integer;
     freeReplyObject(r);
     return n;
@@ -256,15 +256,15 @@ static void test_scheduler_and_worker(void **state) {
     /* the job outlives its 1 s lock (renewals) while stalled checks run every second; the
      * scheduler's iterations are processed too, each creating the next */
     char out[256], err[256];
-    snprintf(out, sizeof out, "%s/worker.out", cli_tmpdir());
-    snprintf(err, sizeof err, "%s/worker.err", cli_tmpdir());
+    snprintf(out, sizeof out, "%s/worker.out", th_tmpdir());
+    snprintf(err, sizeof err, "%s/worker.err", th_tmpdir());
     pid_t pid =
         cli_start(CLI_ARGV("worker", "aclw", "--redis", user_url("worker"), "--prefix", prefix,
                            "--lock-duration", "1000", "--stalled-interval", "1000", "--max-jobs",
                            "4", "--", "/bin/sh", "-c", "cat >/dev/null; sleep 1.5; echo 1"),
                   NULL, NULL, out, err);
     int code = wait_or_dump(pid, 30000, err);
-    char *e = cli_slurp(err);
+    char *e = th_slurp(err);
     if (code != 0) fail_msg("worker exit %d: %s", code, e);
     assert_null(strstr(e, "NOPERM"));
     assert_null(strstr(e, "error"));
@@ -289,7 +289,7 @@ static void test_scheduler_and_worker(void **state) {
 }
 
 static int job_exists(void *id) {
-    redisReply *r = testenv_cmd(rds, "EXISTS %s:aclr:%s", prefix, (const char *)id);
+    redisReply *r = th_cmd(rds, "EXISTS %s:aclr:%s", prefix, (const char *)id);
     int n = (int)r->integer;
     freeReplyObject(r);
     return n == 1;
@@ -304,16 +304,16 @@ static void test_relay(void **state) {
     char id[37];
     ob_append(db, schema, "acl.placed", "{\"order\":7}", NULL, 1, id);
     char out[256], err[256];
-    snprintf(out, sizeof out, "%s/relay.out", cli_tmpdir());
-    snprintf(err, sizeof err, "%s/relay.err", cli_tmpdir());
+    snprintf(out, sizeof out, "%s/relay.out", th_tmpdir());
+    snprintf(err, sizeof err, "%s/relay.err", th_tmpdir());
     pid_t pid = cli_start(CLI_ARGV("relay", "--routes", routes, "--schema", schema, "--database",
-                                   testenv_require("DATABASE_URL"), "--redis", user_url("relay"),
+                                   th_env_require("DATABASE_URL"), "--redis", user_url("relay"),
                                    "--prefix", prefix, "--poll-interval", "50"),
                           NULL, NULL, out, err);
-    int published = testenv_wait_until(job_exists, id, 15000);
+    int published = th_wait_until(job_exists, id, 15000);
     kill(pid, SIGTERM);
     int code = wait_or_dump(pid, 30000, err);
-    char *e = cli_slurp(err);
+    char *e = th_slurp(err);
     if (!published) fail_msg("the relay did not publish through ferry-relay: %s", e);
     if (code != 0) fail_msg("relay exit %d: %s", code, e);
     assert_null(strstr(e, "NOPERM"));
@@ -352,7 +352,7 @@ static void test_admin(void **state) {
     ok_run(&r);
     CLI(r, "queue", "obliterate", "acla", "--yes", "--redis", u, "--prefix", prefix);
     ok_run(&r);
-    redisReply *k = testenv_cmd(rds, "EXISTS %s:acla:meta %s:acla:2", prefix, prefix);
+    redisReply *k = th_cmd(rds, "EXISTS %s:acla:meta %s:acla:2", prefix, prefix);
     assert_int_equal(k->integer, 0);
     freeReplyObject(k);
     expect_only_optional_refusals("admin", ADMIN);
@@ -388,7 +388,7 @@ static void test_missing_command_named(void **state) {
 }
 
 static int file_has_noperm(void *path) {
-    char *s = cli_slurp(path);
+    char *s = th_slurp(path);
     int found = s && strstr(s, "NOPERM") && strstr(s, "bzpopmin");
     free(s);
     return found;
@@ -399,16 +399,16 @@ static void test_worker_reports_refusal(void **state) {
     (void)state;
     set_user("noblock", WORKER, "+bzpopmin", 0);
     char out[256], err[256];
-    snprintf(out, sizeof out, "%s/noblock.out", cli_tmpdir());
-    snprintf(err, sizeof err, "%s/noblock.err", cli_tmpdir());
+    snprintf(out, sizeof out, "%s/noblock.out", th_tmpdir());
+    snprintf(err, sizeof err, "%s/noblock.err", th_tmpdir());
     pid_t pid = cli_start(CLI_ARGV("worker", "aclb", "--redis", user_url("noblock"), "--prefix",
                                    prefix, "--", "/bin/cat"),
                           NULL, NULL, out, err);
-    int seen = testenv_wait_until(file_has_noperm, err, 15000);
+    int seen = th_wait_until(file_has_noperm, err, 15000);
     kill(pid, SIGTERM);
     int code = cli_wait(pid, 30000);
     if (!seen) {
-        char *e = cli_slurp(err);
+        char *e = th_slurp(err);
         fail_msg("no NOPERM ... bzpopmin line within 15 s: %s", e);
     }
     assert_int_equal(code, 0);
@@ -417,7 +417,7 @@ static void test_worker_reports_refusal(void **state) {
 static int setup(void **state) {
     (void)state;
     ob_open(&db, &rds);
-    snprintf(prefix, sizeof prefix, "%s", testenv_prefix());
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
     snprintf(password, sizeof password, "pw-%ld-acl", (long)getpid());
     read_doc();
     return 0;
@@ -426,7 +426,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     for (int i = 0; i < ncreated; i++)
-        freeReplyObject(testenv_cmd(rds, "ACL DELUSER %s", created[i]));
+        freeReplyObject(th_cmd(rds, "ACL DELUSER %s", created[i]));
     reset_log();
     for (int i = 0; i < ROLES; i++) {
         for (int k = 0; k < lines[i].n; k++)
@@ -447,5 +447,5 @@ int main(void) {
         cmocka_unit_test(test_missing_command_named),
         cmocka_unit_test(test_worker_reports_refusal),
     };
-    return testenv_exit(cmocka_run_group_tests(tests, setup, teardown));
+    return th_exit(cmocka_run_group_tests(tests, setup, teardown));
 }

@@ -2,158 +2,158 @@
  * against a real Redis: every, cron with time zone, only the current iteration produces,
  * duplicated, limit, end date, batches, NOSCRIPT - including from Node-written state copied
  * from dumps of what Node BullMQ 6.7.0 wrote (the literals below). */
-#include "scheduler_support.h"
+#include "support/sc.h"
 
 /* ---- next iteration (the worker hook) ----------------------------------------------------- */
 
 static void test_next_every(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snext", NULL);
-    ferry_scheduler_spec s = every_spec(1000);
+    ferry_queue *q = qt_open(th_prefix(), "snext", NULL);
+    ferry_scheduler_spec s = sc_every(1000);
     s.name = "tick";
     s.data_json = "{\"t\":1}";
     s.opts_json = "{\"removeOnComplete\":50}";
-    char *first = upsert(q, "tick", &s, NULL);
-    long long m1 = millis_of(first);
-    fetched f = fetch(q, first);
+    char *first = sc_upsert(q, "tick", &s, NULL);
+    long long m1 = sc_millis_of(first);
+    sc_fetched f = sc_fetch(q, first);
     int64_t now = m1 + 20;
-    ferry__sched_result res = on_fetch(q, &f, now);
+    ferry__sched_result res = sc_on_fetch(q, &f, now);
     assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
     assert_int_equal(res.next_ms, m1 + 1000);
     assert_int_equal(res.delay_ms, 980);
     char next[128], want[1024];
     snprintf(next, sizeof next, "repeat:tick:%lld", m1 + 1000);
-    assert_int_equal(zscore(K(q, "repeat"), "tick"), m1 + 1000);
-    assert_int_equal(zscore(K(q, "delayed"), next), (m1 + 1000) * 4096);
-    assert_string_equal(hget(K(q, "repeat:tick"), "ic"), "2");
-    assert_string_equal(get(K(q, "id")), "2");
+    assert_int_equal(sc_zscore(qt_key(q, "repeat"), "tick"), m1 + 1000);
+    assert_int_equal(sc_zscore(qt_key(q, "delayed"), next), (m1 + 1000) * 4096);
+    assert_string_equal(qt_hget(qt_key(q, "repeat:tick"), "ic"), "2");
+    assert_string_equal(qt_get(qt_key(q, "id")), "2");
     snprintf(want, sizeof want,
              "{\"removeOnComplete\":50,\"repeat\":{\"every\":1000,\"count\":2},\"timestamp\":%lld,"
              "\"repeatJobKey\":\"tick\",\"attempts\":0,\"jobId\":\"%s\",\"delay\":980}",
              (long long)now, next);
-    json_same(hget(K(q, next), "opts"), want);
+    sc_json_same(qt_hget(qt_key(q, next), "opts"), want);
     snprintf(want, sizeof want,
              "data={\"t\":1};delay=980;name=tick;opts=%s;priority=0;rjk=tick;timestamp=%lld",
-             hget(K(q, next), "opts"), (long long)now);
-    assert_string_equal(hgetall(K(q, next)), want);
+             qt_hget(qt_key(q, next), "opts"), (long long)now);
+    assert_string_equal(qt_hgetall(qt_key(q, next)), want);
     snprintf(want, sizeof want, "added:jobId=%s:name=tick|delayed:jobId=%s:delay=%lld", next, next,
              m1 + 1000);
-    assert_true(has_event(q, want)); /* both, in this order */
+    assert_true(sc_has_event(q, want)); /* both, in this order */
 
     /* the same job again (a retried call, a stalled copy): not current any more */
-    assert_int_equal(on_fetch(q, &f, now + 5).outcome, FERRY__SCHED_NOT_CURRENT);
-    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 1);
+    assert_int_equal(sc_on_fetch(q, &f, now + 5).outcome, FERRY__SCHED_NOT_CURRENT);
+    assert_int_equal(qt_ival(qt_cmd("ZCARD %s", qt_key(q, "delayed"))), 1);
 
     /* a new template applies from the next iteration on (name/data from the hash) */
     s.data_json = "{\"t\":2}";
     s.name = "tock";
-    char *again = upsert(q, "tick", &s, NULL);
+    char *again = sc_upsert(q, "tick", &s, NULL);
     assert_string_equal(again, next); /* replaced in place, same millis */
-    fetched g = fetch(q, next);
+    sc_fetched g = sc_fetch(q, next);
     /* late by 3.5 intervals: missed ticks are skipped to the next aligned slot */
-    res = on_fetch(q, &g, m1 + 1000 + 3500);
+    res = sc_on_fetch(q, &g, m1 + 1000 + 3500);
     assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
     long long off = m1 % 1000;
     long long aligned = (m1 + 4500) / 1000 * 1000 + off;
     if (aligned <= m1 + 4500) aligned += 1000;
     assert_int_equal(res.next_ms, aligned);
     snprintf(next, sizeof next, "repeat:tick:%lld", aligned);
-    assert_string_equal(hget(K(q, next), "data"), "{\"t\":2}");
-    assert_string_equal(hget(K(q, next), "name"), "tock");
-    assert_string_equal(hget(K(q, "repeat:tick"), "ic"), "3");
+    assert_string_equal(qt_hget(qt_key(q, next), "data"), "{\"t\":2}");
+    assert_string_equal(qt_hget(qt_key(q, next), "name"), "tock");
+    assert_string_equal(qt_hget(qt_key(q, "repeat:tick"), "ic"), "3");
 
     /* duplicated: the scheduler points at g again while its successor exists */
-    freeReplyObject(cmd("ZADD %s %lld tick", K(q, "repeat"), millis_of(g.id)));
-    res = on_fetch(q, &g, m1 + 1000 + 3500);
+    freeReplyObject(qt_cmd("ZADD %s %lld tick", qt_key(q, "repeat"), sc_millis_of(g.id)));
+    res = sc_on_fetch(q, &g, m1 + 1000 + 3500);
     assert_int_equal(res.outcome, FERRY__SCHED_DUPLICATED);
     assert_int_equal(res.next_ms, aligned);
     snprintf(want, sizeof want, "duplicated:jobId=%s", next);
-    assert_true(has_event(q, want));
-    assert_string_equal(hget(K(q, "repeat:tick"), "ic"), "3");
+    assert_true(sc_has_event(q, want));
+    assert_string_equal(qt_hget(qt_key(q, "repeat:tick"), "ic"), "3");
     free(first), free(again);
     ferry_queue_close(q);
 }
 
 static void test_next_cron_tz(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "sncron", NULL);
-    ferry_scheduler_spec s = cron_spec("0 3 * * *", "Asia/Ho_Chi_Minh");
+    ferry_queue *q = qt_open(th_prefix(), "sncron", NULL);
+    ferry_scheduler_spec s = sc_cron("0 3 * * *", "Asia/Ho_Chi_Minh");
     s.name = "nightly";
     s.opts_json = "{\"attempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":100}}";
-    char *first = upsert(q, "n", &s, NULL);
-    long long m1 = millis_of(first);
-    fetched f = fetch(q, first);
+    char *first = sc_upsert(q, "n", &s, NULL);
+    long long m1 = sc_millis_of(first);
+    sc_fetched f = sc_fetch(q, first);
     /* the worker fetches it 40 ms after it was due */
-    ferry__sched_result res = on_fetch(q, &f, m1 + 40);
+    ferry__sched_result res = sc_on_fetch(q, &f, m1 + 40);
     assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
-    assert_int_equal(res.next_ms, m1 + DAY_MS);
-    assert_int_equal(res.delay_ms, DAY_MS - 40);
+    assert_int_equal(res.next_ms, m1 + SC_DAY_MS);
+    assert_int_equal(res.delay_ms, SC_DAY_MS - 40);
     char next[128], want[1024];
-    snprintf(next, sizeof next, "repeat:n:%lld", m1 + DAY_MS);
+    snprintf(next, sizeof next, "repeat:n:%lld", m1 + SC_DAY_MS);
     snprintf(want, sizeof want,
              "{\"attempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":100},\"repeat\":{"
              "\"pattern\":\"0 3 * * *\",\"tz\":\"Asia/Ho_Chi_Minh\",\"count\":2},\"timestamp\":"
              "%lld,\"prevMillis\":%lld,\"repeatJobKey\":\"n\",\"jobId\":\"%s\",\"delay\":%lld}",
-             m1 + 40, m1 + DAY_MS, next, DAY_MS - 40);
-    json_same(hget(K(q, next), "opts"), want);
+             m1 + 40, m1 + SC_DAY_MS, next, SC_DAY_MS - 40);
+    sc_json_same(qt_hget(qt_key(q, next), "opts"), want);
     /* fetched early (clock skew): still the next slot after prevMillis, not the same one */
-    fetched g = fetch(q, next);
-    res = on_fetch(q, &g, m1 + DAY_MS - 5000);
+    sc_fetched g = sc_fetch(q, next);
+    res = sc_on_fetch(q, &g, m1 + SC_DAY_MS - 5000);
     assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
-    assert_int_equal(res.next_ms, m1 + 2 * DAY_MS);
-    assert_string_equal(hget(K(q, "repeat:n"), "ic"), "3");
+    assert_int_equal(res.next_ms, m1 + 2 * SC_DAY_MS);
+    assert_string_equal(qt_hget(qt_key(q, "repeat:n"), "ic"), "3");
     free(first);
     ferry_queue_close(q);
 }
 
 static void test_next_limit_and_end(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snend", NULL);
-    ferry_scheduler_spec s = every_spec(1000);
+    ferry_queue *q = qt_open(th_prefix(), "snend", NULL);
+    ferry_scheduler_spec s = sc_every(1000);
     s.limit = 2;
-    char *first = upsert(q, "lim", &s, NULL);
-    fetched f = fetch(q, first);
-    ferry__sched_result res = on_fetch(q, &f, millis_of(first) + 1);
+    char *first = sc_upsert(q, "lim", &s, NULL);
+    sc_fetched f = sc_fetch(q, first);
+    ferry__sched_result res = sc_on_fetch(q, &f, sc_millis_of(first) + 1);
     assert_int_equal(res.outcome, FERRY__SCHED_PRODUCED);
     char second[128];
     snprintf(second, sizeof second, "repeat:lim:%lld", res.next_ms);
-    fetched g = fetch(q, second);
-    res = on_fetch(q, &g, millis_of(second) + 1); /* would be the 3rd of 2 */
+    sc_fetched g = sc_fetch(q, second);
+    res = sc_on_fetch(q, &g, sc_millis_of(second) + 1); /* would be the 3rd of 2 */
     assert_int_equal(res.outcome, FERRY__SCHED_ENDED);
-    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 0);
-    assert_string_equal(hget(K(q, "repeat:lim"), "ic"), "2");
+    assert_int_equal(qt_ival(qt_cmd("ZCARD %s", qt_key(q, "delayed"))), 0);
+    assert_string_equal(qt_hget(qt_key(q, "repeat:lim"), "ic"), "2");
 
     int64_t now = ferry__now_ms();
-    ferry_scheduler_spec e = every_spec(1000);
+    ferry_scheduler_spec e = sc_every(1000);
     e.end_date_ms = now + 60000;
-    char *j = upsert(q, "end", &e, NULL);
-    fetched h = fetch(q, j);
-    assert_int_equal(on_fetch(q, &h, now + 60001).outcome, FERRY__SCHED_ENDED);
-    assert_int_equal(on_fetch(q, &h, now + 100).outcome, FERRY__SCHED_PRODUCED);
+    char *j = sc_upsert(q, "end", &e, NULL);
+    sc_fetched h = sc_fetch(q, j);
+    assert_int_equal(sc_on_fetch(q, &h, now + 60001).outcome, FERRY__SCHED_ENDED);
+    assert_int_equal(sc_on_fetch(q, &h, now + 100).outcome, FERRY__SCHED_PRODUCED);
     free(j);
 
     /* a pattern whose next time is past the end date ends too */
-    ferry_scheduler_spec c = cron_spec("0 0 1 1 *", "UTC");
+    ferry_scheduler_spec c = sc_cron("0 0 1 1 *", "UTC");
     c.immediately = 1;
     c.end_date_ms = now + 3600000;
-    j = upsert(q, "cend", &c, NULL);
-    fetched k = fetch(q, j);
-    assert_int_equal(on_fetch(q, &k, now + 10).outcome, FERRY__SCHED_ENDED);
+    j = sc_upsert(q, "cend", &c, NULL);
+    sc_fetched k = sc_fetch(q, j);
+    assert_int_equal(sc_on_fetch(q, &k, now + 10).outcome, FERRY__SCHED_ENDED);
     free(j), free(first);
     ferry_queue_close(q);
 }
 
 static void test_next_batch_noscript_and_errors(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snbatch", NULL);
-    ferry_scheduler_spec s = every_spec(2000);
-    char *a = upsert(q, "a", &s, NULL);
-    char *b = upsert(q, "b", &s, NULL);
-    char *plain = add(q, "plain", NULL, NULL);
-    fetched fa = fetch(q, a), fb = fetch(q, b);
-    freeReplyObject(cmd("SCRIPT FLUSH"));
+    ferry_queue *q = qt_open(th_prefix(), "snbatch", NULL);
+    ferry_scheduler_spec s = sc_every(2000);
+    char *a = sc_upsert(q, "a", &s, NULL);
+    char *b = sc_upsert(q, "b", &s, NULL);
+    char *plain = qt_add(q, "plain", NULL, NULL);
+    sc_fetched fa = sc_fetch(q, a), fb = sc_fetch(q, b);
+    freeReplyObject(qt_cmd("SCRIPT FLUSH"));
     /* a legacy-shaped rjk without a scheduler hash, and one with unusable repeat options */
-    freeReplyObject(cmd("ZADD %s 1 %s", K(q, "repeat"), "n:i::UTC:0 * * * *"));
+    freeReplyObject(qt_cmd("ZADD %s 1 %s", qt_key(q, "repeat"), "n:i::UTC:0 * * * *"));
     ferry__sched_fetched jobs[] = {
         {plain, NULL, "{}"},
         {fa.id, fa.rjk, fa.opts},
@@ -170,7 +170,7 @@ static void test_next_batch_noscript_and_errors(void **state) {
     ferry__sched_result res[8];
     ferry_error e = {0};
     int64_t now = ferry__now_ms();
-    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), jobs, 8, now, res, &e), 0);
+    assert_int_equal(ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), jobs, 8, now, res, &e), 0);
     assert_int_equal(res[0].outcome, FERRY__SCHED_NONE);
     assert_int_equal(res[1].outcome, FERRY__SCHED_PRODUCED);
     assert_int_equal(res[2].outcome, FERRY__SCHED_LEGACY);
@@ -182,14 +182,14 @@ static void test_next_batch_noscript_and_errors(void **state) {
     /* Node only checks that every is truthy; with no scheduler "w" there is nothing to do */
     assert_int_equal(res[6].outcome, FERRY__SCHED_NOT_CURRENT);
     assert_int_equal(res[7].outcome, FERRY__SCHED_ENDED); /* startDate past the cron range */
-    assert_int_equal(zscore(K(q, "repeat"), "a"), millis_of(a) + 2000);
-    assert_int_equal(zscore(K(q, "repeat"), "b"), millis_of(b) + 2000);
+    assert_int_equal(sc_zscore(qt_key(q, "repeat"), "a"), sc_millis_of(a) + 2000);
+    assert_int_equal(sc_zscore(qt_key(q, "repeat"), "b"), sc_millis_of(b) + 2000);
     /* no rjk anywhere: no round trip, nothing touched */
-    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), jobs, 1, now, res, &e), 0);
-    assert_int_equal(ferry__scheduler_on_fetch(NULL, K(q, ""), NULL, 0, now, NULL, &e), 0);
-    assert_int_equal(
-        ferry__scheduler_on_fetch(C, K(q, ""), jobs, FERRY__SCHED_BATCH_MAX + 1, now, res, &e),
-        FERRY_EINVAL);
+    assert_int_equal(ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), jobs, 1, now, res, &e), 0);
+    assert_int_equal(ferry__scheduler_on_fetch(NULL, qt_key(q, ""), NULL, 0, now, NULL, &e), 0);
+    assert_int_equal(ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), jobs,
+                                               FERRY__SCHED_BATCH_MAX + 1, now, res, &e),
+                     FERRY_EINVAL);
 
     /* pure pieces */
     assert_true(ferry__sched_legacy_shape("name:id::UTC:0 * * * *"));
@@ -206,13 +206,14 @@ static void test_next_batch_noscript_and_errors(void **state) {
  * continue it exactly as Node's worker did (same next id, delay, opts). */
 static void test_next_from_node_state(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snode", NULL);
-    freeReplyObject(cmd("ZADD %s 1795979227429 every-1500 1795979228000 cron-2s", K(q, "repeat")));
-    freeReplyObject(cmd("HSET %s name tick every 1500 offset 1429 opts %s data %s ic 2",
-                        K(q, "repeat:every-1500"), "{\"removeOnComplete\":3,\"attempts\":2}",
-                        "{\"a\":1}"));
-    freeReplyObject(cmd("HSET %s name cronjob tz UTC pattern %s offset 0 data %s ic 2",
-                        K(q, "repeat:cron-2s"), "*/2 * * * * *", "{\"c\":true}"));
+    ferry_queue *q = qt_open(th_prefix(), "snode", NULL);
+    freeReplyObject(
+        qt_cmd("ZADD %s 1795979227429 every-1500 1795979228000 cron-2s", qt_key(q, "repeat")));
+    freeReplyObject(qt_cmd("HSET %s name tick every 1500 offset 1429 opts %s data %s ic 2",
+                           qt_key(q, "repeat:every-1500"),
+                           "{\"removeOnComplete\":3,\"attempts\":2}", "{\"a\":1}"));
+    freeReplyObject(qt_cmd("HSET %s name cronjob tz UTC pattern %s offset 0 data %s ic 2",
+                           qt_key(q, "repeat:cron-2s"), "*/2 * * * * *", "{\"c\":true}"));
     const char *every_opts =
         "{\"repeat\":{\"every\":1500,\"count\":2},\"removeOnComplete\":3,\"repeatJobKey\":"
         "\"every-1500\",\"jobId\":\"repeat:every-1500:1795979227429\",\"timestamp\":"
@@ -225,27 +226,30 @@ static void test_next_from_node_state(void **state) {
     ferry__sched_fetched j2 = {"repeat:cron-2s:1795979228000", "cron-2s", cron_opts};
     ferry__sched_result r;
     ferry_error e = {0};
-    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), &j1, 1, 1795979227526, &r, &e), 0);
+    assert_int_equal(
+        ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), &j1, 1, 1795979227526, &r, &e), 0);
     assert_int_equal(r.outcome, FERRY__SCHED_PRODUCED);
     const char *n1 = "repeat:every-1500:1795979228929";
-    assert_string_equal(hget(K(q, n1), "delay"), "1403");
-    assert_string_equal(hget(K(q, n1), "data"), "{\"a\":1}");
+    assert_string_equal(qt_hget(qt_key(q, n1), "delay"), "1403");
+    assert_string_equal(qt_hget(qt_key(q, n1), "data"), "{\"a\":1}");
     /* what Node wrote for this iteration (its opts.timestamp was 1 ms before its script's) */
-    json_same(hget(K(q, n1), "opts"),
-              "{\"timestamp\":1795979227526,\"repeat\":{\"every\":1500,\"count\":3},"
-              "\"repeatJobKey\":\"every-1500\",\"jobId\":\"repeat:every-1500:1795979228929\","
-              "\"removeOnComplete\":3,\"delay\":1403,\"attempts\":2}");
-    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), &j2, 1, 1795979228028, &r, &e), 0);
+    sc_json_same(qt_hget(qt_key(q, n1), "opts"),
+                 "{\"timestamp\":1795979227526,\"repeat\":{\"every\":1500,\"count\":3},"
+                 "\"repeatJobKey\":\"every-1500\",\"jobId\":\"repeat:every-1500:1795979228929\","
+                 "\"removeOnComplete\":3,\"delay\":1403,\"attempts\":2}");
+    assert_int_equal(
+        ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), &j2, 1, 1795979228028, &r, &e), 0);
     assert_int_equal(r.outcome, FERRY__SCHED_PRODUCED);
     const char *n2 = "repeat:cron-2s:1795979230000";
-    assert_string_equal(hget(K(q, n2), "delay"), "1972");
-    assert_string_equal(hget(K(q, n2), "timestamp"), "1795979228028");
-    json_same(hget(K(q, n2), "opts"),
-              "{\"timestamp\":1795979228028,\"prevMillis\":1795979230000,\"repeatJobKey\":"
-              "\"cron-2s\",\"jobId\":\"repeat:cron-2s:1795979230000\",\"repeat\":{\"pattern\":"
-              "\"*\\/2 * * * * *\",\"tz\":\"UTC\",\"count\":3},\"delay\":1972,\"attempts\":0}");
-    assert_string_equal(zrange(K(q, "repeat")), "every-1500,1795979228929,cron-2s,1795979230000");
-    assert_string_equal(hget(K(q, "repeat:cron-2s"), "ic"), "3");
+    assert_string_equal(qt_hget(qt_key(q, n2), "delay"), "1972");
+    assert_string_equal(qt_hget(qt_key(q, n2), "timestamp"), "1795979228028");
+    sc_json_same(qt_hget(qt_key(q, n2), "opts"),
+                 "{\"timestamp\":1795979228028,\"prevMillis\":1795979230000,\"repeatJobKey\":"
+                 "\"cron-2s\",\"jobId\":\"repeat:cron-2s:1795979230000\",\"repeat\":{\"pattern\":"
+                 "\"*\\/2 * * * * *\",\"tz\":\"UTC\",\"count\":3},\"delay\":1972,\"attempts\":0}");
+    assert_string_equal(qt_zrange(qt_key(q, "repeat")),
+                        "every-1500,1795979228929,cron-2s,1795979230000");
+    assert_string_equal(qt_hget(qt_key(q, "repeat:cron-2s"), "ic"), "3");
     /* and ferry's list reads Node's hashes */
     ferry_scheduler_info *i = NULL;
     assert_int_equal(ferry_scheduler_get(q, "every-1500", &i, &e), 0);
@@ -266,5 +270,5 @@ int main(void) {
         cmocka_unit_test(test_next_batch_noscript_and_errors),
         cmocka_unit_test(test_next_from_node_state),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, qt_setup, qt_teardown);
 }

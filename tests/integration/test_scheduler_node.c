@@ -5,22 +5,22 @@
  * hash without `name`, a non-integer `ic`). The hashes are written as Node writes them. */
 #include <stdarg.h>
 
-#include "scheduler_support.h"
+#include "support/sc.h"
 
 #define P 1795979227000LL /* millis of the current iteration */
 
 /* A Node-shaped scheduler: its `repeat` entry at P and its hash from field/value pairs
  * (NULL-terminated; no hash at all when the first field is NULL). */
 static void node_sched(ferry_queue *q, const char *id, ...) {
-    freeReplyObject(cmd("ZADD %s %lld %s", K(q, "repeat"), P, id));
+    freeReplyObject(qt_cmd("ZADD %s %lld %s", qt_key(q, "repeat"), P, id));
     char key[512];
-    snprintf(key, sizeof key, "%s", K(q, "repeat:"));
+    snprintf(key, sizeof key, "%s", qt_key(q, "repeat:"));
     snprintf(key + strlen(key), sizeof key - strlen(key), "%s", id);
     va_list ap;
     va_start(ap, id);
     for (const char *f; (f = va_arg(ap, const char *)) != NULL;) {
         const char *v = va_arg(ap, const char *);
-        freeReplyObject(cmd("HSET %s %s %s", key, f, v));
+        freeReplyObject(qt_cmd("HSET %s %s %s", key, f, v));
     }
     va_end(ap);
 }
@@ -32,7 +32,7 @@ static ferry__sched_result run_at(ferry_queue *q, const char *id, const char *op
     ferry__sched_fetched j = {job, id, opts};
     ferry__sched_result res;
     ferry_error e = {0};
-    if (ferry__scheduler_on_fetch(C, K(q, ""), &j, 1, now, &res, &e))
+    if (ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), &j, 1, now, &res, &e))
         fail_msg("on_fetch %s: %s", job, e.message);
     return res;
 }
@@ -53,11 +53,11 @@ static const char *iter_opts(const char *id, const char *repeat, const char *ext
 static void untouched(ferry_queue *q, const char *id, const char *ic) {
     char key[256];
     snprintf(key, sizeof key, "repeat:%s", id);
-    assert_int_equal(zscore(K(q, "repeat"), id), P);
-    assert_string_equal(hget(K(q, key), "ic"), ic);
-    assert_int_equal(ival(cmd("ZCARD %s", K(q, "delayed"))), 0);
-    assert_int_equal(ival(cmd("LLEN %s", K(q, "wait"))), 0);
-    assert_int_equal(ival(cmd("EXISTS %s", K(q, "id"))), 0);
+    assert_int_equal(sc_zscore(qt_key(q, "repeat"), id), P);
+    assert_string_equal(qt_hget(qt_key(q, key), "ic"), ic);
+    assert_int_equal(qt_ival(qt_cmd("ZCARD %s", qt_key(q, "delayed"))), 0);
+    assert_int_equal(qt_ival(qt_cmd("LLEN %s", qt_key(q, "wait"))), 0);
+    assert_int_equal(qt_ival(qt_cmd("EXISTS %s", qt_key(q, "id"))), 0);
 }
 
 static void expect_error(ferry__sched_result r, const char *msg) {
@@ -70,7 +70,7 @@ static void expect_error(ferry__sched_result r, const char *msg) {
  * expectations are what node prints for `n > limit`. */
 static void test_limit_coerced_like_js(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snlimit", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "snlimit", NULL);
     static const struct {
         const char *limit; /* JSON */
         int n;             /* the iteration to produce (stored count + 1) */
@@ -100,7 +100,7 @@ static void test_limit_coerced_like_js(void **state) {
  * tonumber of the job's, and floors the next slot. */
 static void test_every_string_and_fraction(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snevery", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "snevery", NULL);
     /* a numeric string, as Node stores upsertJobScheduler('s', {every: '700'}) */
     node_sched(q, "es", "name", "n", "every", "700", "offset", "300", "ic", "1", NULL);
     ferry__sched_result r =
@@ -110,7 +110,7 @@ static void test_every_string_and_fraction(void **state) {
     assert_int_equal(r.delay_ms, 690);
     char next[128];
     snprintf(next, sizeof next, "repeat:es:%lld", P + 700);
-    json_t *o = json_loads(hget(K(q, next), "opts"), 0, NULL);
+    json_t *o = json_loads(qt_hget(qt_key(q, next), "opts"), 0, NULL);
     assert_non_null(o);
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "repeat"), "every")),
                         "700"); /* kept as given, as Node's getNextJobOpts does */
@@ -121,7 +121,7 @@ static void test_every_string_and_fraction(void **state) {
     r = run_at(q, "ef", iter_opts("ef", "{\"every\":1500.5,\"count\":1}", ""), P + 10);
     assert_int_equal(r.outcome, FERRY__SCHED_PRODUCED);
     assert_int_equal(r.next_ms, P + 1500);
-    assert_string_equal(hget(K(q, "repeat:ef"), "ic"), "2");
+    assert_string_equal(qt_hget(qt_key(q, "repeat:ef"), "ic"), "2");
 
     /* no every in the hash: the job's, as a string */
     node_sched(q, "eo", "name", "n", "ic", "1", NULL);
@@ -134,7 +134,7 @@ static void test_every_string_and_fraction(void **state) {
 /* What Node would fail on (or turn into a broken id) is refused, nothing written. */
 static void test_every_refused_writes_nothing(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snevbad", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "snevbad", NULL);
     node_sched(q, "z", "name", "n", "every", "0", "ic", "1", NULL);
     expect_error(run_at(q, "z", iter_opts("z", "{\"every\":1000,\"count\":1}", ""), P + 10),
                  "no usable every: the hash");
@@ -161,23 +161,23 @@ static void test_every_refused_writes_nothing(void **state) {
 /* A `repeat` entry without its hash, or a hash without `name`: reported, not "not current". */
 static void test_broken_hash_reported(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snbroken", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "snbroken", NULL);
     const char *opts = iter_opts("nn", "{\"every\":1000,\"count\":1}", "");
     node_sched(q, "nn", "every", "1000", "ic", "1", NULL);
     ferry__sched_result r = run_at(q, "nn", opts, P + 10);
     expect_error(r, "has no name: corrupted or half-removed");
-    assert_non_null(strstr(r.error.message, K(q, "repeat:nn")));
+    assert_non_null(strstr(r.error.message, qt_key(q, "repeat:nn")));
     untouched(q, "nn", "1");
     node_sched(q, "nh", NULL);
     r = run_at(q, "nh", iter_opts("nh", "{\"every\":1000,\"count\":1}", ""), P + 10);
     expect_error(r, "does not exist: corrupted or half-removed");
-    assert_int_equal(zscore(K(q, "repeat"), "nh"), P);
+    assert_int_equal(sc_zscore(qt_key(q, "repeat"), "nh"), P);
     /* a copy that is not the current iteration stays quiet, as in Node */
     char job[64];
     snprintf(job, sizeof job, "repeat:nh:%lld", P - 1000);
     ferry__sched_fetched j = {job, "nh", opts};
     ferry_error e = {0};
-    assert_int_equal(ferry__scheduler_on_fetch(C, K(q, ""), &j, 1, P + 10, &r, &e), 0);
+    assert_int_equal(ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), &j, 1, P + 10, &r, &e), 0);
     assert_int_equal(r.outcome, FERRY__SCHED_NOT_CURRENT);
     ferry_queue_close(q);
 }
@@ -185,7 +185,7 @@ static void test_broken_hash_reported(void **state) {
 /* A corrupted `ic`: HINCRBY would fail after the ZADD in Node's order; refused first here. */
 static void test_bad_ic_writes_nothing(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snic", NULL);
+    ferry_queue *q = qt_open(th_prefix(), "snic", NULL);
     node_sched(q, "ic", "name", "n", "every", "1000", "ic", "abc", NULL);
     ferry__sched_result r =
         run_at(q, "ic", iter_opts("ic", "{\"every\":1000,\"count\":1}", ""), P + 10);
@@ -201,8 +201,8 @@ static void test_bad_ic_writes_nothing(void **state) {
 /* Node's script pushes with opts['lifo'] and ...: any value but false / null is LIFO there. */
 static void test_lifo_lua_truthiness(void **state) {
     (void)state;
-    ferry_queue *q = open_q(testenv_prefix(), "snlifo", NULL);
-    freeReplyObject(cmd("LPUSH %s other", K(q, "wait")));
+    ferry_queue *q = qt_open(th_prefix(), "snlifo", NULL);
+    freeReplyObject(qt_cmd("LPUSH %s other", qt_key(q, "wait")));
     static const char *const ids[] = {"one", "fal", "zero"};
     static const char *const lifo[] = {"\"lifo\":1", "\"lifo\":false", "\"lifo\":0"};
     for (int i = 0; i < 3; i++) {
@@ -216,7 +216,7 @@ static void test_lifo_lua_truthiness(void **state) {
     char want[256];
     snprintf(want, sizeof want, "repeat:fal:%lld,other,repeat:one:%lld,repeat:zero:%lld", P + 1000,
              P + 1000, P + 1000);
-    assert_string_equal(lrange(K(q, "wait")), want);
+    assert_string_equal(qt_lrange(qt_key(q, "wait")), want);
     ferry_queue_close(q);
 }
 
@@ -229,5 +229,5 @@ int main(void) {
         cmocka_unit_test(test_bad_ic_writes_nothing),
         cmocka_unit_test(test_lifo_lua_truthiness),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, qt_setup, qt_teardown);
 }

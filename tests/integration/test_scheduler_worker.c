@@ -1,11 +1,11 @@
 /* test_scheduler_worker.c - a running ferry worker fetching the current iteration of a broken
  * job scheduler (its hash lost `name`: corrupted or half-removed) reports that through its
  * error callback instead of ending the schedule silently, and still runs the job. */
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 static ferry_outcome handler(ferry_job *job, void *ud) {
     (void)job;
-    hctx_count_run(ud);
+    wt_hctx_count_run(ud);
     return FERRY_COMPLETED;
 }
 
@@ -13,8 +13,8 @@ static void test_broken_scheduler_reported_job_runs(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     /* Node-shaped: the scheduler's entry and hash (without name), and its current iteration
      * waiting */
     const long long prev = ferry__now_ms();
@@ -40,7 +40,7 @@ static void test_broken_scheduler_reported_job_runs(void **state) {
     WT_WAIT_ZCARD(&t, "completed", 1);
     WT_WAIT_COUNT(&t, errors, 1);
     wt_stop(w);
-    assert_int_equal(runs_of(&h), 1);
+    assert_int_equal(wt_runs_of(&h), 1);
     pthread_mutex_lock(&t.mu);
     char want[256];
     snprintf(want, sizeof want, "scheduler hash %srepeat:broken has no name", t.base);

@@ -7,12 +7,12 @@
  * test_worker_recovery.c. */
 #include <jansson.h>
 
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 /* Behaviour by job name. */
 static ferry_outcome handler(ferry_job *job, void *ud) {
-    hctx *h = ud;
-    hctx_count_run(h);
+    wt_hctx *h = ud;
+    wt_hctx_count_run(h);
     const char *n = ferry_job_name(job);
     if (!strcmp(n, "json")) {
         ferry_job_set_return(job, "{\"ok\":1,\"n\":[1,2]}");
@@ -31,7 +31,7 @@ static ferry_outcome handler(ferry_job *job, void *ud) {
         return FERRY_FAILED_PERMANENT;
     }
     if (!strcmp(n, "gate")) {
-        gate_pass(&h->g);
+        wt_gate_pass(&h->g);
         return FERRY_COMPLETED;
     }
     return FERRY_COMPLETED; /* "none": no return value -> null */
@@ -43,8 +43,8 @@ static void test_complete_return_values(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *j1 = wt_add(&t, "json", "{\"a\":1}", NULL);
     char *j2 = wt_add(&t, "text", NULL, NULL);
     char *j3 = wt_add(&t, "none", NULL, NULL);
@@ -107,8 +107,8 @@ static void test_retry_fixed_then_fail(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id =
         wt_add(&t, "fail", NULL, "{\"attempts\":3,\"backoff\":{\"type\":\"fixed\",\"delay\":50}}");
     ferry_worker_options o;
@@ -118,7 +118,7 @@ static void test_retry_fixed_then_fail(void **state) {
     WT_WAIT_ZCARD(&t, "failed", 1);
     WT_WAIT_COUNT(&t, failed_final, 1);
 
-    assert_int_equal(runs_of(&h), 3);
+    assert_int_equal(wt_runs_of(&h), 3);
     wt_expect_field(&t, id, "atm", "3");
     wt_expect_field(&t, id, "ats", "3");
     wt_expect_field(&t, id, "failedReason", "boom");
@@ -174,8 +174,8 @@ static void test_exponential_backoff_delays(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "fail", NULL,
                       "{\"attempts\":4,\"backoff\":{\"type\":\"exponential\",\"delay\":100000}}");
     ferry_worker_options o;
@@ -186,7 +186,7 @@ static void test_exponential_backoff_delays(void **state) {
     for (int i = 0; i < 3; i++) {
         delayed_cond dc = {&t, id, i + 1};
         long long before = ferry__now_ms();
-        if (!testenv_wait_until(job_delayed_with_atm, &dc, 15000))
+        if (!th_wait_until(job_delayed_with_atm, &dc, 15000))
             fail_msg("attempt %d did not move the job to delayed", i + 1);
         long long after = ferry__now_ms();
         assert_int_equal(wt_hget_ll(&t, id, "delay"), want[i]);
@@ -204,7 +204,7 @@ static void test_exponential_backoff_delays(void **state) {
     char *ev = wt_events(&t, id, "delay");
     assert_non_null(strstr(ev, "delayed(delay="));
     free(ev);
-    assert_int_equal(runs_of(&h), 4);
+    assert_int_equal(wt_runs_of(&h), 4);
     wt_stop(w);
     free(id);
     wt_fini(&t);
@@ -214,8 +214,8 @@ static void test_permanent_failure(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "fatal", NULL, "{\"attempts\":5,\"backoff\":1000}");
     ferry_worker_options o;
     ferry_redis_options ro;
@@ -223,7 +223,7 @@ static void test_permanent_failure(void **state) {
     ferry_worker *w = wt_start(&o, handler, &h);
     WT_WAIT_ZCARD(&t, "failed", 1);
     WT_WAIT_COUNT(&t, failed_final, 1);
-    assert_int_equal(runs_of(&h), 1);
+    assert_int_equal(wt_runs_of(&h), 1);
     wt_expect_field(&t, id, "atm", "1");
     wt_expect_field(&t, id, "failedReason", "fatal input");
     wt_expect_field(&t, id, "stacktrace", "[\"MyError: fatal input\\n    at check (x.c:1)\"]");
@@ -242,8 +242,8 @@ static void test_stacktrace_keeps_earlier_entries(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "fatal", NULL, "{\"attempts\":5,\"stackTraceLimit\":3}");
     freeReplyObject(wt_cmd(&t, "HSET %s%s stacktrace %s", t.base, id,
                            "[\"old\", \"Error: bad\\u0000byte\" ,\"lone \\ud800 x\"]"));
@@ -267,7 +267,7 @@ typedef struct longq_arg {
 
 static int longq_completed(void *arg) {
     longq_arg *a = arg;
-    redisReply *r = testenv_cmd(a->c, "ZCARD %s:%s:completed", a->prefix, a->queue);
+    redisReply *r = th_cmd(a->c, "ZCARD %s:%s:completed", a->prefix, a->queue);
     int done = r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
     freeReplyObject(r);
     return done;
@@ -280,30 +280,30 @@ static void test_longest_names_consumed(void **state) {
     char qname[513], prefix[300], wname[257];
     memset(qname, 'q', 512);
     qname[512] = 0;
-    snprintf(prefix, sizeof prefix, "%s-%0280d", testenv_prefix(), 0);
+    snprintf(prefix, sizeof prefix, "%s-%0280d", th_prefix(), 0);
     memset(wname, 'n', 256);
     wname[256] = 0;
-    ferry_queue *q = wt_queue_open(prefix, qname);
+    ferry_queue *q = th_queue_open(prefix, qname, NULL, 0);
     ferry_error e = {0};
     ferry_job_spec s = {"json", NULL, NULL};
     char *id = NULL;
     if (ferry_queue_add(q, &s, &id, &e) != 0) fail_msg("add: %s", e.message);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     ferry_worker_options o;
     ferry_worker_options_init(&o);
     o.redis = &ro;
     o.prefix = prefix;
     o.name = wname;
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     ferry_worker *w = NULL;
     if (ferry_worker_create(qname, &o, handler, &h, &w, &e) != 0)
         fail_msg("worker create: %s", e.message);
     if (ferry_worker_start(w, &e) != 0) fail_msg("worker start: %s", e.message);
-    longq_arg a = {testenv_conn(), prefix, qname};
-    if (!testenv_wait_until(longq_completed, &a, 20000)) fail_msg("the job was not completed");
+    longq_arg a = {th_conn(), prefix, qname};
+    if (!th_wait_until(longq_completed, &a, 20000)) fail_msg("the job was not completed");
     wt_stop(w);
     ferry__conn_close(a.c);
     free(id);
@@ -314,8 +314,8 @@ static void test_unknown_backoff_fails_clearly(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "fail", NULL,
                       "{\"attempts\":3,\"backoff\":{\"type\":\"jittery\",\"delay\":10}}");
     ferry_worker_options o;
@@ -343,8 +343,8 @@ static void test_remove_on_complete_fractional_age(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     long long now = ferry__now_ms();
     freeReplyObject(wt_cmd(&t, "HSET %sold name old data {} opts {} timestamp 1", t.base));
     freeReplyObject(wt_cmd(&t, "ZADD %scompleted %lld old", t.base, now - 1800));
@@ -370,8 +370,8 @@ static void test_remove_on_complete(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     /* true: the job is deleted, its events stay */
     char *gone = wt_add(&t, "none", NULL, "{\"removeOnComplete\":true}");
     /* an old completed job that an age rule must trim, and one recent enough to stay */
@@ -433,8 +433,8 @@ static void test_remove_on_fail_worker_option(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "fatal", NULL, NULL);
     ferry_worker_options o;
     ferry_redis_options ro;
@@ -458,8 +458,8 @@ static void test_concurrency_runs_k_at_once(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     enum { K = 6 };
     for (int i = 0; i < K + 2; i++)
         free(wt_add(&t, "gate", NULL, NULL));
@@ -468,13 +468,13 @@ static void test_concurrency_runs_k_at_once(void **state) {
     wt_options(&t, &o, &ro);
     o.concurrency = K;
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, K); /* all K run at the same time: none can finish yet */
+    WT_WAIT_GATE_ENTERED(&h.g, K); /* all K run at the same time: none can finish yet */
     ferry_worker_stats s;
     ferry_worker_get_stats(w, &s);
     assert_int_equal(s.busy, K);
     assert_int_equal(WT_LLEN(&t, "active"), K);
     assert_int_equal(WT_LLEN(&t, "wait"), 2);
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_ZCARD(&t, "completed", K + 2);
     assert_int_equal(h.g.max_inside, K);
     wt_stop(w);
@@ -486,8 +486,8 @@ static void test_queue_limits(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     /* global concurrency 1: a worker with 5 slots runs one job at a time */
     freeReplyObject(wt_cmd(&t, "HSET %smeta concurrency 1", t.base));
     for (int i = 0; i < 3; i++)
@@ -498,12 +498,12 @@ static void test_queue_limits(void **state) {
     o.concurrency = 5;
     o.drain_delay_ms = 200;
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, 1);
+    WT_WAIT_GATE_ENTERED(&h.g, 1);
     int two = 2;
     void *a2[2] = {&h.g, &two};
-    assert_false(testenv_wait_until(gate_entered_at_least, a2, 400));
+    assert_false(th_wait_until(wt_gate_entered_at_least, a2, 400));
     assert_int_equal(WT_LLEN(&t, "active"), 1);
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_ZCARD(&t, "completed", 3);
     assert_int_equal(h.g.max_inside, 1);
     freeReplyObject(wt_cmd(&t, "HDEL %smeta concurrency", t.base));
@@ -514,7 +514,7 @@ static void test_queue_limits(void **state) {
     for (int i = 0; i < 5; i++)
         free(wt_add(&t, "none", NULL, NULL));
     WT_WAIT_ZCARD(&t, "completed", 5);
-    assert_false(testenv_wait_until(wt_zcard_at_least, &(wt_cond){&t, "completed", 6, NULL}, 300));
+    assert_false(th_wait_until(wt_zcard_at_least, &(wt_cond){&t, "completed", 6, NULL}, 300));
     redisReply *r = wt_cmd(&t, "GET %slimiter", t.base);
     assert_string_equal(r->str, "2");
     freeReplyObject(r);
@@ -533,8 +533,8 @@ static void test_max_started_attempts(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     /* started twice before (a stall loop, say): the third start is refused without running */
     char *id = wt_add(&t, "none", NULL, NULL);
     freeReplyObject(wt_cmd(&t, "HSET %s%s ats 2", t.base, id));
@@ -553,7 +553,7 @@ static void test_max_started_attempts(void **state) {
     wt_expect_field(&t, id2, "ats", "2");
     wt_expect_field(&t, id2, "atm", "2");
     wt_expect_field(&t, id2, "failedReason", "boom");
-    assert_int_equal(runs_of(&h), 2); /* id never ran; id2 ran twice */
+    assert_int_equal(wt_runs_of(&h), 2); /* id never ran; id2 ran twice */
     wt_stop(w);
     free(id), free(id2);
     wt_fini(&t);
@@ -567,8 +567,8 @@ static void test_batch_fetch_order(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *a = wt_add(&t, "none", NULL, NULL);
     char *b = wt_add(&t, "none", NULL, NULL);
     char *c = wt_add(&t, "none", NULL, "{\"lifo\":true}");
@@ -610,8 +610,8 @@ static void test_blocking_job_after_fast_ones(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     enum { K = 4, FAST = 200 };
     for (int i = 0; i < FAST; i++)
         free(wt_add(&t, "none", NULL, "{\"removeOnComplete\":true}"));
@@ -627,9 +627,9 @@ static void test_blocking_job_after_fast_ones(void **state) {
         specs[i] = (ferry_job_spec){"gate", NULL, NULL};
     ferry_error e = {0};
     if (ferry_queue_add_bulk(t.q, specs, K, NULL, &e) != 0) fail_msg("add_bulk: %s", e.message);
-    GATE_WAIT_ENTERED(&h.g, K);
+    WT_WAIT_GATE_ENTERED(&h.g, K);
     assert_int_equal(h.g.max_inside, K);
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_ZCARD(&t, "completed", K);
     wt_stop(w);
     wt_fini(&t);
@@ -642,8 +642,8 @@ static void test_marker_after_fetch(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *a = wt_add(&t, "gate", NULL, NULL);
     char *b = wt_add(&t, "none", NULL, NULL);
     ferry_worker_options o;
@@ -651,12 +651,12 @@ static void test_marker_after_fetch(void **state) {
     wt_options(&t, &o, &ro);
     o.concurrency = 1;
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, 1); /* a runs, b still waits */
+    WT_WAIT_GATE_ENTERED(&h.g, 1); /* a runs, b still waits */
     char *m = wt_zscore(&t, "marker", "0");
     assert_non_null(m);
     assert_string_equal(m, "0");
     free(m);
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_COUNT(&t, completed, 2);
     assert_null(wt_zscore(&t, "marker", "0"));
     char *c = wt_add(&t, "none", NULL, NULL);
@@ -675,8 +675,8 @@ static void test_batch_per_job_checks(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     enum { K = 8 };
     char *ids[K];
     for (int i = 0; i < K; i++)
@@ -687,13 +687,13 @@ static void test_batch_per_job_checks(void **state) {
     o.concurrency = K;
     o.lanes = 1; /* all K results in one batch */
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, K);
+    WT_WAIT_GATE_ENTERED(&h.g, K);
     freeReplyObject(wt_cmd(&t, "SET %s%s:lock intruder:1 PX 60000", t.base, ids[2]));
     freeReplyObject(wt_cmd(&t, "DEL %s%s", t.base, ids[3]));
     /* other workers' jobs around ours in active: they stay, in their order */
     freeReplyObject(wt_cmd(&t, "LPUSH %sactive foreignA", t.base));
     freeReplyObject(wt_cmd(&t, "RPUSH %sactive foreignB", t.base));
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_COUNT(&t, completed, K - 2);
     WT_WAIT_COUNT(&t, errors, 2);
     /* refused: nothing of theirs changed (fetched oldest first, so ids[3] is nearer the
@@ -750,15 +750,15 @@ static void test_batch_per_job_checks(void **state) {
 }
 
 static int runs_at_least_one(void *arg) {
-    return runs_of(arg) >= 1;
+    return wt_runs_of(arg) >= 1;
 }
 
 static void test_pause_name_scheduler_job_and_script_flush(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     ferry_worker_options o;
     ferry_redis_options ro;
     wt_options(&t, &o, &ro);
@@ -776,7 +776,7 @@ static void test_pause_name_scheduler_job_and_script_flush(void **state) {
     ferry_error err = {0};
     assert_int_equal(ferry_queue_pause(t.q, &err), 0);
     char *id = wt_add(&t, "none", NULL, NULL);
-    assert_false(testenv_wait_until(runs_at_least_one, &h, 700));
+    assert_false(th_wait_until(runs_at_least_one, &h, 700));
     assert_int_equal(WT_LLEN(&t, "wait"), 1);
     assert_int_equal(ferry_queue_resume(t.q, &err), 0);
     WT_WAIT_ZCARD(&t, "completed", 1);
@@ -827,29 +827,29 @@ static void test_graceful_close_waits_for_handler(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "gate", NULL, NULL);
     ferry_worker_options o;
     ferry_redis_options ro;
     wt_options(&t, &o, &ro);
     o.concurrency = 3;
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, 1);
+    WT_WAIT_GATE_ENTERED(&h.g, 1);
     ferry_worker_stop(w); /* returns at once; from now on nothing is fetched */
     char *late = wt_add(&t, "none", NULL, NULL);
     closer c = {w, -99, 0, PTHREAD_MUTEX_INITIALIZER};
     pthread_t th;
     pthread_create(&th, NULL, close_thread, &c);
     /* close must not return while the handler runs */
-    assert_false(testenv_wait_until(closer_done, &c, 300));
-    gate_open(&h.g);
+    assert_false(th_wait_until(closer_done, &c, 300));
+    wt_gate_open(&h.g);
     pthread_join(th, NULL);
     assert_int_equal(c.rc, 0);
     char *s = wt_zscore(&t, "completed", id);
     assert_non_null(s);
     free(s);
-    assert_int_equal(runs_of(&h), 1);
+    assert_int_equal(wt_runs_of(&h), 1);
     assert_int_equal(WT_LLEN(&t, "wait"), 1); /* `late` is still waiting */
     ferry_worker_free(w);
     free(id), free(late);

@@ -7,18 +7,18 @@
  * while attempts remain for -4, at once for -9) instead of leaving it active; and a
  * keepLastIfActive duplicate stored while its owner ran becomes a job when the owner
  * finishes. The script's effects in detail are in test_finish_script.c. */
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 /* What the handler does depends on the job name: "child" returns {"child":"<id>"},
  * "failchild" fails for good, "gated" waits on the gate, anything else returns "done". */
 typedef struct fx {
     wt t;
-    hctx h;
+    wt_hctx h;
 } fx;
 
 static ferry_outcome handler(ferry_job *j, void *ud) {
     fx *f = ud;
-    hctx_count_run(&f->h);
+    wt_hctx_count_run(&f->h);
     const char *name = ferry_job_name(j);
     if (!strcmp(name, "child")) {
         char rv[128];
@@ -30,7 +30,7 @@ static ferry_outcome handler(ferry_job *j, void *ud) {
         ferry_job_set_failure(j, "child broke", NULL);
         return FERRY_FAILED_PERMANENT;
     }
-    if (!strcmp(name, "gated")) gate_pass(&f->h.g);
+    if (!strcmp(name, "gated")) wt_gate_pass(&f->h.g);
     ferry_job_set_return(j, "\"done\"");
     return FERRY_COMPLETED;
 }
@@ -53,8 +53,8 @@ static void raw_flow(wt *t, const char *pid, const char *const *kids, size_t n, 
     freeReplyObject(
         wt_cmd(t, "ZADD %swaiting-children %lld %s", t->base, (long long)ferry__now_ms(), pid));
     char pjson[256];
-    snprintf(pjson, sizeof pjson, "{\"id\":\"%s\",\"queueKey\":\"%s:%s\"%s}", pid, t->prefix, QNAME,
-             flags);
+    snprintf(pjson, sizeof pjson, "{\"id\":\"%s\",\"queueKey\":\"%s:%s\"%s}", pid, t->prefix,
+             WT_QUEUE, flags);
     for (size_t i = 0; i < n; i++) {
         raw_job(t, kids[i], kname, "{\"attempts\":1}");
         freeReplyObject(
@@ -79,13 +79,13 @@ static void test_children_release_parent(void **state) {
     (void)state;
     fx f;
     wt_init(&f.t);
-    hctx_init(&f.h);
+    wt_hctx_init(&f.h);
     const char *kids[] = {"c1", "c2"};
     raw_flow(&f.t, "P", kids, 2, "child", "");
     ferry_worker *w = start(&f);
     WT_WAIT_ZCARD(&f.t, "completed", 3);
     wt_stop(w);
-    assert_int_equal(runs_of(&f.h), 3);
+    assert_int_equal(wt_runs_of(&f.h), 3);
     wt_expect_field(&f.t, "P", "returnvalue", "\"done\"");
     char field[256];
     snprintf(field, sizeof field, "%sc1", f.t.base);
@@ -120,13 +120,13 @@ static void test_fpof_child_fails_parent(void **state) {
     (void)state;
     fx f;
     wt_init(&f.t);
-    hctx_init(&f.h);
+    wt_hctx_init(&f.h);
     const char *kids[] = {"f1"};
     raw_flow(&f.t, "P", kids, 1, "failchild", ",\"fpof\":true");
     ferry_worker *w = start(&f);
     WT_WAIT_ZCARD(&f.t, "failed", 2);
     wt_stop(w);
-    assert_int_equal(runs_of(&f.h), 1); /* the child only */
+    assert_int_equal(wt_runs_of(&f.h), 1); /* the child only */
     char want[256];
     snprintf(want, sizeof want, "child %sf1 failed", f.t.base);
     wt_expect_field(&f.t, "P", "failedReason", want);
@@ -148,14 +148,14 @@ static void test_pending_children_fail_completion(void **state) {
     (void)state;
     fx f;
     wt_init(&f.t);
-    hctx_init(&f.h);
+    wt_hctx_init(&f.h);
     raw_job(&f.t, "X", "plain", "{\"attempts\":2}");
     freeReplyObject(wt_cmd(&f.t, "SADD %sX:dependencies %sother", f.t.base, f.t.base));
     raw_enqueue(&f.t, "X");
     ferry_worker *w = start(&f);
     WT_WAIT_ZCARD(&f.t, "failed", 1);
     wt_stop(w);
-    assert_int_equal(runs_of(&f.h), 2);
+    assert_int_equal(wt_runs_of(&f.h), 2);
     wt_expect_field(&f.t, "X", "failedReason", "Job X has pending dependencies. moveToFinished");
     wt_expect_field(&f.t, "X", "atm", "2");
     assert_int_equal(WT_LLEN(&f.t, "active"), 0);
@@ -176,14 +176,14 @@ static void test_failed_children_fail_completion(void **state) {
     (void)state;
     fx f;
     wt_init(&f.t);
-    hctx_init(&f.h);
+    wt_hctx_init(&f.h);
     raw_job(&f.t, "Y", "plain", "{\"attempts\":3}");
     freeReplyObject(wt_cmd(&f.t, "ZADD %sY:unsuccessful 1 %sgone", f.t.base, f.t.base));
     raw_enqueue(&f.t, "Y");
     ferry_worker *w = start(&f);
     WT_WAIT_ZCARD(&f.t, "failed", 1);
     wt_stop(w);
-    assert_int_equal(runs_of(&f.h), 1);
+    assert_int_equal(wt_runs_of(&f.h), 1);
     wt_expect_field(&f.t, "Y", "failedReason",
                     "Cannot complete job Y because it has at least one failed child. "
                     "moveToFinished");
@@ -202,19 +202,19 @@ static void test_keep_last_if_active(void **state) {
     (void)state;
     fx f;
     wt_init(&f.t);
-    hctx_init(&f.h);
+    wt_hctx_init(&f.h);
     raw_job(&f.t, "A", "gated", "{\"de\":{\"id\":\"d1\",\"keepLastIfActive\":true}}");
     freeReplyObject(wt_cmd(&f.t, "HSET %sA deid d1", f.t.base));
     freeReplyObject(wt_cmd(&f.t, "SET %sde:d1 A", f.t.base));
     raw_enqueue(&f.t, "A");
     ferry_worker *w = start(&f);
-    GATE_WAIT_ENTERED(&f.h.g, 1);
+    WT_WAIT_GATE_ENTERED(&f.h.g, 1);
     freeReplyObject(wt_cmd(&f.t, "HSET %sdn:d1 name second data {\"n\":2} opts %s jid next1",
                            f.t.base, "{\"de\":{\"id\":\"d1\",\"keepLastIfActive\":true}}"));
-    gate_open(&f.h.g);
+    wt_gate_open(&f.h.g);
     WT_WAIT_ZCARD(&f.t, "completed", 2);
     wt_stop(w);
-    assert_int_equal(runs_of(&f.h), 2);
+    assert_int_equal(wt_runs_of(&f.h), 2);
     wt_expect_field(&f.t, "next1", "name", "second");
     wt_expect_field(&f.t, "next1", "data", "{\"n\":2}");
     wt_expect_field(&f.t, "next1", "deid", "d1");
@@ -234,11 +234,11 @@ static void test_adopted_while_active(void **state) {
     (void)state;
     fx f;
     wt_init(&f.t);
-    hctx_init(&f.h);
+    wt_hctx_init(&f.h);
     raw_job(&f.t, "X", "gated", "{}");
     raw_enqueue(&f.t, "X");
     ferry_worker *w = start(&f);
-    GATE_WAIT_ENTERED(&f.h.g, 1);
+    WT_WAIT_GATE_ENTERED(&f.h.g, 1);
     /* the parent lives in another queue, so no worker of this test runs it */
     char pbase[128], pjson[256];
     snprintf(pbase, sizeof pbase, "%s:adopter:", f.t.prefix);
@@ -250,7 +250,7 @@ static void test_adopted_while_active(void **state) {
     freeReplyObject(wt_cmd(&f.t, "ZADD %swaiting-children 1 AP", pbase));
     freeReplyObject(wt_cmd(&f.t, "SADD %sAP:dependencies %sX", pbase, f.t.base));
     freeReplyObject(wt_cmd(&f.t, "HSET %sX parentKey %sAP parent %s", f.t.base, pbase, pjson));
-    gate_open(&f.h.g);
+    wt_gate_open(&f.h.g);
     WT_WAIT_ZCARD(&f.t, "completed", 1);
     wt_stop(w);
     redisReply *r = wt_cmd(&f.t, "LRANGE %swait 0 -1", pbase);

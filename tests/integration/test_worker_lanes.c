@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 typedef struct lctx {
-    gate g;
+    wt_gate g;
     /* completed callback: how often it ran, and whether two ever overlapped */
     atomic_int in_cb;
     atomic_int overlaps;
@@ -25,12 +25,12 @@ typedef struct lctx {
 
 static void lctx_init(lctx *c) {
     memset(c, 0, sizeof *c);
-    gate_init(&c->g);
+    wt_gate_init(&c->g);
 }
 
 static ferry_outcome handler(ferry_job *job, void *ud) {
     lctx *c = ud;
-    if (strcmp(ferry_job_name(job), "gate") == 0 && !gate_pass(&c->g)) return FERRY_FAILED;
+    if (strcmp(ferry_job_name(job), "gate") == 0 && !wt_gate_pass(&c->g)) return FERRY_FAILED;
     return FERRY_COMPLETED;
 }
 
@@ -99,8 +99,7 @@ static int count_is(void *arg) {
 
 static void expect_count(wt *t, long (*count)(wt *), long want, const char *what) {
     count_arg a = {t, count, want};
-    if (!testenv_wait_until(count_is, &a, 5000))
-        fail_msg("%s: %ld, want %ld", what, count(t), want);
+    if (!th_wait_until(count_is, &a, 5000)) fail_msg("%s: %ld, want %ld", what, count(t), want);
 }
 
 static void expect_blocking_conns(wt *t, int want, const char *what) {
@@ -147,7 +146,7 @@ static void test_lanes_share_concurrency(void **state) {
         free(wt_add(&t, "gate", NULL, NULL));
     long base = connected_clients(&t);
     ferry_worker *w = start_lanes(&t, &c, K, 0); /* automatic: 2 lanes at 8 */
-    GATE_WAIT_ENTERED(&c.g, K);
+    WT_WAIT_GATE_ENTERED(&c.g, K);
     /* two connections per lane; one named blocking connection for the worker */
     expect_count(&t, connected_clients, base + 4, "connections of a two-lane worker");
     expect_blocking_conns(&t, 1, "running");
@@ -180,18 +179,18 @@ static void test_lanes_share_concurrency(void **state) {
     assert_int_equal(per[0], K / 2);
     assert_int_equal(per[1], K / 2);
 
-    gate_open(&c.g);
+    wt_gate_open(&c.g);
     WT_WAIT_ZCARD(&t, "completed", K + 2);
     assert_int_equal(c.g.max_inside, K);
     int want = K + 2;
     void *a[2] = {&c, &want};
-    assert_true(testenv_wait_until(completed_at_least, a, 15000));
+    assert_true(th_wait_until(completed_at_least, a, 15000));
     stop_with_stats(w, &s);
     assert_int_equal(s.completed, K + 2);
     assert_int_equal(s.busy, 0);
     assert_int_equal(atomic_load(&c.errors), 0);
     expect_blocking_conns(&t, 0, "closed");
-    gate_destroy(&c.g);
+    wt_gate_destroy(&c.g);
     wt_fini(&t);
 }
 
@@ -221,7 +220,7 @@ static void test_lanes_automatic_and_capped(void **state) {
         expect_blocking_conns(&t, 0, what);
         expect_count(&t, connected_clients, base, what);
     }
-    gate_destroy(&c.g);
+    wt_gate_destroy(&c.g);
     wt_fini(&t);
 }
 
@@ -234,7 +233,7 @@ static void test_lanes_out_of_range(void **state) {
         o.lanes = bad[i];
         ferry_worker *w = (ferry_worker *)&o; /* must be reset to NULL */
         ferry_error e = {0};
-        assert_int_equal(ferry_worker_create(QNAME, &o, handler, NULL, &w, &e), FERRY_EINVAL);
+        assert_int_equal(ferry_worker_create(WT_QUEUE, &o, handler, NULL, &w, &e), FERRY_EINVAL);
         assert_null(w);
         char want[64];
         snprintf(want, sizeof want, "lanes %d out of range (0..4)", bad[i]);
@@ -259,7 +258,7 @@ static void test_lanes_callbacks_one_at_a_time(void **state) {
     ferry_worker *w = start_lanes(&t, &c, 8, 4);
     int want = N;
     void *a[2] = {&c, &want};
-    assert_true(testenv_wait_until(completed_at_least, a, 30000));
+    assert_true(th_wait_until(completed_at_least, a, 30000));
     assert_int_equal(atomic_load(&c.overlaps), 0);
     ferry_worker_stats s;
     stop_with_stats(w, &s);
@@ -268,13 +267,13 @@ static void test_lanes_callbacks_one_at_a_time(void **state) {
     assert_int_equal(atomic_load(&c.errors), 0);
     assert_int_equal(WT_LLEN(&t, "wait"), 0);
     assert_int_equal(WT_LLEN(&t, "active"), 0);
-    gate_destroy(&c.g);
+    wt_gate_destroy(&c.g);
     wt_fini(&t);
 }
 
 static void *open_later(void *arg) {
     usleep(300 * 1000);
-    gate_open(arg);
+    wt_gate_open(arg);
     return NULL;
 }
 
@@ -289,7 +288,7 @@ static void test_lanes_close(void **state) {
     free(wt_add(&t, "gate", NULL, NULL));
     free(wt_add(&t, "gate", NULL, NULL));
     ferry_worker *w = start_lanes(&t, &c, 2, 2); /* one slot per lane: each runs one */
-    GATE_WAIT_ENTERED(&c.g, 2);
+    WT_WAIT_GATE_ENTERED(&c.g, 2);
     pthread_t th;
     pthread_create(&th, NULL, open_later, &c.g);
     assert_int_equal(ferry_worker_close(w, 10000), 0);
@@ -297,23 +296,23 @@ static void test_lanes_close(void **state) {
     assert_int_equal(WT_ZCARD(&t, "completed"), 2);
     assert_int_equal(atomic_load(&c.completed), 2);
     ferry_worker_free(w);
-    gate_destroy(&c.g);
+    wt_gate_destroy(&c.g);
 
     lctx_init(&c);
     free(wt_add(&t, "gate", NULL, NULL));
     free(wt_add(&t, "gate", NULL, NULL));
     w = start_lanes(&t, &c, 2, 2);
-    GATE_WAIT_ENTERED(&c.g, 2);
+    WT_WAIT_GATE_ENTERED(&c.g, 2);
     assert_int_equal(ferry_worker_close(w, 200), FERRY_ETIMEDOUT);
     /* a second close says the same, while the handlers still run (0 would tell the caller
      * it may free the userdata they use) */
     assert_int_equal(ferry_worker_close(w, 3000), FERRY_ETIMEDOUT);
-    gate_open(&c.g);
+    wt_gate_open(&c.g);
     usleep(300 * 1000); /* the abandoned handlers return meanwhile */
     assert_int_equal(atomic_load(&c.completed), 0);
     assert_int_equal(WT_LLEN(&t, "active"), 2); /* left for the stalled check */
     ferry_worker_free(w);
-    gate_destroy(&c.g);
+    wt_gate_destroy(&c.g);
     wt_fini(&t);
 }
 
@@ -332,7 +331,8 @@ static void test_lanes_start_all_or_nothing(void **state) {
     lane_options(&t, &c, &o, &ro, 2, 2);
     ferry_worker *w = NULL;
     ferry_error e = {0};
-    if (ferry_worker_create(QNAME, &o, handler, &c, &w, &e) != 0) fail_msg("create: %s", e.message);
+    if (ferry_worker_create(WT_QUEUE, &o, handler, &c, &w, &e) != 0)
+        fail_msg("create: %s", e.message);
 
     redisReply *r = wt_cmd(&t, "CONFIG GET maxclients");
     char saved[32];
@@ -360,7 +360,7 @@ static void test_lanes_start_all_or_nothing(void **state) {
     assert_non_null(strstr(e.message, "closed"));
     ferry_worker_free(w);
     free(id);
-    gate_destroy(&c.g);
+    wt_gate_destroy(&c.g);
     wt_fini(&t);
 }
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 #define LINES_MAX 64
 
@@ -137,10 +137,10 @@ static int blocked(void *arg) {
 static void test_errors_and_outage_as_log_lines(void **state) {
     (void)state;
     ferry_worker *w = start(1);
-    if (!testenv_wait_until(blocked, NULL, 15000)) fail_msg("worker never blocked on the marker");
+    if (!th_wait_until(blocked, NULL, 15000)) fail_msg("worker never blocked on the marker");
     redisReply *r = wt_cmd(&T, "CLIENT KILL TYPE normal SKIPME yes");
     freeReplyObject(r);
-    if (!testenv_wait_until(seen, "restored", 15000)) fail_msg("no 'restored' log line");
+    if (!th_wait_until(seen, "restored", 15000)) fail_msg("no 'restored' log line");
     wt_stop(w);
     pthread_mutex_lock(&L.mu);
     int errors = 0, lost = 0, restored = 0;

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 #define MAX_PUMPS 32
 
@@ -147,7 +147,7 @@ static void *accept_main(void *arg) {
 
 static int proxy_start(void) {
     memset(&P, 0, sizeof P);
-    P.upstream_port = atoi(testenv_require("REDIS_PORT"));
+    P.upstream_port = atoi(th_env_require("REDIS_PORT"));
     P.lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -233,7 +233,7 @@ static char *add_and_cut(int drop, const char *opts, char *lock, size_t lock_siz
     W = wt_start(&o, handler, NULL);
     atomic_store(&P.armed, 1);
     char *id = wt_add(t, "x", NULL, opts);
-    assert_true(testenv_wait_until(cut_done, NULL, 15000));
+    assert_true(th_wait_until(cut_done, NULL, 15000));
     snprintf(lock, lock_size, "%s:lock", id);
     return id;
 }
@@ -251,7 +251,7 @@ static void run_lost_answer(const char *opts, int job_kept) {
 
     WT_WAIT_COUNT(t, completed, 1);
     /* the stats are published after the whole batch is settled */
-    assert_true(testenv_wait_until(stats_completed, NULL, 5000));
+    assert_true(th_wait_until(stats_completed, NULL, 5000));
     ferry_worker_stats s;
     ferry_worker_get_stats(W, &s);
     assert_int_equal(s.completed, 1);
@@ -309,7 +309,7 @@ static void test_lost_request_lock_gone(void **state) {
     atomic_store(&P.hold, 0);
 
     ferry_worker_stats s;
-    assert_true(testenv_wait_until(stats_lock_lost, NULL, 15000));
+    assert_true(th_wait_until(stats_lock_lost, NULL, 15000));
     ferry_worker_get_stats(W, &s);
     assert_int_equal(s.completed, 0);
     wt_stop(W);

@@ -16,8 +16,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "cli_spawn.h"
-#include "test_worker_support.h"
+#include "support/cli.h"
+#include "support/wt.h"
 
 #define N_JOBS 300
 #define CONC 4
@@ -38,7 +38,7 @@
 static wt T;
 static int t_live;
 static ferry_worker *W;
-static hctx H;
+static wt_hctx H;
 static pid_t cli_pid;
 
 typedef struct runlog {
@@ -72,11 +72,6 @@ static int64_t mono(void) {
     return ferry__mono_ms();
 }
 
-static void sleep_ms(int64_t ms) {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int locked_int(pthread_mutex_t *mu, const int *v) {
     pthread_mutex_lock(mu);
     int x = *v;
@@ -86,31 +81,9 @@ static int locked_int(pthread_mutex_t *mu, const int *v) {
 
 /* ---- the fixture's Redis ------------------------------------------------------------- */
 
-static int redis_ctl_rc(const char *action) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", testenv_require("REDIS_CTL"), action);
-    return system(cmd);
-}
-
-static void redis_ctl(const char *action) {
-    if (redis_ctl_rc(action) != 0) fail_msg("redis-ctl %s failed", action);
-}
-
-static pid_t redis_pid(void) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "'%s' pid", testenv_require("REDIS_CTL"));
-    FILE *p = popen(cmd, "r");
-    long pid = 0;
-    if (!p) fail_msg("redis-ctl pid failed");
-    if (fscanf(p, "%ld", &pid) != 1) pid = 0;
-    pclose(p);
-    if (pid <= 0) fail_msg("redis-ctl pid: no running redis-server");
-    return (pid_t)pid;
-}
-
 static const char *endpoint(void) {
     static char ep[64];
-    snprintf(ep, sizeof ep, "127.0.0.1:%s", testenv_require("REDIS_PORT"));
+    snprintf(ep, sizeof ep, "127.0.0.1:%s", th_env_require("REDIS_PORT"));
     return ep;
 }
 
@@ -118,7 +91,7 @@ static const char *endpoint(void) {
 static void reopen_conn(void) {
     ferry__conn_close(T.c);
     T.c = NULL; /* teardown closes it: never twice if the connect fails */
-    T.c = testenv_conn();
+    T.c = th_conn();
 }
 
 static void require_aof(void) {
@@ -195,7 +168,7 @@ static void *killer_main(void *arg) {
 /* Arm the crash: Redis gets `sig` shortly after CRASH_AT_JOB starts. */
 static void arm_crash(int sig) {
     pthread_mutex_lock(&R.mu);
-    R.redis_pid = redis_pid();
+    R.redis_pid = th_redis_pid();
     R.crash_sig = sig;
     R.crash_delay_us = rand() % 1500;
     pthread_mutex_unlock(&R.mu);
@@ -228,7 +201,7 @@ static ferry_outcome work(ferry_job *job, void *ud) {
         pthread_cond_signal(&R.cv);
     }
     pthread_mutex_unlock(&R.mu);
-    sleep_ms(HANDLER_MS);
+    th_sleep_ms(HANDLER_MS);
     char rv[32];
     snprintf(rv, sizeof rv, "\"ok-%ld\"", id);
     ferry_job_set_return(job, rv);
@@ -236,9 +209,9 @@ static ferry_outcome work(ferry_job *job, void *ud) {
 }
 
 static ferry_outcome gate_handler(ferry_job *job, void *ud) {
-    hctx *h = ud;
-    hctx_count_run(h);
-    if (!strcmp(ferry_job_name(job), "gate")) gate_pass(&h->g);
+    wt_hctx *h = ud;
+    wt_hctx_count_run(h);
+    if (!strcmp(ferry_job_name(job), "gate")) wt_gate_pass(&h->g);
     ferry_job_set_return(job, "\"done\"");
     return FERRY_COMPLETED;
 }
@@ -274,7 +247,7 @@ static int runs_above(void *arg) {
 }
 
 static void wait_or_fail(int (*cond)(void *), void *arg, int ms, const char *what) {
-    if (!testenv_wait_until(cond, arg, ms)) fail_msg("timed out (%d ms) waiting for %s", ms, what);
+    if (!th_wait_until(cond, arg, ms)) fail_msg("timed out (%d ms) waiting for %s", ms, what);
 }
 
 /* ---- setup / teardown ---------------------------------------------------------------- */
@@ -292,7 +265,7 @@ static int setup(void **state) {
     E.lost = E.reconnect_failed = E.max_attempt = 0;
     E.first_lost[0] = 0;
     pthread_mutex_unlock(&E.mu);
-    hctx_init(&H);
+    wt_hctx_init(&H);
     t_live = 1; /* wt_init zeroes T first: teardown may finish what it started */
     wt_init(&T);
     return 0;
@@ -303,13 +276,13 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     disarm_crash();
-    gate_open(&H.g);
+    wt_gate_open(&H.g);
     if (cli_pid > 0) {
         kill(cli_pid, SIGKILL);
         waitpid(cli_pid, NULL, 0);
         cli_pid = 0;
     }
-    int up = redis_ctl_rc("start") == 0;
+    int up = th_redis_ctl_rc("start") == 0;
     if (W) {
         ferry_worker_close(W, 10000);
         ferry_worker_free(W);
@@ -319,7 +292,7 @@ static int teardown(void **state) {
         ferry_conn *c = NULL;
         ferry_redis_options o;
         ferry_redis_options_init(&o);
-        o.url = testenv_require("REDIS_URL");
+        o.url = th_env_require("REDIS_URL");
         ferry_error e = {0};
         if (ferry__conn_open(&o, NULL, &c, &e) == 0) {
             redisReply *r = NULL;
@@ -413,7 +386,7 @@ static int completed_all(void *arg) {
 static int64_t resume_and_finish(int runs_before, int64_t t_up) {
     wait_or_fail(runs_above, &runs_before, RESUME_MAX_MS, "the worker to resume after the restart");
     int64_t resumed = mono() - t_up;
-    if (!testenv_wait_until(completed_all, NULL, 60000))
+    if (!th_wait_until(completed_all, NULL, 60000))
         fail_msg("only %lld of %d jobs completed 60 s after the restart (runs %d)",
                  WT_ZCARD(&T, "completed"), N_JOBS, locked_int(&R.mu, &R.total));
     return resumed;
@@ -431,14 +404,14 @@ static void test_kill9_loses_no_job(void **state) {
     W = start_worker(work, NULL, LOCK_MS, STALLED_MS);
     wait_or_fail(redis_crashed, NULL, 30000, "the crash job to run");
     disarm_crash();     /* the killer has sent its signal */
-    redis_ctl("kill9"); /* the process is gone once this returns */
+    th_redis_ctl("kill9"); /* the process is gone once this returns */
     pthread_mutex_lock(&R.mu);
     R.epoch = 1;
     pthread_mutex_unlock(&R.mu);
     wait_or_fail(lost_seen, NULL, 15000, "the worker to report the lost connection");
     int runs_before = locked_int(&R.mu, &R.total);
     int64_t t0 = mono();
-    redis_ctl("start");
+    th_redis_ctl("start");
     int64_t t_up = mono();
     reopen_conn();
     int64_t resumed = resume_and_finish(runs_before, t_up);
@@ -470,7 +443,7 @@ static void test_down_30s_loses_no_job(void **state) {
     W = start_worker(work, NULL, LOCK_MS, STALLED_MS);
     wait_or_fail(redis_crashed, NULL, 30000, "the stop job to run");
     disarm_crash();
-    redis_ctl("stop"); /* waits until the server has exited */
+    th_redis_ctl("stop"); /* waits until the server has exited */
     int64_t t_down = mono();
     pthread_mutex_lock(&R.mu);
     R.epoch = 1;
@@ -480,7 +453,7 @@ static void test_down_30s_loses_no_job(void **state) {
 
     /* The outage itself: Redis stays down for OUTAGE_MS. */
     for (int64_t left; (left = t_down + OUTAGE_MS - mono()) > 0;)
-        sleep_ms(left < 200 ? left : 200);
+        th_sleep_ms(left < 200 ? left : 200);
 
     int runs_in_outage = locked_int(&R.mu, &R.total) - runs_at_down;
     pthread_mutex_lock(&E.mu);
@@ -491,7 +464,7 @@ static void test_down_30s_loses_no_job(void **state) {
     assert_true(reconnect_failed >= 2);
     int runs_before = locked_int(&R.mu, &R.total);
     int64_t t0 = mono();
-    redis_ctl("start");
+    th_redis_ctl("start");
     int64_t t_up = mono();
     reopen_conn();
     int64_t resumed = resume_and_finish(runs_before, t_up);
@@ -537,9 +510,9 @@ static void test_idle_worker_after_kill9(void **state) {
     (void)state;
     W = start_worker(work, NULL, LOCK_MS, STALLED_MS);
     wait_or_fail(worker_blocked, NULL, 15000, "the idle worker to block on the marker");
-    redis_ctl("kill9");
+    th_redis_ctl("kill9");
     wait_or_fail(lost_seen, NULL, 15000, "the worker to report the lost connection");
-    redis_ctl("start");
+    th_redis_ctl("start");
     reopen_conn();
     /* a fresh producer: the old handle's connection died with the server */
     ferry_queue_close(T.q);
@@ -548,11 +521,11 @@ static void test_idle_worker_after_kill9(void **state) {
     ferry_queue_options_init(&qo);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     qo.redis = &ro;
     qo.prefix = T.prefix;
     ferry_error e = {0};
-    if (ferry_queue_open(QNAME, &qo, &T.q, &e) != 0) fail_msg("queue open: %s", e.message);
+    if (ferry_queue_open(WT_QUEUE, &qo, &T.q, &e) != 0) fail_msg("queue open: %s", e.message);
     int64_t t_add = mono();
     char *id = wt_add(&T, "work", NULL, NULL);
     WT_WAIT_ZCARD(&T, "completed", 1);
@@ -571,9 +544,9 @@ static void test_close_bounded_while_down_busy(void **state) {
     int threads0 = thread_count();
     char *id = wt_add(&T, "gate", NULL, NULL);
     W = start_worker(gate_handler, &H, 0, 0);
-    GATE_WAIT_ENTERED(&H.g, 1);
-    redis_ctl("stop");
-    gate_open(&H.g); /* the result arrives while Redis is down: it cannot be written */
+    WT_WAIT_GATE_ENTERED(&H.g, 1);
+    th_redis_ctl("stop");
+    wt_gate_open(&H.g); /* the result arrives while Redis is down: it cannot be written */
     WT_WAIT_COUNT(&T, errors, 1);
     wait_or_fail(lost_seen, NULL, 15000, "the worker to report the lost connection");
     int64_t t0 = mono();
@@ -587,7 +560,7 @@ static void test_close_bounded_while_down_busy(void **state) {
     assert_true(took >= CLOSE_DEADLINE_MS - 50);
     assert_true(took <= CLOSE_DEADLINE_MS + CLOSE_MARGIN_MS);
     /* the threads close detached (dispatcher retrying the write) end by themselves */
-    if (!testenv_wait_until(threads_back_to, &threads0, 10000))
+    if (!th_wait_until(threads_back_to, &threads0, 10000))
         fail_msg("%d threads still alive 10 s after close (had %d before the worker)",
                  thread_count(), threads0);
 
@@ -613,15 +586,15 @@ static void test_close_bounded_while_down_busy(void **state) {
     ferry_queue_options_init(&qo);
     ferry_redis_options ro;
     ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
+    ro.url = th_env_require("REDIS_URL");
     qo.redis = &ro;
     qo.prefix = T.prefix;
     ferry_error e = {0};
-    assert_int_not_equal(ferry_queue_open(QNAME, &qo, &q2, &e), 0);
+    assert_int_not_equal(ferry_queue_open(WT_QUEUE, &qo, &q2, &e), 0);
     if (!strstr(e.message, endpoint()))
         fail_msg("open error does not name %s: %s", endpoint(), e.message);
 
-    redis_ctl("start");
+    th_redis_ctl("start");
     reopen_conn();
     /* the abandoned job survived the stop (AOF), still active until its lock expires */
     assert_int_equal(WT_LLEN(&T, "active"), 1);
@@ -667,19 +640,19 @@ static void test_close_during_outage_flushes_when_back(void **state) {
     /* the default 30 s lock outlives the outage, so the result is accepted (after an
      * expired lock it would be refused and reported, and close would still return 0) */
     W = start_worker(gate_handler, &H, 0, 0);
-    GATE_WAIT_ENTERED(&H.g, 1);
-    redis_ctl("stop");
-    gate_open(&H.g);
+    WT_WAIT_GATE_ENTERED(&H.g, 1);
+    th_redis_ctl("stop");
+    wt_gate_open(&H.g);
     wait_or_fail(lost_seen, NULL, 15000, "the worker to report the lost connection");
     closer c = {.mu = PTHREAD_MUTEX_INITIALIZER};
     pthread_t th;
     if (pthread_create(&th, NULL, closer_main, &c) != 0) fail_msg("cannot start closer");
-    if (!testenv_wait_until(closer_started, &c, 15000)) {
+    if (!th_wait_until(closer_started, &c, 15000)) {
         pthread_join(th, NULL);
         fail_msg("the closing thread did not start");
     }
     int64_t t0 = mono();
-    int start_rc = redis_ctl_rc("start");
+    int start_rc = th_redis_ctl_rc("start");
     int64_t t_up = mono();
     pthread_join(th, NULL);
     ferry_worker_free(W);
@@ -702,7 +675,7 @@ static void test_close_bounded_while_down_idle(void **state) {
     int threads0 = thread_count();
     W = start_worker(gate_handler, &H, 0, 0);
     wait_or_fail(worker_blocked, NULL, 15000, "the idle worker to block on the marker");
-    redis_ctl("stop");
+    th_redis_ctl("stop");
     wait_or_fail(lost_seen, NULL, 15000, "the worker to report the lost connection");
     int64_t t0 = mono();
     int rc = ferry_worker_close(W, CLOSE_DEADLINE_MS);
@@ -714,7 +687,7 @@ static void test_close_bounded_while_down_idle(void **state) {
     assert_int_equal(rc, 0); /* nothing held: a clean close */
     assert_true(took <= CLOSE_DEADLINE_MS + CLOSE_MARGIN_MS);
     assert_int_equal(thread_count(), threads0); /* all joined */
-    redis_ctl("start");
+    th_redis_ctl("start");
 }
 
 /* A producer whose connection sat idle across a Redis restart adds at its first try: the
@@ -724,8 +697,8 @@ static void test_producer_first_add_after_restart(void **state) {
     const char *actions[] = {"kill9", "stop"};
     for (int i = 0; i < 2; i++) {
         char *id1 = wt_add(&T, "before", NULL, NULL);
-        redis_ctl(actions[i]);
-        redis_ctl("start");
+        th_redis_ctl(actions[i]);
+        th_redis_ctl("start");
         reopen_conn();
         ferry_job_spec s = {"after", NULL, NULL};
         char *id2 = NULL;
@@ -821,10 +794,10 @@ static void test_notice_one_pair_per_outage(void **state) {
     W = start_notice_worker(2);
     int two = 2, one = 1;
     wait_or_fail(workers_blocked, &two, 15000, "both lanes to block on the marker");
-    redis_ctl("stop");
+    th_redis_ctl("stop");
     wait_or_fail(notices_lost, &one, 15000, "the REDIS_LOST notice");
-    sleep_ms(1500); /* several failed reconnect attempts of every connection */
-    redis_ctl("start");
+    th_sleep_ms(1500); /* several failed reconnect attempts of every connection */
+    th_redis_ctl("start");
     reopen_conn();
     wait_or_fail(notices_restored, &one, 15000, "the REDIS_RESTORED notice");
     char *id = wt_add(&T, "after", NULL, NULL);
@@ -832,7 +805,7 @@ static void test_notice_one_pair_per_outage(void **state) {
     /* let every lane make calls on each of its connections again (drain delay 300 ms): a
      * connection closed by the restart found only now must not start a second pair */
     wait_or_fail(workers_blocked, &two, 15000, "both lanes to block on the marker again");
-    sleep_ms(2500);
+    th_sleep_ms(2500);
     pthread_mutex_lock(&N.mu);
     int lost = N.lost, restored = N.restored, bad = N.order_bad;
     long long down_ms = N.down_ms;
@@ -922,25 +895,13 @@ static void test_start_retryable(void **state) {
 
 /* ---- 5. the CLI exec worker ------------------------------------------------------------ */
 
-typedef struct log_arg {
-    const char *path, *needle;
-} log_arg;
-
-static int log_has(void *arg) {
-    log_arg *a = arg;
-    char *s = cli_slurp(a->path);
-    int found = strstr(s, a->needle) != NULL;
-    free(s);
-    return found;
-}
-
 static void test_cli_worker_sigterm_while_down(void **state) {
     (void)state;
     char *id = wt_add(&T, "one", NULL, NULL);
     char errp[160], outp[160];
-    snprintf(errp, sizeof errp, "%s/outage-worker.err", cli_tmpdir());
-    snprintf(outp, sizeof outp, "%s/outage-worker.out", cli_tmpdir());
-    cli_pid = cli_start(CLI_ARGV("worker", QNAME, "--redis", testenv_require("REDIS_URL"),
+    snprintf(errp, sizeof errp, "%s/outage-worker.err", th_tmpdir());
+    snprintf(outp, sizeof outp, "%s/outage-worker.out", th_tmpdir());
+    cli_pid = cli_start(CLI_ARGV("worker", WT_QUEUE, "--redis", th_env_require("REDIS_URL"),
                                  "--prefix", T.prefix, "--shutdown-timeout", "2000", "--", "true"),
                         NULL, NULL, outp, errp);
     WT_WAIT_ZCARD(&T, "completed", 1); /* it works */
@@ -948,10 +909,10 @@ static void test_cli_worker_sigterm_while_down(void **state) {
     assert_non_null(fin);
     free(fin);
     wait_or_fail(worker_blocked, NULL, 15000, "the CLI worker to block on the marker");
-    redis_ctl("stop");
-    log_arg la = {errp, "lost"};
-    if (!testenv_wait_until(log_has, &la, 15000)) {
-        char *log = cli_slurp(errp);
+    th_redis_ctl("stop");
+    th_log_arg la = {errp, "lost"};
+    if (!th_wait_until(th_log_has, &la, 15000)) {
+        char *log = th_slurp(errp);
         fail_msg("the CLI worker did not report the lost connection; log:\n%s", log);
     }
     int64_t t0 = mono();
@@ -959,7 +920,7 @@ static void test_cli_worker_sigterm_while_down(void **state) {
     int code = cli_wait(cli_pid, 20000);
     int64_t took = mono() - t0;
     cli_pid = 0;
-    char *log = cli_slurp(errp);
+    char *log = th_slurp(errp);
     fprintf(stderr, "# CLI worker, SIGTERM with Redis down: exit %d after %lld ms\n", code,
             (long long)took);
     if (code != 0) fail_msg("exit %d; log:\n%s", code, log);
@@ -967,7 +928,7 @@ static void test_cli_worker_sigterm_while_down(void **state) {
     assert_non_null(strstr(log, "stopped"));
     free(log);
     free(id);
-    redis_ctl("start");
+    th_redis_ctl("start");
 }
 
 int main(void) {
@@ -987,6 +948,6 @@ int main(void) {
         cmocka_unit_test(test_start_retryable),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
     return failed;
 }

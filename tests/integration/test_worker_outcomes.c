@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "ferry/http_classify.h"
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -26,7 +26,7 @@ typedef struct rec {
 /* The test state: wt first, so the support callbacks (which take the wt) share userdata. */
 typedef struct ot {
     wt t;
-    hctx h;
+    wt_hctx h;
     rec recs[MAX_RECS];
     int nrecs;
     /* what handlers saw */
@@ -39,7 +39,7 @@ typedef struct ot {
 static void ot_init(ot *s) {
     memset(s, 0, sizeof *s);
     wt_init(&s->t);
-    hctx_init(&s->h);
+    wt_hctx_init(&s->h);
 }
 
 static void cb_job_log(const ferry_job_log *r, void *ud) {
@@ -88,7 +88,7 @@ static int nrecs_at_least(void *arg) {
 #define WAIT_RECS(s, k)                                                                            \
     do {                                                                                           \
         nrec_cond c_ = {(s), (k)};                                                                 \
-        if (!testenv_wait_until(nrecs_at_least, &c_, 15000))                                       \
+        if (!th_wait_until(nrecs_at_least, &c_, 15000))                                            \
             fail_msg("timed out waiting for %d job_log records (have %d)", (k), (s)->nrecs);       \
     } while (0)
 
@@ -114,7 +114,7 @@ static int stat_at_least(void *arg) {
 #define WAIT_STAT(w, field, k)                                                                     \
     do {                                                                                           \
         stat_cond c_ = {(w), offsetof(ferry_worker_stats, field), (k)};                            \
-        if (!testenv_wait_until(stat_at_least, &c_, 15000))                                        \
+        if (!th_wait_until(stat_at_least, &c_, 15000))                                             \
             fail_msg("timed out waiting for stats." #field " >= %d", (int)(k));                    \
     } while (0)
 
@@ -171,7 +171,7 @@ static int in_zset(void *arg) {
 #define WAIT_IN_ZSET(t, set, id)                                                                   \
     do {                                                                                           \
         in_cond c_ = {(t), (set), (id)};                                                           \
-        if (!testenv_wait_until(in_zset, &c_, 15000))                                              \
+        if (!th_wait_until(in_zset, &c_, 15000))                                                   \
             fail_msg("timed out waiting for job %s in %s", (id), (set));                           \
     } while (0)
 
@@ -181,16 +181,11 @@ static int in_set(wt *t, const char *set, const char *id) {
     return sc != NULL;
 }
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the handler -------------------------------------------------------------------------- */
 
 static ferry_outcome handler(ferry_job *job, void *ud) {
     ot *s = ud;
-    hctx_count_run(&s->h);
+    wt_hctx_count_run(&s->h);
     const char *n = ferry_job_name(job);
     long long po = strtoll(ferry_job_field(job, "processedOn"), NULL, 10);
     if (!strcmp(n, "later-once")) {
@@ -239,13 +234,13 @@ static ferry_outcome handler(ferry_job *job, void *ud) {
         return FERRY_FAILED_PERMANENT;
     }
     if (!strcmp(n, "slow")) {
-        sleep_ms(40); /* the run time the record must report, not synchronisation */
+        th_sleep_ms(40); /* the run time the record must report, not synchronisation */
         return FERRY_COMPLETED;
     }
     if (!strcmp(n, "lose-lock")) {
         /* another worker "took" the job: its lock is now someone else's */
-        ferry_conn *c = testenv_conn();
-        redisReply *r = testenv_cmd(c, "SET %s%s:lock someone-else", s->t.base, ferry_job_id(job));
+        ferry_conn *c = th_conn();
+        redisReply *r = th_cmd(c, "SET %s%s:lock someone-else", s->t.base, ferry_job_id(job));
         freeReplyObject(r);
         ferry__conn_close(c);
         return FERRY_COMPLETED;
@@ -347,7 +342,7 @@ static void test_retry_later_bounded_by_max_started(void **state) {
     WT_WAIT_ZCARD(t, "failed", 1);
     WAIT_RECS(&s, 4);
     /* runs 1..3 postponed; the 4th start exceeds the limit and fails without running */
-    assert_int_equal(runs_of(&s.h), 3);
+    assert_int_equal(wt_runs_of(&s.h), 3);
     wt_expect_field(t, id, "failedReason", "job started more than allowable limit");
     wt_expect_field(t, id, "ats", "4");
     wt_expect_field(t, id, "atm", "1");
@@ -651,7 +646,7 @@ static void test_job_log_records(void **state) {
     assert_int_equal(r[0].attempt, 1);
     assert_int_equal(recs_of(&s, nested, r, 4), 1);
     char dflt[128];
-    snprintf(dflt, sizeof dflt, "job-%s-%s", QNAME, nested);
+    snprintf(dflt, sizeof dflt, "job-%s-%s", WT_QUEUE, nested);
     assert_string_equal(r[0].trace, dflt);
     if (r[0].age_ms < 60000 || r[0].age_ms > 120000)
         fail_msg("age_ms %lld of a job enqueued a minute ago", r[0].age_ms);
@@ -659,7 +654,7 @@ static void test_job_log_records(void **state) {
     assert_int_equal(recs_of(&s, slow, r, 4), 1);
     assert_true(r[0].duration_ms >= 40);
     assert_true(r[0].age_ms >= r[0].duration_ms);
-    snprintf(dflt, sizeof dflt, "job-%s-%s", QNAME, slow);
+    snprintf(dflt, sizeof dflt, "job-%s-%s", WT_QUEUE, slow);
     assert_string_equal(r[0].trace, dflt);
 
     assert_int_equal(recs_of(&s, fatal, r, 4), 1);
@@ -747,7 +742,7 @@ static void test_http_outcome(void **state) {
 static void expect_create_error(const ferry_worker_options *o, const char *needle) {
     ferry_worker *w = (ferry_worker *)1;
     ferry_error e = {0};
-    assert_int_equal(ferry_worker_create(QNAME, o, handler, NULL, &w, &e), FERRY_EINVAL);
+    assert_int_equal(ferry_worker_create(WT_QUEUE, o, handler, NULL, &w, &e), FERRY_EINVAL);
     assert_null(w);
     if (!strstr(e.message, needle)) fail_msg("message '%s' lacks '%s'", e.message, needle);
 }
@@ -799,7 +794,7 @@ static void test_option_validation(void **state) {
     o.limiter_duration_ms = 1000;
     ferry_worker *w = NULL;
     ferry_error e = {0};
-    assert_int_equal(ferry_worker_create(QNAME, &o, handler, NULL, &w, &e), 0);
+    assert_int_equal(ferry_worker_create(WT_QUEUE, &o, handler, NULL, &w, &e), 0);
     ferry_worker_free(w);
 }
 

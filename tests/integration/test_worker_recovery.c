@@ -8,13 +8,12 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#include "dead_worker.h"
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 static ferry_outcome handler(ferry_job *job, void *ud) {
-    hctx *h = ud;
-    hctx_count_run(h);
-    if (!strcmp(ferry_job_name(job), "gate")) gate_pass(&h->g);
+    wt_hctx *h = ud;
+    wt_hctx_count_run(h);
+    if (!strcmp(ferry_job_name(job), "gate")) wt_gate_pass(&h->g);
     ferry_job_set_return(job, "\"done\"");
     return FERRY_COMPLETED;
 }
@@ -25,10 +24,10 @@ static void test_stalled_job_recovered(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "work", "{\"x\":1}", NULL);
-    dead_worker_fetch(t.c, t.base, id, 300);
+    wt_dead_worker_fetch(t.c, t.base, id, 300);
     wt_expect_field(&t, id, "ats", "1");
 
     ferry_worker_options o;
@@ -48,7 +47,7 @@ static void test_stalled_job_recovered(void **state) {
     ferry_worker_stats s;
     ferry_worker_get_stats(w, &s);
     assert_int_equal(s.stalled, 1);
-    assert_int_equal(runs_of(&h), 1);
+    assert_int_equal(wt_runs_of(&h), 1);
     wt_stop(w);
     free(id);
     wt_fini(&t);
@@ -58,11 +57,11 @@ static void test_stalled_too_often_fails_without_running(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "work", NULL, "{\"attempts\":3}");
     freeReplyObject(wt_cmd(&t, "HSET %s%s stc 1", t.base, id)); /* it stalled once before */
-    dead_worker_fetch(t.c, t.base, id, 200);
+    wt_dead_worker_fetch(t.c, t.base, id, 200);
 
     ferry_worker_options o;
     ferry_redis_options ro;
@@ -72,7 +71,7 @@ static void test_stalled_too_often_fails_without_running(void **state) {
     ferry_worker *w = wt_start(&o, handler, &h);
     WT_WAIT_ZCARD(&t, "failed", 1);
     WT_WAIT_COUNT(&t, failed_final, 1);
-    assert_int_equal(runs_of(&h), 0);
+    assert_int_equal(wt_runs_of(&h), 0);
     wt_expect_field(&t, id, "failedReason", "job stalled more than allowable limit");
     wt_expect_field(&t, id, "defa", NULL);
     wt_expect_field(&t, id, "stc", "2");
@@ -96,10 +95,10 @@ static void test_stalled_once_fails_with_fail_first(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "work", NULL, "{\"attempts\":3}");
-    dead_worker_fetch(t.c, t.base, id, 200);
+    wt_dead_worker_fetch(t.c, t.base, id, 200);
 
     ferry_worker_options o;
     ferry_redis_options ro;
@@ -109,7 +108,7 @@ static void test_stalled_once_fails_with_fail_first(void **state) {
     ferry_worker *w = wt_start(&o, handler, &h);
     WT_WAIT_ZCARD(&t, "failed", 1);
     WT_WAIT_COUNT(&t, failed_final, 1);
-    assert_int_equal(runs_of(&h), 0);
+    assert_int_equal(wt_runs_of(&h), 0);
     wt_expect_field(&t, id, "failedReason", "job stalled more than allowable limit");
     wt_expect_field(&t, id, "stc", "1");
     wt_stop(w);
@@ -118,7 +117,7 @@ static void test_stalled_once_fails_with_fail_first(void **state) {
     o.max_stalled_count = -3;
     ferry_worker *bad = NULL;
     ferry_error e = {0};
-    assert_int_equal(ferry_worker_create(QNAME, &o, handler, &h, &bad, &e), FERRY_EINVAL);
+    assert_int_equal(ferry_worker_create(WT_QUEUE, &o, handler, &h, &bad, &e), FERRY_EINVAL);
     assert_non_null(strstr(e.message, "max_stalled_count"));
     assert_null(bad);
     free(id);
@@ -138,8 +137,8 @@ static void test_lock_renewal_keeps_long_job(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "gate", NULL, NULL);
     ferry_worker_options o;
     ferry_redis_options ro;
@@ -147,7 +146,7 @@ static void test_lock_renewal_keeps_long_job(void **state) {
     o.lock_duration_ms = 300;
     o.stalled_interval_ms = 100;
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, 1);
+    WT_WAIT_GATE_ENTERED(&h.g, 1);
     char lock[160];
     snprintf(lock, sizeof lock, "%s%s:lock", t.base, id);
     redisReply *r = wt_cmd(&t, "GET %s", lock);
@@ -157,11 +156,11 @@ static void test_lock_renewal_keeps_long_job(void **state) {
     /* The handler runs for several lock durations while stalled checks run every 100 ms: the
      * job must never be declared stalled. */
     void *a[2] = {&t, id};
-    assert_false(testenv_wait_until(job_has_stc, a, 1200));
+    assert_false(th_wait_until(job_has_stc, a, 1200));
     r = wt_cmd(&t, "PTTL %s", lock);
     assert_true(r->integer > 0 && r->integer <= 300);
     freeReplyObject(r);
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_ZCARD(&t, "completed", 1);
     wt_expect_field(&t, id, "stc", NULL);
     ferry_worker_stats s;
@@ -178,22 +177,22 @@ static void test_lost_lock_is_reported(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "gate", NULL, NULL);
     ferry_worker_options o;
     ferry_redis_options ro;
     wt_options(&t, &o, &ro);
     o.lock_duration_ms = 200;
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, 1);
+    WT_WAIT_GATE_ENTERED(&h.g, 1);
     /* another worker took the job over */
     freeReplyObject(wt_cmd(&t, "SET %s%s:lock intruder:1 PX 60000", t.base, id));
     WT_WAIT_COUNT(&t, errors, 1);
     pthread_mutex_lock(&t.mu);
     assert_non_null(strstr(t.last_error, "lock lost"));
     pthread_mutex_unlock(&t.mu);
-    gate_open(&h.g);
+    wt_gate_open(&h.g);
     WT_WAIT_COUNT(&t, errors, 2); /* the finish is refused (-6), never forced */
     pthread_mutex_lock(&t.mu);
     assert_non_null(strstr(t.last_error, "lock owned by another worker"));
@@ -213,7 +212,7 @@ static void test_lost_lock_is_reported(void **state) {
 /* ---- connection loss ---------------------------------------------------------------------- */
 
 static pid_t redis_pid(void) {
-    const char *pf = testenv_require("REDIS_PIDFILE");
+    const char *pf = th_env_require("REDIS_PIDFILE");
     FILE *f = fopen(pf, "r");
     if (!f) fail_msg("cannot read %s", pf);
     long pid = 0;
@@ -227,8 +226,8 @@ static void test_results_survive_unresponsive_redis(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "gate", NULL, NULL);
     ferry_worker_options o;
     ferry_redis_options ro;
@@ -236,10 +235,10 @@ static void test_results_survive_unresponsive_redis(void **state) {
     ro.command_timeout_ms = 400;
     ro.connect_timeout_ms = 400;
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, 1);
+    WT_WAIT_GATE_ENTERED(&h.g, 1);
     pid_t pid = redis_pid();
     assert_int_equal(kill(pid, SIGSTOP), 0);
-    gate_open(&h.g);              /* the result arrives while Redis does not answer */
+    wt_gate_open(&h.g);           /* the result arrives while Redis does not answer */
     WT_WAIT_COUNT(&t, errors, 1); /* the worker noticed */
     assert_int_equal(kill(pid, SIGCONT), 0);
     WT_WAIT_ZCARD(&t, "completed", 1);
@@ -267,33 +266,27 @@ static void test_results_survive_unresponsive_redis(void **state) {
     wt_fini(&t);
 }
 
-static void redis_ctl(const char *action) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>&1", testenv_require("REDIS_CTL"), action);
-    if (system(cmd) != 0) fail_msg("redis-ctl %s failed", action);
-}
-
 static void test_close_bounded_when_redis_killed(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    hctx h;
-    hctx_init(&h);
+    wt_hctx h;
+    wt_hctx_init(&h);
     char *id = wt_add(&t, "gate", NULL, NULL);
     ferry_worker_options o;
     ferry_redis_options ro;
     wt_options(&t, &o, &ro);
     ferry_worker *w = wt_start(&o, handler, &h);
-    GATE_WAIT_ENTERED(&h.g, 1);
-    redis_ctl("kill9");
-    gate_open(&h.g);
+    WT_WAIT_GATE_ENTERED(&h.g, 1);
+    th_redis_ctl("kill9");
+    wt_gate_open(&h.g);
     int64_t t0 = ferry__mono_ms();
     int rc = ferry_worker_close(w, 1000);
     int64_t took = ferry__mono_ms() - t0;
     assert_int_equal(rc, FERRY_ETIMEDOUT); /* the result could not be written */
     assert_true(took < 4000);
     ferry_worker_free(w);
-    redis_ctl("start");
+    th_redis_ctl("start");
     free(id);
     wt_fini(&t);
 }

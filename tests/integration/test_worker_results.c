@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "redis/conn.h"
-#include "test_worker_support.h"
+#include "support/wt.h"
 
 /* ---- return values and reasons over the limit -------------------------------------------- */
 
@@ -131,7 +131,7 @@ static void test_refused_append_leaves_connection_usable(void **state) {
     (void)state;
     wt t;
     wt_init(&t);
-    ferry_conn *c = testenv_conn();
+    ferry_conn *c = th_conn();
     char key[160];
     snprintf(key, sizeof key, "%sdropped", t.base);
     const char *set[] = {"SET", key, "1"};
@@ -154,14 +154,14 @@ static void test_refused_append_leaves_connection_usable(void **state) {
 /* ---- backoff strategies and close ------------------------------------------------------- */
 
 typedef struct late_ctx {
-    gate g;
+    wt_gate g;
     atomic_int returning, strategy_calls;
 } late_ctx;
 
 static ferry_outcome late_handler(ferry_job *job, void *ud) {
     late_ctx *c = ud;
     (void)job;
-    gate_pass(&c->g);
+    wt_gate_pass(&c->g);
     atomic_store(&c->returning, 1);
     return FERRY_FAILED; /* attempts left: the job's strategy would be asked for a delay */
 }
@@ -191,7 +191,7 @@ static void test_strategy_not_called_after_close(void **state) {
     wt t;
     wt_init(&t);
     late_ctx *c = calloc(1, sizeof *c);
-    gate_init(&c->g);
+    wt_gate_init(&c->g);
     free(wt_add(&t, "late", NULL, "{\"attempts\":3,\"backoff\":{\"type\":\"late\"}}"));
     ferry_backoff_strategy strategy = {"late", late_strategy, c};
     ferry_worker_options o;
@@ -200,17 +200,17 @@ static void test_strategy_not_called_after_close(void **state) {
     o.backoff_strategies = &strategy;
     o.nbackoff_strategies = 1;
     ferry_worker *w = wt_start(&o, late_handler, c);
-    GATE_WAIT_ENTERED(&c->g, 1);
+    WT_WAIT_GATE_ENTERED(&c->g, 1);
     assert_int_equal(ferry_worker_close(w, 200), FERRY_ETIMEDOUT);
     assert_int_equal(ferry_worker_close(w, 3000), FERRY_ETIMEDOUT); /* (one lane: the same) */
-    gate_open(&c->g);
-    if (!testenv_wait_until(handler_returning, c, 10000)) fail_msg("handler never returned");
+    wt_gate_open(&c->g);
+    if (!th_wait_until(handler_returning, c, 10000)) fail_msg("handler never returned");
     /* give the abandoned handler thread its chance to plan the retry: a call comes within
      * microseconds when it is made at all */
-    if (testenv_wait_until(strategy_called, c, 1000))
+    if (th_wait_until(strategy_called, c, 1000))
         fail_msg("backoff strategy called after ferry_worker_close returned");
     ferry_worker_free(w);
-    gate_destroy(&c->g);
+    wt_gate_destroy(&c->g);
     free(c);
     wt_fini(&t);
 }

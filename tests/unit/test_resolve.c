@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "redis/resolve.h"
-#include "support/testenv.h"
+#include "support/th.h"
 #include "util/clock.h"
 
 static void test_numeric_ipv4(void **state) {
@@ -143,7 +143,7 @@ static void test_abandoned_lookups_capped(void **state) {
     gate_open = 1;
     pthread_cond_broadcast(&gate_cv);
     pthread_mutex_unlock(&gate_mu);
-    assert_true(testenv_wait_until(resolves_again, NULL, 10000));
+    assert_true(th_wait_until(resolves_again, NULL, 10000));
     ferry__resolve_set_gai(NULL);
 }
 

@@ -1,13 +1,17 @@
-/* test_worker_support.h - helpers shared by the worker integration tests (test_worker.c,
- * test_worker_recovery.c): a queue + raw connection per test with a fresh key prefix, job
- * adds, hash/zset/list reads, the events stream as one string, and a worker factory whose
- * callbacks count into a struct. Header-only (static functions): each test file is its own
- * executable. */
-#ifndef FERRY_TEST_WORKER_SUPPORT_H
-#define FERRY_TEST_WORKER_SUPPORT_H
+/* wt.h - helpers of the worker integration tests (test_worker*.c and the tests that run a
+ * worker beside what they check), prefix wt_: a queue "wq" + raw connection per test under a
+ * fresh key prefix (wt_init / wt_fini), job adds, hash/zset/list reads, the events stream of
+ * a job as one string, a worker factory whose callbacks count into the struct, waits on
+ * those counts; a gate handlers block on (their jobs stay active and locked) until the test
+ * opens it, with the handler context that holds it (wt_hctx); and what a worker that then
+ * dies does to a job (wt_dead_worker_fetch), for the stalled-job tests. Header-only (static
+ * functions): each test file is its own executable. */
+#ifndef FERRY_TEST_WT_H
+#define FERRY_TEST_WT_H
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +19,75 @@
 
 #include "ferry/queue.h"
 #include "ferry/worker.h"
-#include "support/testenv.h"
-#include "test_gate.h"
+#include "redis/conn.h"
+#include "support/th.h"
 #include "util/clock.h"
 
-#define QNAME "wq"
+/* The queue every wt test uses (under its own prefix). */
+#define WT_QUEUE "wq"
+
+/* ---- a gate handlers block on ---------------------------------------------------------- */
+
+/* A gate handlers block on until the test opens it. */
+typedef struct wt_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+    int entered; /* handlers that reached the gate */
+    int inside, max_inside;
+} wt_gate;
+
+static inline void wt_gate_init(wt_gate *g) {
+    memset(g, 0, sizeof *g);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+}
+
+static inline void wt_gate_open(wt_gate *g) {
+    pthread_mutex_lock(&g->mu);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Called by a handler: record entry, wait for the gate (at most 30 s). Returns 1 if it
+ * opened. */
+static inline int wt_gate_pass(wt_gate *g) {
+    pthread_mutex_lock(&g->mu);
+    g->entered++;
+    g->inside++;
+    if (g->inside > g->max_inside) g->max_inside = g->inside;
+    pthread_cond_broadcast(&g->cv);
+    int64_t end = ferry__mono_ms() + 30000;
+    while (!g->open && ferry__mono_ms() < end) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+    }
+    g->inside--;
+    int ok = g->open;
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+static inline int wt_gate_entered_at_least(void *arg) {
+    wt_gate *g = ((void **)arg)[0];
+    int n = *(int *)((void **)arg)[1];
+    pthread_mutex_lock(&g->mu);
+    int v = g->entered >= n;
+    pthread_mutex_unlock(&g->mu);
+    return v;
+}
+
+/* wt_gate_init's counterpart at the end of a test. */
+static inline void wt_gate_destroy(wt_gate *g) {
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+}
+
+/* ---- the test's queue and connection ---------------------------------------------------- */
 
 typedef struct wt {
     char prefix[64];
@@ -34,28 +102,13 @@ typedef struct wt {
     char last_reason[256];
 } wt;
 
-/* Queue `name` under `prefix` on the test Redis (the caller closes it). */
-static inline ferry_queue *wt_queue_open(const char *prefix, const char *name) {
-    ferry_redis_options ro;
-    ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
-    ferry_queue_options qo;
-    ferry_queue_options_init(&qo);
-    qo.redis = &ro;
-    qo.prefix = prefix;
-    ferry_queue *q = NULL;
-    ferry_error e = {0};
-    if (ferry_queue_open(name, &qo, &q, &e) != 0) fail_msg("queue open: %s", e.message);
-    return q;
-}
-
 static inline void wt_init(wt *t) {
     memset(t, 0, sizeof *t);
     pthread_mutex_init(&t->mu, NULL);
-    snprintf(t->prefix, sizeof t->prefix, "%s", testenv_prefix());
-    snprintf(t->base, sizeof t->base, "%s:%s:", t->prefix, QNAME);
-    t->q = wt_queue_open(t->prefix, QNAME);
-    t->c = testenv_conn();
+    snprintf(t->prefix, sizeof t->prefix, "%s", th_prefix());
+    snprintf(t->base, sizeof t->base, "%s:%s:", t->prefix, WT_QUEUE);
+    t->q = th_queue_open(t->prefix, WT_QUEUE, NULL, 0);
+    t->c = th_conn();
 }
 
 static inline void wt_fini(wt *t) {
@@ -76,21 +129,16 @@ static inline char *wt_add(wt *t, const char *name, const char *data, const char
 static inline redisReply *wt_cmd(wt *t, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = NULL;
-    ferry_error e = {0};
-    int rc = ferry__conn_vcommand(t->c, &r, &e, fmt, ap);
+    redisReply *r = th_vcmd(t->c, 1, fmt, ap);
     va_end(ap);
-    if (rc != 0) fail_msg("redis: %s", e.message);
-    if (r->type == REDIS_REPLY_ERROR) fail_msg("redis error: %s", r->str);
     return r;
 }
 
 /* HGET <base><id> field: malloc'd value or NULL. */
 static inline char *wt_hget(wt *t, const char *id, const char *field) {
-    redisReply *r = wt_cmd(t, "HGET %s%s %s", t->base, id, field);
-    char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
-    freeReplyObject(r);
-    return v;
+    char key[2048];
+    snprintf(key, sizeof key, "%s%s", t->base, id);
+    return th_hget(t->c, key, field);
 }
 
 static inline long long wt_hget_ll(wt *t, const char *id, const char *field) {
@@ -101,14 +149,9 @@ static inline long long wt_hget_ll(wt *t, const char *id, const char *field) {
 }
 
 static inline void wt_expect_field(wt *t, const char *id, const char *field, const char *want) {
-    char *v = wt_hget(t, id, field);
-    if (!want) {
-        if (v) fail_msg("job %s: %s = '%s', want absent", id, field, v);
-        return;
-    }
-    if (!v || strcmp(v, want) != 0)
-        fail_msg("job %s: %s = '%s', want '%s'", id, field, v ? v : "(absent)", want);
-    free(v);
+    char key[2048];
+    snprintf(key, sizeof key, "%s%s", t->base, id);
+    th_expect_field(t->c, key, field, want);
 }
 
 /* Integer answer of a command like "ZCARD %s" built on a key suffix. */
@@ -124,10 +167,9 @@ static inline long long wt_int(wt *t, const char *fmt, const char *suffix) {
 
 /* ZSCORE <base>set id as text (malloc'd) or NULL. */
 static inline char *wt_zscore(wt *t, const char *set, const char *id) {
-    redisReply *r = wt_cmd(t, "ZSCORE %s%s %s", t->base, set, id);
-    char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
-    freeReplyObject(r);
-    return v;
+    char key[2048];
+    snprintf(key, sizeof key, "%s%s", t->base, set);
+    return th_zscore(t->c, key, id);
 }
 
 /* The events of one job (or all when id is NULL) as "name name ...", plus a field of
@@ -208,7 +250,7 @@ static inline int wt_count(wt *t, const int *field) {
 /* Options with the test's prefix, URL and counting callbacks; adjust, then wt_start. */
 static inline void wt_options(wt *t, ferry_worker_options *o, ferry_redis_options *ro) {
     ferry_redis_options_init(ro);
-    ro->url = testenv_require("REDIS_URL");
+    ro->url = th_env_require("REDIS_URL");
     ferry_worker_options_init(o);
     o->redis = ro;
     o->prefix = t->prefix;
@@ -223,7 +265,7 @@ static inline void wt_options(wt *t, ferry_worker_options *o, ferry_redis_option
 static inline ferry_worker *wt_start(const ferry_worker_options *o, ferry_handler_fn fn, void *ud) {
     ferry_worker *w = NULL;
     ferry_error e = {0};
-    if (ferry_worker_create(QNAME, o, fn, ud, &w, &e) != 0)
+    if (ferry_worker_create(WT_QUEUE, o, fn, ud, &w, &e) != 0)
         fail_msg("worker create: %s", e.message);
     if (ferry_worker_start(w, &e) != 0) fail_msg("worker start: %s", e.message);
     return w;
@@ -234,7 +276,7 @@ static inline void wt_stop(ferry_worker *w) {
     ferry_worker_free(w);
 }
 
-/* Wait conditions for testenv_wait_until. */
+/* Wait conditions for th_wait_until. */
 typedef struct wt_cond {
     wt *t;
     const char *set; /* key suffix */
@@ -255,7 +297,7 @@ static inline int wt_counter_at_least(void *arg) {
 #define WT_WAIT_ZCARD(t, set, n)                                                                   \
     do {                                                                                           \
         wt_cond wc_ = {(t), (set), (n), NULL};                                                     \
-        if (!testenv_wait_until(wt_zcard_at_least, &wc_, 15000))                                   \
+        if (!th_wait_until(wt_zcard_at_least, &wc_, 15000))                                        \
             fail_msg("timed out waiting for %s >= %lld (have %lld)", (set), (long long)(n),        \
                      WT_ZCARD((t), (set)));                                                        \
     } while (0)
@@ -263,46 +305,75 @@ static inline int wt_counter_at_least(void *arg) {
 #define WT_WAIT_COUNT(t, field, n)                                                                 \
     do {                                                                                           \
         wt_cond wc_ = {(t), NULL, (n), &(t)->field};                                               \
-        if (!testenv_wait_until(wt_counter_at_least, &wc_, 15000))                                 \
+        if (!th_wait_until(wt_counter_at_least, &wc_, 15000))                                      \
             fail_msg("timed out waiting for " #field " >= %d (have %d)", (int)(n),                 \
                      wt_count((t), &(t)->field));                                                  \
     } while (0)
 
-#define GATE_WAIT_ENTERED(g, n)                                                                    \
+#define WT_WAIT_GATE_ENTERED(g, n)                                                                 \
     do {                                                                                           \
         int n_ = (n);                                                                              \
         void *a_[2] = {(g), &n_};                                                                  \
-        if (!testenv_wait_until(gate_entered_at_least, a_, 15000))                                 \
+        if (!th_wait_until(wt_gate_entered_at_least, a_, 15000))                                   \
             fail_msg("timed out waiting for %d handlers to start", n_);                            \
     } while (0)
 
 /* ---- handler context shared by the worker tests ------------------------------------- */
 
 /* What a test handler records: a gate to hold it in, and how often it ran. */
-typedef struct hctx {
-    gate g;
+typedef struct wt_hctx {
+    wt_gate g;
     pthread_mutex_t mu;
     int runs;
-} hctx;
+} wt_hctx;
 
-static inline void hctx_init(hctx *h) {
+static inline void wt_hctx_init(wt_hctx *h) {
     memset(h, 0, sizeof *h);
-    gate_init(&h->g);
+    wt_gate_init(&h->g);
     pthread_mutex_init(&h->mu, NULL);
 }
 
 /* Called first by a handler: count this run. */
-static inline void hctx_count_run(hctx *h) {
+static inline void wt_hctx_count_run(wt_hctx *h) {
     pthread_mutex_lock(&h->mu);
     h->runs++;
     pthread_mutex_unlock(&h->mu);
 }
 
-static inline int runs_of(hctx *h) {
+static inline int wt_runs_of(wt_hctx *h) {
     pthread_mutex_lock(&h->mu);
     int v = h->runs;
     pthread_mutex_unlock(&h->mu);
     return v;
+}
+
+/* ---- a worker that fetched a job and died ---------------------------------------------- */
+
+/* Fetch the next job of the queue whose keys start with `base` ("<prefix>:<queue>:") with a
+ * lock of lock_ms and token "dead-worker:1"; fails the test unless it is `want_id`. */
+static inline void wt_dead_worker_fetch(ferry_conn *c, const char *base, const char *want_id,
+                                        int lock_ms) {
+    const ferry_script *s = ferry__script_get("moveToActive");
+    assert_non_null(s);
+    char k[9][200];
+    const char *sfx[] = {"wait",    "active", "prioritized", "events", "limiter",
+                         "delayed", "meta",   "pc",          "marker"};
+    const char *keys[9];
+    for (int i = 0; i < 9; i++) {
+        snprintf(k[i], sizeof k[i], "%s%s", base, sfx[i]);
+        keys[i] = k[i];
+    }
+    char now[24], lock[16];
+    snprintf(now, sizeof now, "%lld", (long long)ferry__now_ms());
+    snprintf(lock, sizeof lock, "%d", lock_ms);
+    const char *args[] = {base, now, "1", "dead-worker:", "1", lock, "", "", ""};
+    redisReply *r = NULL;
+    ferry_error e = {0};
+    if (ferry__conn_evalsha(c, s, 9, keys, 9, args, NULL, &r, &e) != 0) fail_msg("%s", e.message);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->elements, 2);
+    assert_string_equal(r->element[0]->element[0]->str, want_id);
+    freeReplyObject(r);
 }
 
 #endif

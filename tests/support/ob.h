@@ -1,35 +1,31 @@
-/* test_outbox_support.h - shared helpers of the outbox integration tests (each test_outbox*.c
- * is its own executable, so these are static): a private schema per test migrated through
- * the library, SQL helpers that fail the test on error, routes files, and `ferry relay`
- * processes ($FERRY_BIN) started with posix_spawn, their stderr kept in a file so a
- * failure can show it, stopped with real signals. */
-#ifndef FERRY_TEST_OUTBOX_SUPPORT_H
-#define FERRY_TEST_OUTBOX_SUPPORT_H
+/* ob.h - helpers of the outbox integration tests (test_outbox*.c, test_redis_acl.c), prefix
+ * ob_ (each test file is its own executable, so these are static): a private schema per test
+ * migrated through the library, SQL helpers that fail the test on error, routes files, and `ferry
+ * relay` processes ($FERRY_BIN) started with posix_spawn, their stderr kept in a file so a failure
+ * can show it, stopped with real signals. */
+#ifndef FERRY_TEST_OB_H
+#define FERRY_TEST_OB_H
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <libpq-fe.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_spawn.h" /* temp dir, clocks, file helpers shared with the CLI tests */
 #include "ferry/outbox.h"
-#include "support/testenv.h"
+#include "support/cli.h" /* the outbox tests also run `ferry outbox ...` */
+#include "support/th.h"
 
 /* Write text to <tmpdir>/name; returns the path (static storage per call slot). */
 static inline const char *ob_file(const char *name, const char *text) {
     static char paths[8][256];
     static int slot;
     char *p = paths[slot++ % 8];
-    snprintf(p, sizeof paths[0], "%s/%s", cli_tmpdir(), name);
-    FILE *f = fopen(p, "wb");
+    snprintf(p, sizeof paths[0], "%s/%s", th_tmpdir(), name);
+    FILE *f = fopen(p, "wb"); /* the umask's mode, unlike th_write_file */
     if (!f) fail_msg("cannot write %s", p);
     fputs(text, f);
     fclose(f);
@@ -47,7 +43,7 @@ static inline PGconn *ob_connect(const char *url) {
 }
 
 static inline PGconn *ob_pg(void) {
-    return ob_connect(testenv_require("DATABASE_URL"));
+    return ob_connect(th_env_require("DATABASE_URL"));
 }
 
 /* Run SQL (printf-style; only for trusted test text) and return the result; fails the test
@@ -133,7 +129,7 @@ static inline const char *ob_scratch_create(PGconn *admin, const char *stem, cha
     snprintf(ob_scratch_name, sizeof ob_scratch_name, "ferry_%s_%d", stem, (int)getpid());
     PQclear(ob_sql(admin, "DROP DATABASE IF EXISTS %s WITH (FORCE)", ob_scratch_name));
     PQclear(ob_sql(admin, "CREATE DATABASE %s", ob_scratch_name));
-    const char *base = testenv_require("DATABASE_URL");
+    const char *base = th_env_require("DATABASE_URL");
     const char *host = strstr(base, "://");
     if (!host) fail_msg("DATABASE_URL is not a URL: %s", base);
     size_t at = (size_t)(host + 3 - base) + strcspn(host + 3, "/?");
@@ -147,7 +143,7 @@ static inline const char *ob_scratch_create(PGconn *admin, const char *stem, cha
  * ob_schema made, closes both, and removes the CLI temp dir. */
 static inline void ob_open(PGconn **db, ferry_conn **rds) {
     *db = ob_pg();
-    if (rds) *rds = testenv_conn();
+    if (rds) *rds = th_conn();
 }
 
 static inline void ob_close(PGconn *db, ferry_conn *rds) {
@@ -156,7 +152,7 @@ static inline void ob_close(PGconn *db, ferry_conn *rds) {
     ob_drop_schemas(db);
     PQfinish(db);
     ferry__conn_close(rds);
-    cli_tmpdir_remove();
+    th_tmpdir_remove();
 }
 
 /* OB_GROUP_FIXTURE(&db, &rds) (or &db, NULL: no Redis) defines ob_group_setup and
@@ -196,21 +192,6 @@ static inline void ob_insert_many(PGconn *c, const char *schema, const char *top
                    schema, topic, n));
 }
 
-/* ---- Redis --------------------------------------------------------------------------- */
-
-static inline long long ob_redis_ll(ferry_conn *r, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *reply = NULL;
-    ferry_error e = {0};
-    if (ferry__conn_vcommand(r, &reply, &e, fmt, ap)) fail_msg("redis: %s", e.message);
-    va_end(ap);
-    if (reply->type != REDIS_REPLY_INTEGER) fail_msg("redis: integer reply expected");
-    long long v = reply->integer;
-    freeReplyObject(reply);
-    return v;
-}
-
 /* ---- relay processes ----------------------------------------------------------------- */
 
 typedef struct ob_relay {
@@ -239,10 +220,9 @@ static inline void ob_relay_start(ob_relay *rl, const char *schema, const char *
                                   const char *routes, const char *const *args,
                                   const char *const *env_extra) {
     static int seq;
-    const char *bin = getenv("FERRY_BIN");
-    if (!bin) fail_msg("FERRY_BIN is not set; run through ctest");
+    const char *bin = cli_bin();
     memset(rl, 0, sizeof *rl);
-    snprintf(rl->log, sizeof rl->log, "%s/relay%d.log", cli_tmpdir(), seq++);
+    snprintf(rl->log, sizeof rl->log, "%s/relay%d.log", th_tmpdir(), seq++);
     const char *argv[64];
     int n = 0;
     argv[n++] = bin;
@@ -252,34 +232,17 @@ static inline void ob_relay_start(ob_relay *rl, const char *schema, const char *
     argv[n++] = "--schema";
     argv[n++] = schema;
     argv[n++] = "--database";
-    argv[n++] = testenv_require("DATABASE_URL");
+    argv[n++] = th_env_require("DATABASE_URL");
     argv[n++] = "--redis";
-    argv[n++] = testenv_require("REDIS_URL");
+    argv[n++] = th_env_require("REDIS_URL");
     argv[n++] = "--prefix";
     argv[n++] = prefix;
     for (int i = 0; args && args[i] && n < 62; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    size_t ne = 0, nx = 0;
-    while (environ[ne])
-        ne++;
-    while (env_extra && env_extra[nx])
-        nx++;
-    char **env = calloc(ne + nx + 1, sizeof *env);
-    size_t k = 0;
-    for (size_t i = 0; i < ne; i++)
-        if (strncmp(environ[i], "FERRY_FAULT=", 12)) env[k++] = environ[i];
-    for (size_t i = 0; i < nx; i++)
-        env[k++] = (char *)env_extra[i];
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, rl->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, rl->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    int rc = posix_spawn(&rl->pid, bin, &fa, NULL, (char *const *)argv, env);
-    posix_spawn_file_actions_destroy(&fa);
+    char **env = th_env_with(env_extra, "FERRY_FAULT=");
+    rl->pid = th_spawn(argv, env, NULL, rl->log, rl->log, 1);
     free(env);
-    if (rc) fail_msg("posix_spawn %s: %s", bin, strerror(rc));
     if (ob_npids == 0) atexit(ob_kill_leftovers);
     if (ob_npids < OB_PIDS_MAX) ob_pids[ob_npids++] = rl->pid;
 }
@@ -300,38 +263,25 @@ static inline int ob_relay_exited_cb(void *arg) {
 
 /* Print a relay's log to stderr (cmocka shortens failure messages). */
 static inline void ob_relay_dump(const ob_relay *rl) {
-    char *log = cli_slurp(rl->log);
+    char *log = th_slurp(rl->log);
     fprintf(stderr, "--- relay log %s ---\n%s--- end ---\n", rl->log, log);
     free(log);
 }
 
 /* 1 when the relay's log (so far) contains `needle`. */
 static inline int ob_relay_log_contains(const ob_relay *rl, const char *needle) {
-    char *log = cli_slurp(rl->log);
-    int found = strstr(log, needle) != NULL;
-    free(log);
-    return found;
-}
-
-typedef struct ob_log_wait {
-    const ob_relay *rl;
-    const char *needle;
-} ob_log_wait;
-
-static inline int ob_log_wait_cb(void *arg) {
-    const ob_log_wait *w = arg;
-    return ob_relay_log_contains(w->rl, w->needle);
+    return th_file_contains(rl->log, needle);
 }
 
 /* Wait up to timeout_ms for `needle` in the relay's log; 1 when it appeared. */
 static inline int ob_relay_wait_log(const ob_relay *rl, const char *needle, int timeout_ms) {
-    ob_log_wait w = {rl, needle};
-    return testenv_wait_until(ob_log_wait_cb, &w, timeout_ms);
+    th_log_arg w = {rl->log, needle};
+    return th_wait_until(th_log_has, &w, timeout_ms);
 }
 
 /* Wait for exit (fail after timeout_ms); returns the status. */
 static inline int ob_relay_wait(ob_relay *rl, int timeout_ms) {
-    if (!testenv_wait_until(ob_relay_exited_cb, rl, timeout_ms)) {
+    if (!th_wait_until(ob_relay_exited_cb, rl, timeout_ms)) {
         kill(rl->pid, SIGKILL);
         waitpid(rl->pid, NULL, 0);
         rl->exited = 1;
@@ -391,7 +341,7 @@ static inline int ob_wait_count(PGconn *c, const char *sql, long long want, int 
                                 int timeout_ms, long long *last) {
     ob_count_wait w = {.c = c, .want = want, .exact = exact};
     snprintf(w.sql, sizeof w.sql, "%s", sql);
-    int ok = testenv_wait_until(ob_count_cb, &w, timeout_ms);
+    int ok = th_wait_until(ob_count_cb, &w, timeout_ms);
     if (last) *last = w.last;
     return ok;
 }
@@ -403,10 +353,6 @@ static inline int ob_wait_count(PGconn *c, const char *sql, long long want, int 
     "payment.captured shipping:create-shipment loyalty:award-points\n"                             \
     "order.cancelled  payments:void-authorization\n"
 
-static inline int ob_cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Every queue in `queues` holds exactly one waiting job per row of schema's outbox, under
  * the row's id: nothing lost, nothing doubled. */
 static inline void ob_expect_one_job_per_row(PGconn *db, const char *schema, ferry_conn *r,
@@ -415,7 +361,7 @@ static inline void ob_expect_one_job_per_row(PGconn *db, const char *schema, fer
     PGresult *res = ob_sql(db, "SELECT id FROM %s.outbox_events ORDER BY id::text", schema);
     assert_int_equal(PQntuples(res), rows);
     for (int q = 0; q < nqueues; q++) {
-        redisReply *rep = testenv_cmd(r, "LRANGE %s:%s:wait 0 -1", prefix, queues[q]);
+        redisReply *rep = th_cmd(r, "LRANGE %s:%s:wait 0 -1", prefix, queues[q]);
         assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
         size_t count = rep->elements;
         if (count != (size_t)rows)
@@ -424,7 +370,7 @@ static inline void ob_expect_one_job_per_row(PGconn *db, const char *schema, fer
         assert_non_null(ids);
         for (size_t i = 0; i < count; i++)
             ids[i] = rep->element[i]->str;
-        qsort(ids, count, sizeof *ids, ob_cmp_str);
+        qsort(ids, count, sizeof *ids, th_cmp_str);
         for (size_t i = 0; i < count; i++)
             if (strcmp(ids[i], PQgetvalue(res, (int)i, 0)))
                 fail_msg("queue %s: job %s at %zu, row %s", queues[q], ids[i], i,

@@ -1,8 +1,11 @@
-/* queue_test_helpers.h - helpers shared by the producer integration tests (test_queue.c,
- * test_queue_admin.c): open a queue on the test Redis, add jobs, and read back keys, lists,
- * zsets, hashes and the events stream as compact strings for exact comparisons. */
-#ifndef FERRY_TEST_QUEUE_HELPERS_H
-#define FERRY_TEST_QUEUE_HELPERS_H
+/* qt.h - helpers of the producer integration tests (test_queue*.c, test_finish_script.c, and
+ * the scheduler tests through sc.h), prefix qt_: open a queue on the test Redis, add jobs
+ * that must succeed or fail, and read back keys, lists, zsets, hashes and the events stream
+ * as compact strings for exact comparisons, through one inspection connection (qt_conn,
+ * opened by the group fixture qt_setup / qt_teardown). Header-only (each test file is its
+ * own executable). */
+#ifndef FERRY_TEST_QT_H
+#define FERRY_TEST_QT_H
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,36 +18,23 @@
 #include <cmocka.h>
 
 #include "ferry/queue.h"
-#include "support/testenv.h"
+#include "support/th.h"
 #include "util/clock.h"
 
-static ferry_conn *C; /* inspection connection */
+static ferry_conn *qt_conn; /* inspection connection (qt_setup opens it) */
 
-/* ---- helpers -------------------------------------------------------------------------- */
-
-/* open_q with allow_unknown_opts set as given. */
-static inline ferry_queue *open_q_lax(const char *prefix, const char *name, const char *defaults,
-                                      int allow_unknown) {
-    ferry_redis_options ro;
-    ferry_redis_options_init(&ro);
-    ro.url = testenv_require("REDIS_URL");
-    ferry_queue_options o;
-    ferry_queue_options_init(&o);
-    o.redis = &ro;
-    o.prefix = prefix;
-    o.default_job_opts = defaults;
-    o.allow_unknown_opts = allow_unknown;
-    ferry_queue *q = NULL;
-    ferry_error e = {0};
-    if (ferry_queue_open(name, &o, &q, &e)) fail_msg("open %s: %s", name, e.message);
-    return q;
+/* Queue `name` under `prefix` on the test Redis with default job options (may be NULL);
+ * qt_open_lax also sets allow_unknown_opts. The caller closes it. */
+static inline ferry_queue *qt_open_lax(const char *prefix, const char *name, const char *defaults,
+                                       int allow_unknown) {
+    return th_queue_open(prefix, name, defaults, allow_unknown);
 }
 
-static inline ferry_queue *open_q(const char *prefix, const char *name, const char *defaults) {
-    return open_q_lax(prefix, name, defaults, 0);
+static inline ferry_queue *qt_open(const char *prefix, const char *name, const char *defaults) {
+    return th_queue_open(prefix, name, defaults, 0);
 }
 
-static inline char *add(ferry_queue *q, const char *name, const char *data, const char *opts) {
+static inline char *qt_add(ferry_queue *q, const char *name, const char *data, const char *opts) {
     ferry_job_spec s = {name, data, opts};
     char *id = NULL;
     ferry_error e = {0};
@@ -54,15 +44,15 @@ static inline char *add(ferry_queue *q, const char *name, const char *data, cons
     return id;
 }
 
-static inline void add_expect(ferry_queue *q, const char *name, const char *data, const char *opts,
-                              const char *want_id) {
-    char *id = add(q, name, data, opts);
+static inline void qt_add_expect(ferry_queue *q, const char *name, const char *data,
+                                 const char *opts, const char *want_id) {
+    char *id = qt_add(q, name, data, opts);
     assert_string_equal(id, want_id);
     free(id);
 }
 
-static inline void add_fail(ferry_queue *q, const char *name, const char *data, const char *opts,
-                            int code, const char *msg) {
+static inline void qt_add_fail(ferry_queue *q, const char *name, const char *data, const char *opts,
+                               int code, const char *msg) {
     ferry_job_spec s = {name, data, opts};
     char *id = (char *)"x";
     ferry_error e = {0};
@@ -73,7 +63,7 @@ static inline void add_fail(ferry_queue *q, const char *name, const char *data, 
 }
 
 /* Key of queue q + suffix, in a static rotating buffer. */
-static inline const char *K(ferry_queue *q, const char *suffix) {
+static inline const char *qt_key(ferry_queue *q, const char *suffix) {
     static char buf[8][512];
     static int n;
     char *b = buf[n++ % 8];
@@ -81,19 +71,16 @@ static inline const char *K(ferry_queue *q, const char *suffix) {
     return b;
 }
 
-static inline redisReply *cmd(const char *fmt, ...) FERRY_PRINTF(1, 2);
-static inline redisReply *cmd(const char *fmt, ...) {
+static inline redisReply *qt_cmd(const char *fmt, ...) FERRY_PRINTF(1, 2);
+static inline redisReply *qt_cmd(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = NULL;
-    ferry_error e = {0};
-    if (ferry__conn_vcommand(C, &r, &e, fmt, ap)) fail_msg("redis: %s", e.message);
+    redisReply *r = th_vcmd(qt_conn, 1, fmt, ap);
     va_end(ap);
-    if (r->type == REDIS_REPLY_ERROR) fail_msg("redis error: %s (%s)", r->str, fmt);
     return r;
 }
 
-static inline long long ival(redisReply *r) {
+static inline long long qt_ival(redisReply *r) {
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     long long v = r->integer;
     freeReplyObject(r);
@@ -101,7 +88,7 @@ static inline long long ival(redisReply *r) {
 }
 
 /* GET / HGET as a string ("(nil)" when missing) in a rotating buffer. */
-static inline const char *str_reply(redisReply *r) {
+static inline const char *qt_str(redisReply *r) {
     static char buf[4][4096];
     static int n;
     char *b = buf[n++ % 4];
@@ -112,15 +99,15 @@ static inline const char *str_reply(redisReply *r) {
     freeReplyObject(r);
     return b;
 }
-static inline const char *get(const char *key) {
-    return str_reply(cmd("GET %s", key));
+static inline const char *qt_get(const char *key) {
+    return qt_str(qt_cmd("GET %s", key));
 }
-static inline const char *hget(const char *key, const char *field) {
-    return str_reply(cmd("HGET %s %s", key, field));
+static inline const char *qt_hget(const char *key, const char *field) {
+    return qt_str(qt_cmd("HGET %s %s", key, field));
 }
 
 /* Flatten an array reply of strings into "a,b,c" (scores included for WITHSCORES). */
-static inline const char *joined(redisReply *r) {
+static inline const char *qt_joined(redisReply *r) {
     static char buf[2][65536];
     static int n;
     char *b = buf[n++ % 2];
@@ -135,19 +122,19 @@ static inline const char *joined(redisReply *r) {
     freeReplyObject(r);
     return b;
 }
-static inline const char *lrange(const char *key) {
-    return joined(cmd("LRANGE %s 0 -1", key));
+static inline const char *qt_lrange(const char *key) {
+    return qt_joined(qt_cmd("LRANGE %s 0 -1", key));
 }
-static inline const char *zrange(const char *key) {
-    return joined(cmd("ZRANGE %s 0 -1 WITHSCORES", key));
+static inline const char *qt_zrange(const char *key) {
+    return qt_joined(qt_cmd("ZRANGE %s 0 -1 WITHSCORES", key));
 }
 
 /* Events stream as "event:k=v:k=v|event:..." (fields after `event`, in order). */
-static inline const char *events(ferry_queue *q) {
+static inline const char *qt_events(ferry_queue *q) {
     static char buf[65536];
     size_t len = 0;
     buf[0] = 0;
-    redisReply *r = cmd("XRANGE %s - +", K(q, "events"));
+    redisReply *r = qt_cmd("XRANGE %s - +", qt_key(q, "events"));
     for (size_t i = 0; i < r->elements; i++) {
         redisReply *f = r->element[i]->element[1];
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s", i ? "|" : "");
@@ -166,12 +153,9 @@ static inline const char *events(ferry_queue *q) {
 }
 
 /* HGETALL as "k=v;k=v" sorted by field name. */
-static inline int cmp_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-static inline const char *hgetall(const char *key) {
+static inline const char *qt_hgetall(const char *key) {
     static char buf[16384];
-    redisReply *r = cmd("HGETALL %s", key);
+    redisReply *r = qt_cmd("HGETALL %s", key);
     size_t n = r->elements / 2;
     char **items = calloc(n ? n : 1, sizeof *items);
     for (size_t i = 0; i < n; i++) {
@@ -179,7 +163,7 @@ static inline const char *hgetall(const char *key) {
         items[i] = malloc(l);
         snprintf(items[i], l, "%s=%s", r->element[2 * i]->str, r->element[2 * i + 1]->str);
     }
-    qsort(items, n, sizeof *items, cmp_str);
+    qsort(items, n, sizeof *items, th_cmp_str);
     size_t len = 0;
     buf[0] = 0;
     for (size_t i = 0; i < n; i++) {
@@ -191,15 +175,15 @@ static inline const char *hgetall(const char *key) {
     return buf;
 }
 
-static inline int setup(void **state) {
+static inline int qt_setup(void **state) {
     (void)state;
-    C = testenv_conn();
+    qt_conn = th_conn();
     return 0;
 }
 
-static inline int teardown(void **state) {
+static inline int qt_teardown(void **state) {
     (void)state;
-    ferry__conn_close(C);
+    ferry__conn_close(qt_conn);
     return 0;
 }
 

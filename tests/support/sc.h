@@ -1,27 +1,27 @@
-/* scheduler_support.h - helpers shared by the job scheduler tests (test_scheduler.c: layout,
- * re-upsert, removal, validation, reading back; test_scheduler_next.c and
- * test_scheduler_node.c: the worker hook that produces the next iteration): scheduler specs,
- * upserts that must succeed or fail, reading scores, events and JSON, and a reduced worker fetch.
+/* sc.h - helpers of the job scheduler tests (test_scheduler.c: layout, re-upsert, removal,
+ * validation, reading back; test_scheduler_next.c and test_scheduler_node.c: the worker hook
+ * that produces the next iteration), prefix sc_: scheduler specs, upserts that must succeed
+ * or fail, reading scores, events and JSON, and a reduced worker fetch. Builds on qt.h.
  * Header-only (each test file is its own executable). */
-#ifndef FERRY_TEST_SCHEDULER_SUPPORT_H
-#define FERRY_TEST_SCHEDULER_SUPPORT_H
+#ifndef FERRY_TEST_SC_H
+#define FERRY_TEST_SC_H
 
 #include <jansson.h>
 
 #include "ferry/scheduler.h"
-#include "queue_test_helpers.h"
 #include "sched/scheduler_internal.h"
+#include "support/qt.h"
 
-#define DAY_MS 86400000LL
+#define SC_DAY_MS 86400000LL
 
-static inline ferry_scheduler_spec every_spec(long long every) {
+static inline ferry_scheduler_spec sc_every(long long every) {
     ferry_scheduler_spec s;
     ferry_scheduler_spec_init(&s);
     s.every_ms = every;
     return s;
 }
 
-static inline ferry_scheduler_spec cron_spec(const char *pattern, const char *tz) {
+static inline ferry_scheduler_spec sc_cron(const char *pattern, const char *tz) {
     ferry_scheduler_spec s;
     ferry_scheduler_spec_init(&s);
     s.pattern = pattern;
@@ -32,7 +32,7 @@ static inline ferry_scheduler_spec cron_spec(const char *pattern, const char *tz
 /* noinline: gcc 12 -O3 inlines it and then reports the returned id as a dangling
  * pointer to the local `job` (a false -Wdangling-pointer positive). */
 __attribute__((noinline, unused)) static char *
-upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec *s, long long *delay) {
+sc_upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec *s, long long *delay) {
     char *job = NULL;
     ferry_error e = {0};
     if (ferry_scheduler_upsert(q, id, s, &job, delay, &e)) fail_msg("upsert %s: %s", id, e.message);
@@ -40,8 +40,8 @@ upsert(ferry_queue *q, const char *id, const ferry_scheduler_spec *s, long long 
     return job;
 }
 
-static inline void upsert_fail(ferry_queue *q, const char *id, const ferry_scheduler_spec *s,
-                               int code, const char *msg) {
+static inline void sc_upsert_fail(ferry_queue *q, const char *id, const ferry_scheduler_spec *s,
+                                  int code, const char *msg) {
     char *job = (char *)"x";
     ferry_error e = {0};
     int rc = ferry_scheduler_upsert(q, id, s, &job, NULL, &e);
@@ -51,22 +51,22 @@ static inline void upsert_fail(ferry_queue *q, const char *id, const ferry_sched
     if (!strstr(e.message, msg)) fail_msg("message \"%s\" lacks \"%s\"", e.message, msg);
 }
 
-static inline long long millis_of(const char *job_id) {
+static inline long long sc_millis_of(const char *job_id) {
     const char *c = strrchr(job_id, ':');
     assert_non_null(c);
     return atoll(c + 1);
 }
 
-static inline long long zscore(const char *key, const char *member) {
-    redisReply *r = cmd("ZSCORE %s %s", key, member);
+static inline long long sc_zscore(const char *key, const char *member) {
+    redisReply *r = qt_cmd("ZSCORE %s %s", key, member);
     long long v = r->type == REDIS_REPLY_NIL ? -1 : (long long)strtod(r->str, NULL);
     freeReplyObject(r);
     return v;
 }
 
-/* 1 when the events stream has exactly this entry (as events() spells it). */
-static inline int has_event(ferry_queue *q, const char *entry) {
-    const char *all = events(q);
+/* 1 when the events stream has exactly this entry (as qt_events() spells it). */
+static inline int sc_has_event(ferry_queue *q, const char *entry) {
+    const char *all = qt_events(q);
     size_t n = strlen(entry);
     for (const char *p = all; (p = strstr(p, entry)) != NULL; p += n)
         if ((p == all || p[-1] == '|') && (p[n] == 0 || p[n] == '|')) return 1;
@@ -74,7 +74,7 @@ static inline int has_event(ferry_queue *q, const char *entry) {
 }
 
 /* Compare two JSON texts as values (key order and `\/` spelling aside). */
-static inline void json_same(const char *got, const char *want) {
+static inline void sc_json_same(const char *got, const char *want) {
     json_error_t je;
     json_t *a = json_loads(got, 0, &je), *b = json_loads(want, 0, &je);
     if (!a || !b || !json_equal(a, b)) fail_msg("JSON differs:\n got  %s\n want %s", got, want);
@@ -84,28 +84,28 @@ static inline void json_same(const char *got, const char *want) {
 
 /* A worker's fetch, reduced to what matters here: take the job out of wait/delayed into
  * active and read the fields the hook needs. */
-typedef struct fetched {
+typedef struct sc_fetched {
     char id[256], rjk[256], opts[4096];
-} fetched;
+} sc_fetched;
 
-static inline fetched fetch(ferry_queue *q, const char *id) {
-    fetched f;
-    redisReply *r = cmd("LREM %s 0 %s", K(q, "wait"), id);
-    long long n = ival(r) + ival(cmd("ZREM %s %s", K(q, "delayed"), id)) +
-                  ival(cmd("ZREM %s %s", K(q, "prioritized"), id));
+static inline sc_fetched sc_fetch(ferry_queue *q, const char *id) {
+    sc_fetched f;
+    redisReply *r = qt_cmd("LREM %s 0 %s", qt_key(q, "wait"), id);
+    long long n = qt_ival(r) + qt_ival(qt_cmd("ZREM %s %s", qt_key(q, "delayed"), id)) +
+                  qt_ival(qt_cmd("ZREM %s %s", qt_key(q, "prioritized"), id));
     if (n != 1) fail_msg("job %s was not waiting, delayed or prioritized", id);
-    freeReplyObject(cmd("LPUSH %s %s", K(q, "active"), id));
+    freeReplyObject(qt_cmd("LPUSH %s %s", qt_key(q, "active"), id));
     snprintf(f.id, sizeof f.id, "%s", id);
-    snprintf(f.rjk, sizeof f.rjk, "%s", hget(K(q, id), "rjk"));
-    snprintf(f.opts, sizeof f.opts, "%s", hget(K(q, id), "opts"));
+    snprintf(f.rjk, sizeof f.rjk, "%s", qt_hget(qt_key(q, id), "rjk"));
+    snprintf(f.opts, sizeof f.opts, "%s", qt_hget(qt_key(q, id), "opts"));
     return f;
 }
 
-static inline ferry__sched_result on_fetch(ferry_queue *q, const fetched *f, int64_t now) {
+static inline ferry__sched_result sc_on_fetch(ferry_queue *q, const sc_fetched *f, int64_t now) {
     ferry__sched_fetched j = {f->id, f->rjk, f->opts};
     ferry__sched_result res;
     ferry_error e = {0};
-    if (ferry__scheduler_on_fetch(C, K(q, ""), &j, 1, now, &res, &e))
+    if (ferry__scheduler_on_fetch(qt_conn, qt_key(q, ""), &j, 1, now, &res, &e))
         fail_msg("on_fetch %s: %s", f->id, e.message);
     return res;
 }
