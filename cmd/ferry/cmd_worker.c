@@ -25,12 +25,10 @@
 #include "exec_job.h"
 #include "jsonw.h"
 #include "logline.h"
-#include "queue/job_opts.h"
 #include "util/retry_delay.h"
 #include "util/json_text.h"
 #include "signals.h"
 #include "util/printable.h"
-#include "worker/worker_internal.h"
 #include "worker_log.h"
 
 extern char **environ;
@@ -50,7 +48,7 @@ enum { LOG_TEXT, LOG_JSON, LOG_NONE };
 #define DAY_MS (24LL * 3600 * 1000)
 
 static const opt_def worker_defs[] = {
-    {"concurrency", OPT_INT, "K", offsetof(worker_opts, concurrency), 1, 1024,
+    {"concurrency", OPT_INT, "K", offsetof(worker_opts, concurrency), 1, FERRY_CONCURRENCY_MAX,
      "Jobs run at the same time (default 1)."},
     {"lanes", OPT_INT, "N", offsetof(worker_opts, lanes), 1, 4,
      "Redis connection pairs sharing --concurrency, each with its own call in flight "
@@ -614,7 +612,7 @@ static void on_signal(int sig, int count, void *userdata) {
     pthread_mutex_lock(&xw->lock);
     int connecting = !xw->start_returned;
     pthread_mutex_unlock(&xw->lock);
-    if (connecting && ferry__worker_abort_start(xw->w)) {
+    if (connecting && ferry_worker_abort_start(xw->w)) {
         /* ferry_worker_start is still connecting (it may wait out the command timeout) and
          * will now launch no thread: no job was taken, so leave at once */
         logline("worker", "%s received while connecting: exiting, no job was taken",
@@ -826,15 +824,14 @@ static int worker_main(int argc, char **argv) {
     /* each try, and later reconnects, give up connecting within --connect-timeout too */
     if (o.connect_timeout && o.connect_timeout < conn.redis.connect_timeout_ms)
         conn.redis.connect_timeout_ms = (int)o.connect_timeout;
-    if (o.name && (!*o.name || strlen(o.name) > 256))
-        return opts_usage_error(&worker_spec, "--name: expected 1 to 256 bytes, got %zu",
-                                strlen(o.name));
+    if (o.name && (!*o.name || strlen(o.name) > FERRY_WORKER_NAME_MAX))
+        return opts_usage_error(&worker_spec, "--name: expected 1 to %d bytes, got %zu",
+                                FERRY_WORKER_NAME_MAX, strlen(o.name));
     const char *keep_opts[2][2] = {{"--remove-on-complete", o.remove_on_complete},
                                    {"--remove-on-fail", o.remove_on_fail}};
     for (int i = 0; i < 2; i++) {
-        ferry__keep_jobs keep;
         ferry_error kerr = {0};
-        if (ferry__keep_jobs_parse(keep_opts[i][1], &keep, &kerr) != 0)
+        if (ferry_keep_jobs_check(keep_opts[i][1], &kerr) != 0)
             return opts_usage_error(&worker_spec, "%s: %s", keep_opts[i][0], kerr.message);
     }
     if (!*cmd[0]) return opts_usage_error(&worker_spec, "the command after -- is empty");
@@ -954,7 +951,4 @@ out:
     return rc;
 }
 
-const cli_command cmd_worker_table[] = {
-    {"worker", "Run a command for each job of a queue (exec worker).", worker_main},
-    {NULL, NULL, NULL},
-};
+const cli_setup worker_cmd = {.main = worker_main};
