@@ -16,6 +16,7 @@ set(FERRY_PURE_SOURCES
     src/util/error.c
     src/util/httpdate.c
     src/util/json_text.c
+    src/util/nearest_name.c
     src/util/numtext.c
     src/util/printable.c
     src/util/utf8.c

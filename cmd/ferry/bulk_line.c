@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue/job_opts_ext.h"
 #include "util/json_text.h"
+#include "util/nearest_name.h"
 #include "util/printable.h"
 
 static const char *const KEYS[] = {"name", "data", "opts"};
@@ -74,7 +74,7 @@ int bulk_line_parse(const char *line, size_t len, size_t max_data, bulk_line *ou
         if (which < 0) {
             char shown[96], why[200];
             ferryx_printable(json_string_value(k), shown, sizeof shown);
-            const char *near = ferry__nearest_name(json_string_value(k), KEYS, 3);
+            const char *near = ferryx_nearest_name(json_string_value(k), KEYS, 3);
             if (near)
                 snprintf(why, sizeof why, "unknown key \"%s\" (did you mean \"%s\"?)", shown, near);
             else

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "queue/keys.h"
 #include "util/printable.h"
 
 #define CONN_COMMON_DEFS                                                                           \

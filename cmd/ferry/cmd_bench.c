@@ -2,8 +2,8 @@
  * reporting jobs/s, add->start latency, and CPU per job of the client and of Redis.
  *
  * Redis CPU comes from `INFO cpu` (used_cpu_sys + used_cpu_user) sampled before and after
- * the measured phase, on a connection of its own (the library's internal one: the public
- * API has no raw command), or by a shell command given with --redis-info-cmd. */
+ * the measured phase, on a connection of its own (ferry_redis_connect / ferry_redis_info,
+ * the public INFO-only connection), or by a shell command given with --redis-info-cmd. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -18,7 +18,6 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
-#include "redis/conn.h"
 #include "util/numtext.h"
 
 #define BULK_BATCH 1000
@@ -41,11 +40,11 @@ static const opt_def bench_defs[] = {
      "timer starts; process mode fills N+W jobs (with --no-fill, the queue must hold N+W) "
      "and times from the W-th completion to the last; latency mode adds N+W jobs and drops "
      "the first W samples. So start-up and warm-up costs stay out of the figures."},
-    {"concurrency", OPT_INT, "K", offsetof(bench_opts, concurrency), 1, 1024,
+    {"concurrency", OPT_INT, "K", offsetof(bench_opts, concurrency), 1, FERRY_CONCURRENCY_MAX,
      "Worker concurrency (default 100)."},
     {"lanes", OPT_INT, "N", offsetof(bench_opts, lanes), 1, 4,
      "Worker lanes (default: the worker's automatic choice, 2 from concurrency 8 up)."},
-    {"payload", OPT_INT, "BYTES", offsetof(bench_opts, payload), 0, 512 * 1024,
+    {"payload", OPT_INT, "BYTES", offsetof(bench_opts, payload), 0, FERRY_DEFAULT_MAX_PAYLOAD,
      "Approximate size of each job's data JSON (default 64)."},
     {"rate", OPT_INT, "R", offsetof(bench_opts, rate), 1, 1000000,
      "latency mode: jobs added per second (default 500)."},
@@ -119,19 +118,17 @@ static double parse_info_cpu(const char *text) {
  * within a fraction of a millisecond). */
 typedef struct info_source {
     const char *cmd; /* shell command, or NULL */
-    ferry_conn *conn;
+    ferry_redis_conn *conn;
 } info_source;
 
 /* Redis' CPU seconds so far, or -1 when not available. */
 static double redis_cpu_s(info_source *src) {
     if (src->conn) {
-        redisReply *r = NULL;
+        char *text = NULL;
         ferry_error e = {0};
         double v = -1;
-        if (ferry__conn_command(src->conn, &r, &e, "INFO cpu") == 0) {
-            if (r->type == REDIS_REPLY_STRING) v = parse_info_cpu(r->str);
-            freeReplyObject(r);
-        }
+        if (ferry_redis_info(src->conn, "cpu", &text, &e) == 0) v = parse_info_cpu(text);
+        free(text);
         return v;
     }
     if (!src->cmd) return -1;
@@ -156,7 +153,7 @@ static void info_open(const bench_opts *o, const cli_conn *c, info_source *src) 
         return;
     }
     ferry_error e = {0};
-    if (ferry__conn_open(&c->redis, NULL, &src->conn, &e) != 0) {
+    if (ferry_redis_connect(&c->redis, &src->conn, &e) != 0) {
         src->conn = NULL;
         fprintf(stderr, "ferry bench: no Redis CPU figures: %s\n", e.message);
     }
@@ -553,13 +550,10 @@ out:
         if (!rc) rc = CLI_EXIT_RUNTIME;
     }
     ferry_queue_close(q);
-    ferry__conn_close(info.conn);
+    ferry_redis_disconnect(info.conn);
     free(b.data);
     free(b.lat_ms);
     return rc;
 }
 
-const cli_command cmd_bench_table[] = {
-    {"bench", "Measure throughput and latency against a Redis server.", bench_main},
-    {NULL, NULL, NULL},
-};
+const cli_setup bench_cmd = {.main = bench_main};

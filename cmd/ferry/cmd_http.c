@@ -120,8 +120,4 @@ static int http_outcome_main(int argc, char **argv) {
     return exit_code_of(v.cls);
 }
 
-const cli_command cmd_http_table[] = {
-    {"http-outcome", "Map an HTTP status (+ Retry-After) to a worker exit code.",
-     http_outcome_main},
-    {NULL, NULL, NULL},
-};
+const cli_setup http_outcome_cmd = {.main = http_outcome_main};

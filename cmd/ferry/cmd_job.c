@@ -126,33 +126,24 @@ static void show_json(const ferry_job_info *j) {
     jsonw_end(&w);
 }
 
-static int job_show(int argc, char **argv) {
-    cli_conn conn = {0};
-    show_opts so = {0};
-    opt_group groups[] = {{"Options", show_defs, 1, &so}, cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&show_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
-    ferry_queue *q = NULL;
+static show_opts show_o;
+
+static int job_show(cli_ctx *x) {
+    show_opts *so = x->opts;
     ferry_job_info *info = NULL;
-    if ((rc = cli_conn_resolve(&show_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&show_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
     ferry_error err = {0};
-    if (ferry_queue_get_job(q, r.pos[1], &info, &err) != 0) {
-        info = NULL;
-        rc = job_report(&show_spec, &conn, r.pos[0], r.pos[1], &err);
-        goto out;
-    }
-    if (so.json)
+    if (ferry_queue_get_job(x->q, x->r.pos[1], &info, &err) != 0)
+        return job_report(x->spec, &x->conn, x->r.pos[0], x->r.pos[1], &err);
+    if (so->json)
         show_json(info);
     else
         show_human(info);
-out:
     ferry_job_info_free(info);
-    ferry_queue_close(q);
-    free(r.pos);
-    return rc;
+    return CLI_EXIT_OK;
 }
+
+const cli_setup job_show_cmd = {
+    .spec = &show_spec, .defs = show_defs, .ndefs = 1, .opts = &show_o, .body = job_show};
 
 /* ---- job remove ----------------------------------------------------------------------- */
 
@@ -166,28 +157,11 @@ static const cmd_spec remove_spec = {
     0,
     0};
 
-static int job_remove(int argc, char **argv) {
-    cli_conn conn = {0};
-    opt_group groups[] = {cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&remove_spec, groups, 1, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
-    ferry_queue *q = NULL;
-    if ((rc = cli_conn_resolve(&remove_spec, &conn))) goto out;
-    /* READS: removing writes no meta, and works on any queue that exists (Node may have made
-     * one whose name ferry would not add jobs to) */
-    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
+static int job_remove(cli_ctx *x) {
     ferry_error err = {0};
-    if (ferry_queue_remove_job(q, r.pos[1], &err) != 0)
-        rc = job_report(&remove_spec, &conn, r.pos[0], r.pos[1], &err);
-out:
-    ferry_queue_close(q);
-    free(r.pos);
-    return rc;
+    if (ferry_queue_remove_job(x->q, x->r.pos[1], &err) != 0)
+        return job_report(x->spec, &x->conn, x->r.pos[0], x->r.pos[1], &err);
+    return CLI_EXIT_OK;
 }
 
-const cli_command cmd_job_table[] = {
-    {"job show", "Show one job (all fields).", job_show},
-    {"job remove", "Remove one job.", job_remove},
-    {NULL, NULL, NULL},
-};
+const cli_setup job_remove_cmd = {.spec = &remove_spec, .body = job_remove};

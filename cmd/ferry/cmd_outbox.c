@@ -22,8 +22,6 @@
 #include "commands.h"
 #include "ferry/outbox.h"
 #include "logline.h"
-#include "pg/migrations.h"
-#include "pg/pg.h"
 #include "signals.h"
 #include "util/printable.h"
 
@@ -130,7 +128,7 @@ static long long db_timeout(const db_opts *d) {
 
 /* The database part of a URL that is safe to show ("user@host:port/db"), never the password. */
 static void db_display(const db_opts *d, char *out, size_t cap) {
-    ferry__pg_url_display(d->url, out, cap);
+    ferry_outbox_database_url_display(d->url, out, cap);
 }
 
 static void ignore_notice(void *arg, const char *message) {
@@ -159,7 +157,7 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
             if (*c == '\n' || *c == '\t') *c = ' ';
         for (size_t n = strlen(line); n > 0 && line[n - 1] == ' ';)
             line[--n] = '\0';
-        ferry__pg_url_mask(d->url, line); /* libpq quotes hosts, ports, database names */
+        ferry_outbox_database_url_mask(d->url, line); /* libpq quotes hosts, ports, database names */
         say(spec, "database %s (%s): %s", where, d->url_source, line);
         PQfinish(conn);
         return NULL;
@@ -174,7 +172,7 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
         char line[512];
         snprintf(line, sizeof line, "%s", PQerrorMessage(conn));
         line[strcspn(line, "\n")] = '\0';
-        ferry__pg_url_mask(d->url, line);
+        ferry_outbox_database_url_mask(d->url, line);
         say(spec, "database %s: %s", where, line);
         PQfinish(conn);
         return NULL;
@@ -186,7 +184,7 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
 static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
     char msg[FERRY_ERROR_MESSAGE_MAX];
     snprintf(msg, sizeof msg, "%s", e->message);
-    ferry__pg_url_mask(url, msg);
+    ferry_outbox_database_url_mask(url, msg);
     say(spec, "%s", msg);
     return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
 }
@@ -262,11 +260,9 @@ static int migrate_run(int argc, char **argv, db_opts *d) {
                                 .userdata = &o.dry_run};
     int applied = 0, version = 0;
     const char *schema = d->schema ? d->schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
-    char qs[FERRY__QSCHEMA_MAX];
     rc = ferry_outbox_migrate(conn, &mo, &applied, &e);
     /* the database's own version: a newer ferry may have migrated it further */
-    if (!rc) rc = ferry__pg_quote_schema(schema, qs, &e);
-    if (!rc) rc = ferry__schema_version_get(conn, qs, &version, &e);
+    if (!rc) rc = ferry_outbox_schema_applied(conn, schema, &version, &e);
     PQfinish(conn);
     if (rc) return report(&migrate_spec, d->url, &e);
     char names[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];
@@ -380,7 +376,7 @@ static void relay_log(int level, const char *message, void *ud) {
     if (!strncmp(message, "relay: ", 7)) message += 7;
     char line[2048];
     snprintf(line, sizeof line, "%s", message);
-    ferry__pg_url_mask(ud, line);
+    ferry_outbox_database_url_mask(ud, line);
     logline("relay", "%s: %s", lvl, line);
 }
 
@@ -481,7 +477,7 @@ static int relay_run(int argc, char **argv, db_opts *d) {
             ferryx_printable(o.routes, routes_shown, sizeof routes_shown));
     rc = ferry_relay_run(relay, &e);
     if (rc) {
-        ferry__pg_url_mask(d->url, e.message);
+        ferry_outbox_database_url_mask(d->url, e.message);
         logline("relay", "could not start: %s", e.message);
         rc = CLI_EXIT_STARTUP;
     }
@@ -692,10 +688,7 @@ static int cleanup_main(int argc, char **argv) {
     return rc;
 }
 
-const cli_command cmd_outbox_table[] = {
-    {"migrate", "Create or upgrade ferry's PostgreSQL tables.", migrate_main},
-    {"relay", "Publish outbox events to queues (daemon).", relay_main},
-    {"outbox status", "Show the outbox backlog.", status_main},
-    {"outbox cleanup", "Delete old published outbox rows.", cleanup_main},
-    {NULL, NULL, NULL},
-};
+const cli_setup migrate_cmd = {.main = migrate_main};
+const cli_setup relay_cmd = {.main = relay_main};
+const cli_setup outbox_status_cmd = {.main = status_main};
+const cli_setup outbox_cleanup_cmd = {.main = cleanup_main};

@@ -15,7 +15,6 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
-#include "queue/job_opts_ext.h"
 #include "util/printable.h"
 
 /* User text (a queue name) as messages show it. */
@@ -547,24 +546,18 @@ static const cmd_spec counts_spec = {
     0,
     0};
 
-static int queue_counts(int argc, char **argv) {
-    cli_conn conn = {0};
-    counts_opts co = {0};
-    opt_group groups[] = {{"Options", counts_defs, 1, &co}, cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&counts_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
-    ferry_queue *q = NULL;
-    if ((rc = cli_conn_resolve(&counts_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&counts_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
+static counts_opts counts_o;
+
+static int queue_counts(cli_ctx *x) {
+    const counts_opts *co = x->opts;
+    ferry_queue *q = x->q;
+    const char *queue = x->r.pos[0];
     ferry_job_counts jc;
     ferry_error err = {0};
     int paused = 0, exists = 0;
     if (ferry_queue_exists(q, &exists, &err) != 0 || ferry_queue_counts(q, &jc, &err) != 0 ||
-        ferry_queue_is_paused(q, &paused, &err) != 0) {
-        rc = cli_report(&counts_spec, &conn, NULL, &err);
-        goto out;
-    }
+        ferry_queue_is_paused(q, &paused, &err) != 0)
+        return cli_report(&counts_spec, &x->conn, NULL, &err);
     const struct {
         const char *key;
         long long v;
@@ -577,7 +570,7 @@ static int queue_counts(int argc, char **argv) {
                 {"waiting-children", jc.waiting_children},
                 {"paused", jc.paused}};
     char shown[256];
-    if (co.json) {
+    if (co->json) {
         jsonw w;
         jsonw_begin(&w, stdout);
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
@@ -587,21 +580,21 @@ static int queue_counts(int argc, char **argv) {
         jsonw_end(&w);
     } else if (!exists) {
         printf("queue %s does not exist (no keys under %s:%s:); check the name and --prefix\n",
-               SHOWN(r.pos[0], shown), conn.prefix ? conn.prefix : FERRY_DEFAULT_PREFIX,
-               SHOWN(r.pos[0], shown));
+               SHOWN(queue, shown), x->conn.prefix ? x->conn.prefix : FERRY_DEFAULT_PREFIX,
+               SHOWN(queue, shown));
     } else {
-        printf("queue %s: %s\n", SHOWN(r.pos[0], shown),
+        printf("queue %s: %s\n", SHOWN(queue, shown),
                paused ? "PAUSED (workers take no jobs; ferry queue resume)" : "not paused");
         /* the legacy (BullMQ v5) paused list only when it holds jobs: the state is above */
         for (size_t i = 0; i < sizeof rows / sizeof rows[0] - 1; i++)
             printf("  %-17s %lld\n", rows[i].key, rows[i].v);
         if (jc.paused) printf("  %-17s %lld\n", "legacy-paused", jc.paused);
     }
-out:
-    ferry_queue_close(q);
-    free(r.pos);
-    return rc;
+    return CLI_EXIT_OK;
 }
+
+const cli_setup queue_counts_cmd = {
+    .spec = &counts_spec, .defs = counts_defs, .ndefs = 1, .opts = &counts_o, .body = queue_counts};
 
 /* ---- queue pause / resume ------------------------------------------------------------- */
 
@@ -617,30 +610,19 @@ static const cmd_spec pause_spec = {
 static const cmd_spec resume_spec = {
     "queue resume", "QUEUE", "Resume a paused QUEUE.", NULL, 1, 1, 0, 0};
 
-static int pause_or_resume(const cmd_spec *spec, int pause, int argc, char **argv) {
-    cli_conn conn = {0};
-    opt_group groups[] = {cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(spec, groups, 1, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
-    ferry_queue *q = NULL;
-    if ((rc = cli_conn_resolve(spec, &conn))) goto out;
-    if ((rc = cli_open_queue(spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
+static int queue_pause(cli_ctx *x) {
     ferry_error err = {0};
-    if ((pause ? ferry_queue_pause(q, &err) : ferry_queue_resume(q, &err)) != 0)
-        rc = cli_report(spec, &conn, NULL, &err);
-out:
-    ferry_queue_close(q);
-    free(r.pos);
-    return rc;
+    return ferry_queue_pause(x->q, &err) != 0 ? cli_report(x->spec, &x->conn, NULL, &err)
+                                              : CLI_EXIT_OK;
+}
+static int queue_resume(cli_ctx *x) {
+    ferry_error err = {0};
+    return ferry_queue_resume(x->q, &err) != 0 ? cli_report(x->spec, &x->conn, NULL, &err)
+                                               : CLI_EXIT_OK;
 }
 
-static int queue_pause(int argc, char **argv) {
-    return pause_or_resume(&pause_spec, 1, argc, argv);
-}
-static int queue_resume(int argc, char **argv) {
-    return pause_or_resume(&resume_spec, 0, argc, argv);
-}
+const cli_setup queue_pause_cmd = {.spec = &pause_spec, .body = queue_pause};
+const cli_setup queue_resume_cmd = {.spec = &resume_spec, .body = queue_resume};
 
 /* ---- queue obliterate ----------------------------------------------------------------- */
 
@@ -671,37 +653,36 @@ static const cmd_spec obliterate_spec = {
     0,
     0};
 
-static int queue_obliterate(int argc, char **argv) {
-    cli_conn conn = {0};
-    obliterate_opts oo = {0};
-    opt_group groups[] = {
-        {"Options", obliterate_defs, sizeof obliterate_defs / sizeof obliterate_defs[0], &oo},
-        cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&obliterate_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+static obliterate_opts obliterate_o;
+
+static int obliterate_check(cli_ctx *x) {
+    const obliterate_opts *oo = x->opts;
     char shown[256];
-    ferry_queue *q = NULL;
-    if (!oo.yes) {
-        rc = opts_usage_error(&obliterate_spec,
-                              "this deletes queue %s and all its jobs; add --yes to confirm",
-                              SHOWN(r.pos[0], shown));
-        goto out;
-    }
-    if ((rc = cli_conn_resolve(&obliterate_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&obliterate_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
+    if (!oo->yes)
+        return opts_usage_error(&obliterate_spec,
+                                "this deletes queue %s and all its jobs; add --yes to confirm",
+                                SHOWN(x->r.pos[0], shown));
+    return 0;
+}
+
+static int queue_obliterate(cli_ctx *x) {
+    const obliterate_opts *oo = x->opts;
+    char shown[256];
     ferry_error err = {0};
     long long deleted = 0;
-    if (ferry_queue_obliterate(q, oo.force, &deleted, &err) != 0)
-        rc = cli_report(&obliterate_spec, &conn, NULL, &err);
-    else
-        printf("queue %s: obliterated, %lld key%s deleted\n", SHOWN(r.pos[0], shown), deleted,
-               deleted == 1 ? "" : "s");
-out:
-    ferry_queue_close(q);
-    free(r.pos);
-    return rc;
+    if (ferry_queue_obliterate(x->q, oo->force, &deleted, &err) != 0)
+        return cli_report(&obliterate_spec, &x->conn, NULL, &err);
+    printf("queue %s: obliterated, %lld key%s deleted\n", SHOWN(x->r.pos[0], shown), deleted,
+           deleted == 1 ? "" : "s");
+    return CLI_EXIT_OK;
 }
+
+const cli_setup queue_obliterate_cmd = {.spec = &obliterate_spec,
+                                        .defs = obliterate_defs,
+                                        .ndefs = sizeof obliterate_defs / sizeof obliterate_defs[0],
+                                        .opts = &obliterate_o,
+                                        .check = obliterate_check,
+                                        .body = queue_obliterate};
 
 /* ---- queue rate-limit / concurrency / global-rate-limit -------------------------------- */
 
@@ -719,7 +700,11 @@ static int parse_pos_int(const cmd_spec *spec, const char *what, const char *tex
 typedef struct limit_opts {
     int clear, show, remove, json;
     long long max, duration;
+    long long value; /* the positional MS or N, checked (0 = not given) */
 } limit_opts;
+
+/* The three commands below share one option struct. */
+static limit_opts limit_o;
 
 static const opt_def rate_limit_defs[] = {
     {"clear", OPT_FLAG, NULL, offsetof(limit_opts, clear), 0, 0,
@@ -752,65 +737,61 @@ static const cmd_spec rate_limit_spec = {
     0,
     0};
 
-static int queue_rate_limit(int argc, char **argv) {
-    cli_conn conn = {0};
-    limit_opts lo = {0};
-    opt_group groups[] = {
-        {"Options", rate_limit_defs, sizeof rate_limit_defs / sizeof rate_limit_defs[0], &lo},
-        cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&rate_limit_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+static int rate_limit_check(cli_ctx *x) {
+    limit_opts *lo = x->opts;
+    int rc;
+    if (x->r.npos > 1) {
+        if ((rc = parse_pos_int(&rate_limit_spec, "MS", x->r.pos[1], 1, FERRY_LIMIT_MS_MAX,
+                                &lo->value)))
+            return rc;
+        if (lo->clear || lo->show)
+            return opts_usage_error(&rate_limit_spec, "MS cannot be combined with --%s",
+                                    lo->clear ? "clear" : "show");
+    } else if (lo->clear && lo->show) {
+        return opts_usage_error(&rate_limit_spec, "--clear cannot be combined with --show");
+    }
+    if (lo->json && (lo->value || lo->clear))
+        return opts_usage_error(&rate_limit_spec, "--json only applies to --show");
+    x->queue_use = lo->value || lo->clear ? CLI_QUEUE_WRITES : CLI_QUEUE_READS;
+    return 0;
+}
+
+static int queue_rate_limit(cli_ctx *x) {
+    const limit_opts *lo = x->opts;
+    ferry_queue *q = x->q;
     char shown[256];
-    ferry_queue *q = NULL;
-    long long ms = 0;
-    if (r.npos > 1) {
-        if ((rc = parse_pos_int(&rate_limit_spec, "MS", r.pos[1], 1, FERRY_LIMIT_MS_MAX, &ms)))
-            goto out;
-        if (lo.clear || lo.show) {
-            rc = opts_usage_error(&rate_limit_spec, "MS cannot be combined with --%s",
-                                  lo.clear ? "clear" : "show");
-            goto out;
-        }
-    } else if (lo.clear && lo.show) {
-        rc = opts_usage_error(&rate_limit_spec, "--clear cannot be combined with --show");
-        goto out;
-    }
-    if (lo.json && (ms || lo.clear)) {
-        rc = opts_usage_error(&rate_limit_spec, "--json only applies to --show");
-        goto out;
-    }
-    if ((rc = cli_conn_resolve(&rate_limit_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&rate_limit_spec, &conn, r.pos[0],
-                             ms || lo.clear ? CLI_QUEUE_WRITES : CLI_QUEUE_READS, &q)))
-        goto out;
     ferry_error err = {0};
-    long long ttl = 0;
+    long long ttl = 0, ms = lo->value;
+    int rc = CLI_EXIT_OK;
     if (ms) {
         if (ferry_queue_rate_limit(q, ms, &err) != 0)
-            rc = cli_report(&rate_limit_spec, &conn, NULL, &err);
-    } else if (lo.clear) {
+            rc = cli_report(&rate_limit_spec, &x->conn, NULL, &err);
+    } else if (lo->clear) {
         if (ferry_queue_clear_rate_limit(q, NULL, &err) != 0)
-            rc = cli_report(&rate_limit_spec, &conn, NULL, &err);
+            rc = cli_report(&rate_limit_spec, &x->conn, NULL, &err);
     } else if (ferry_queue_rate_limit_ttl(q, &ttl, &err) != 0) {
-        rc = cli_report(&rate_limit_spec, &conn, NULL, &err);
-    } else if (lo.json) {
+        rc = cli_report(&rate_limit_spec, &x->conn, NULL, &err);
+    } else if (lo->json) {
         jsonw w;
         jsonw_begin(&w, stdout);
         jsonw_int(&w, "ttl", ttl);
         jsonw_end(&w);
     } else if (ttl > 0) {
-        printf("queue %s: rate limited for %lld ms\n", SHOWN(r.pos[0], shown), ttl);
+        printf("queue %s: rate limited for %lld ms\n", SHOWN(x->r.pos[0], shown), ttl);
     } else if (ttl == -1) {
-        printf("queue %s: limiter key has no expiry\n", SHOWN(r.pos[0], shown));
+        printf("queue %s: limiter key has no expiry\n", SHOWN(x->r.pos[0], shown));
     } else {
-        printf("queue %s: not rate limited\n", SHOWN(r.pos[0], shown));
+        printf("queue %s: not rate limited\n", SHOWN(x->r.pos[0], shown));
     }
-out:
-    ferry_queue_close(q);
-    free(r.pos);
     return rc;
 }
+
+const cli_setup queue_rate_limit_cmd = {.spec = &rate_limit_spec,
+                                        .defs = rate_limit_defs,
+                                        .ndefs = sizeof rate_limit_defs / sizeof rate_limit_defs[0],
+                                        .opts = &limit_o,
+                                        .check = rate_limit_check,
+                                        .body = queue_rate_limit};
 
 static const opt_def concurrency_defs[] = {
     {"remove", OPT_FLAG, NULL, offsetof(limit_opts, remove), 0, 0,
@@ -834,44 +815,37 @@ static const cmd_spec concurrency_spec = {
     0,
     0};
 
-static int queue_concurrency(int argc, char **argv) {
-    cli_conn conn = {0};
-    limit_opts lo = {0};
-    opt_group groups[] = {
-        {"Options", concurrency_defs, sizeof concurrency_defs / sizeof concurrency_defs[0], &lo},
-        cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&concurrency_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+static int concurrency_check(cli_ctx *x) {
+    limit_opts *lo = x->opts;
+    int rc;
+    if (x->r.npos > 1 && (rc = parse_pos_int(&concurrency_spec, "N", x->r.pos[1], 1,
+                                             FERRY_LIMIT_COUNT_MAX, &lo->value)))
+        return rc;
+    if (lo->value && lo->remove)
+        return opts_usage_error(&concurrency_spec, "N cannot be combined with --remove");
+    if (lo->json && (lo->value || lo->remove))
+        return opts_usage_error(&concurrency_spec, "--json only applies when showing (no N)");
+    x->queue_use = lo->value || lo->remove ? CLI_QUEUE_WRITES : CLI_QUEUE_READS;
+    return 0;
+}
+
+static int queue_concurrency(cli_ctx *x) {
+    const limit_opts *lo = x->opts;
+    ferry_queue *q = x->q;
     char shown[256];
-    ferry_queue *q = NULL;
-    long long n = 0;
-    if (r.npos > 1 &&
-        (rc = parse_pos_int(&concurrency_spec, "N", r.pos[1], 1, FERRY_LIMIT_COUNT_MAX, &n)))
-        goto out;
-    if (n && lo.remove) {
-        rc = opts_usage_error(&concurrency_spec, "N cannot be combined with --remove");
-        goto out;
-    }
-    if (lo.json && (n || lo.remove)) {
-        rc = opts_usage_error(&concurrency_spec, "--json only applies when showing (no N)");
-        goto out;
-    }
-    if ((rc = cli_conn_resolve(&concurrency_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&concurrency_spec, &conn, r.pos[0],
-                             n || lo.remove ? CLI_QUEUE_WRITES : CLI_QUEUE_READS, &q)))
-        goto out;
     ferry_error err = {0};
     long cur = 0;
+    long long n = lo->value;
+    int rc = CLI_EXIT_OK;
     if (n) {
         if (ferry_queue_set_global_concurrency(q, (long)n, &err) != 0)
-            rc = cli_report(&concurrency_spec, &conn, NULL, &err);
-    } else if (lo.remove) {
+            rc = cli_report(&concurrency_spec, &x->conn, NULL, &err);
+    } else if (lo->remove) {
         if (ferry_queue_remove_global_concurrency(q, &err) != 0)
-            rc = cli_report(&concurrency_spec, &conn, NULL, &err);
+            rc = cli_report(&concurrency_spec, &x->conn, NULL, &err);
     } else if (ferry_queue_get_global_concurrency(q, &cur, &err) != 0) {
-        rc = cli_report(&concurrency_spec, &conn, NULL, &err);
-    } else if (lo.json) {
+        rc = cli_report(&concurrency_spec, &x->conn, NULL, &err);
+    } else if (lo->json) {
         jsonw w;
         jsonw_begin(&w, stdout);
         if (cur)
@@ -880,15 +854,20 @@ static int queue_concurrency(int argc, char **argv) {
             jsonw_null(&w, "concurrency");
         jsonw_end(&w);
     } else if (cur) {
-        printf("queue %s: global concurrency %ld\n", SHOWN(r.pos[0], shown), cur);
+        printf("queue %s: global concurrency %ld\n", SHOWN(x->r.pos[0], shown), cur);
     } else {
-        printf("queue %s: no global concurrency\n", SHOWN(r.pos[0], shown));
+        printf("queue %s: no global concurrency\n", SHOWN(x->r.pos[0], shown));
     }
-out:
-    ferry_queue_close(q);
-    free(r.pos);
     return rc;
 }
+
+const cli_setup queue_concurrency_cmd = {
+    .spec = &concurrency_spec,
+    .defs = concurrency_defs,
+    .ndefs = sizeof concurrency_defs / sizeof concurrency_defs[0],
+    .opts = &limit_o,
+    .check = concurrency_check,
+    .body = queue_concurrency};
 
 static const opt_def global_rate_defs[] = {
     {"max", OPT_INT, "N", offsetof(limit_opts, max), 1, FERRY_LIMIT_COUNT_MAX,
@@ -917,48 +896,40 @@ static const cmd_spec global_rate_spec = {
     0,
     0};
 
-static int queue_global_rate_limit(int argc, char **argv) {
-    cli_conn conn = {0};
-    limit_opts lo = {0};
-    opt_group groups[] = {
-        {"Options", global_rate_defs, sizeof global_rate_defs / sizeof global_rate_defs[0], &lo},
-        cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&global_rate_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
+static int global_rate_check(cli_ctx *x) {
+    const limit_opts *lo = x->opts;
+    int set = lo->max || lo->duration;
+    if (set && (!lo->max || !lo->duration))
+        return opts_usage_error(&global_rate_spec, "--%s needs --%s",
+                                lo->max ? "max" : "duration", lo->max ? "duration" : "max");
+    if (set && lo->remove)
+        return opts_usage_error(&global_rate_spec,
+                                "--remove cannot be combined with --max/--duration");
+    if (lo->json && (set || lo->remove))
+        return opts_usage_error(&global_rate_spec,
+                                "--json only applies when showing (no options)");
+    x->queue_use = set || lo->remove ? CLI_QUEUE_WRITES : CLI_QUEUE_READS;
+    return 0;
+}
+
+static int queue_global_rate_limit(cli_ctx *x) {
+    const limit_opts *lo = x->opts;
+    ferry_queue *q = x->q;
     char shown[256];
-    ferry_queue *q = NULL;
-    int set = lo.max || lo.duration;
-    if (set && (!lo.max || !lo.duration)) {
-        rc = opts_usage_error(&global_rate_spec, "--%s needs --%s", lo.max ? "max" : "duration",
-                              lo.max ? "duration" : "max");
-        goto out;
-    }
-    if (set && lo.remove) {
-        rc = opts_usage_error(&global_rate_spec,
-                              "--remove cannot be combined with --max/--duration");
-        goto out;
-    }
-    if (lo.json && (set || lo.remove)) {
-        rc = opts_usage_error(&global_rate_spec, "--json only applies when showing (no options)");
-        goto out;
-    }
-    if ((rc = cli_conn_resolve(&global_rate_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&global_rate_spec, &conn, r.pos[0],
-                             set || lo.remove ? CLI_QUEUE_WRITES : CLI_QUEUE_READS, &q)))
-        goto out;
+    int set = lo->max || lo->duration;
     ferry_error err = {0};
     long max = 0;
     long long duration = 0;
+    int rc = CLI_EXIT_OK;
     if (set) {
-        if (ferry_queue_set_global_rate_limit(q, (long)lo.max, lo.duration, &err) != 0)
-            rc = cli_report(&global_rate_spec, &conn, NULL, &err);
-    } else if (lo.remove) {
+        if (ferry_queue_set_global_rate_limit(q, (long)lo->max, lo->duration, &err) != 0)
+            rc = cli_report(&global_rate_spec, &x->conn, NULL, &err);
+    } else if (lo->remove) {
         if (ferry_queue_remove_global_rate_limit(q, &err) != 0)
-            rc = cli_report(&global_rate_spec, &conn, NULL, &err);
+            rc = cli_report(&global_rate_spec, &x->conn, NULL, &err);
     } else if (ferry_queue_get_global_rate_limit(q, &max, &duration, &err) != 0) {
-        rc = cli_report(&global_rate_spec, &conn, NULL, &err);
-    } else if (lo.json) {
+        rc = cli_report(&global_rate_spec, &x->conn, NULL, &err);
+    } else if (lo->json) {
         jsonw w;
         jsonw_begin(&w, stdout);
         if (max) {
@@ -970,27 +941,21 @@ static int queue_global_rate_limit(int argc, char **argv) {
         }
         jsonw_end(&w);
     } else if (max) {
-        printf("queue %s: global rate limit %ld jobs per %lld ms\n", SHOWN(r.pos[0], shown), max,
-               duration);
+        printf("queue %s: global rate limit %ld jobs per %lld ms\n", SHOWN(x->r.pos[0], shown),
+               max, duration);
     } else {
-        printf("queue %s: no global rate limit\n", SHOWN(r.pos[0], shown));
+        printf("queue %s: no global rate limit\n", SHOWN(x->r.pos[0], shown));
     }
-out:
-    ferry_queue_close(q);
-    free(r.pos);
     return rc;
 }
 
-const cli_command cmd_queue_table[] = {
-    {"queue add", "Add a job and print its id.", queue_add},
-    {"queue add-bulk", "Add jobs from NDJSON lines and print their ids.", queue_add_bulk},
-    {"queue counts", "Show job counts by state.", queue_counts},
-    {"queue pause", "Pause a queue for all workers.", queue_pause},
-    {"queue resume", "Resume a paused queue.", queue_resume},
-    {"queue obliterate", "Delete a queue and all its jobs.", queue_obliterate},
-    {"queue rate-limit", "Rate-limit a queue for some ms, clear or show it.", queue_rate_limit},
-    {"queue concurrency", "Set, remove or show a queue's global concurrency.", queue_concurrency},
-    {"queue global-rate-limit", "Set, remove or show a queue's global rate limit.",
-     queue_global_rate_limit},
-    {NULL, NULL, NULL},
-};
+const cli_setup queue_global_rate_limit_cmd = {
+    .spec = &global_rate_spec,
+    .defs = global_rate_defs,
+    .ndefs = sizeof global_rate_defs / sizeof global_rate_defs[0],
+    .opts = &limit_o,
+    .check = global_rate_check,
+    .body = queue_global_rate_limit};
+
+const cli_setup queue_add_cmd = {.main = queue_add};
+const cli_setup queue_add_bulk_cmd = {.main = queue_add_bulk};

@@ -75,74 +75,57 @@ static const cmd_spec upsert_spec = {
     0,
     0};
 
-static int scheduler_upsert(int argc, char **argv) {
-    cli_conn conn = {0};
-    upsert_opts uo = {0};
-    opt_group groups[] = {{"Options", upsert_defs, sizeof upsert_defs / sizeof upsert_defs[0], &uo},
-                          cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&upsert_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
-    ferry_queue *q = NULL;
-    char *job_id = NULL;
-    if (!uo.cron == !uo.every) {
-        rc = opts_usage_error(&upsert_spec, uo.cron ? "give --cron or --every, not both"
-                                                    : "give --cron EXPR or --every MS");
-        goto out;
-    }
-    if (uo.tz && !uo.cron) {
-        rc = opts_usage_error(&upsert_spec, "--tz applies to --cron only");
-        goto out;
-    }
-    if (uo.offset && !uo.every) {
-        rc = opts_usage_error(&upsert_spec, "--offset applies to --every only");
-        goto out;
-    }
-    if (uo.immediately && !uo.cron) {
-        rc = opts_usage_error(&upsert_spec, "--immediately applies to --cron only");
-        goto out;
-    }
+static upsert_opts upsert_o;
+
+static int upsert_check(cli_ctx *x) {
+    const upsert_opts *uo = x->opts;
+    if (!uo->cron == !uo->every)
+        return opts_usage_error(&upsert_spec, uo->cron ? "give --cron or --every, not both"
+                                                       : "give --cron EXPR or --every MS");
+    if (uo->tz && !uo->cron) return opts_usage_error(&upsert_spec, "--tz applies to --cron only");
+    if (uo->offset && !uo->every)
+        return opts_usage_error(&upsert_spec, "--offset applies to --every only");
+    if (uo->immediately && !uo->cron)
+        return opts_usage_error(&upsert_spec, "--immediately applies to --cron only");
     /* Checked here too (the library would refuse them as well) so that the message names
      * the options, not the API's fields. */
-    if (uo.immediately && uo.start) {
-        rc = opts_usage_error(&upsert_spec, "--immediately cannot be combined with --start");
-        goto out;
-    }
-    if (uo.start && uo.end && uo.start > uo.end) {
-        rc = opts_usage_error(&upsert_spec, "--start %lld is after --end %lld", uo.start, uo.end);
-        goto out;
-    }
+    if (uo->immediately && uo->start)
+        return opts_usage_error(&upsert_spec, "--immediately cannot be combined with --start");
+    if (uo->start && uo->end && uo->start > uo->end)
+        return opts_usage_error(&upsert_spec, "--start %lld is after --end %lld", uo->start,
+                                uo->end);
     long long now_ms = (long long)time(NULL) * 1000;
-    if (uo.end && uo.end < now_ms) {
-        rc = opts_usage_error(&upsert_spec, "--end %lld is in the past (now is about %lld)", uo.end,
-                              now_ms);
-        goto out;
-    }
-    if ((rc = cli_conn_resolve(&upsert_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&upsert_spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
+    if (uo->end && uo->end < now_ms)
+        return opts_usage_error(&upsert_spec, "--end %lld is in the past (now is about %lld)",
+                                uo->end, now_ms);
+    return 0;
+}
+
+static int scheduler_upsert(cli_ctx *x) {
+    const upsert_opts *uo = x->opts;
     ferry_scheduler_spec s;
     ferry_scheduler_spec_init(&s);
-    s.pattern = uo.cron;
-    s.tz = uo.tz;
-    s.every_ms = uo.every;
-    s.limit = uo.limit;
-    s.start_date_ms = uo.start;
-    s.end_date_ms = uo.end;
-    s.offset_ms = uo.offset;
-    s.immediately = uo.immediately;
-    s.name = uo.name;
-    s.data_json = uo.data;
-    s.opts_json = uo.opts;
+    s.pattern = uo->cron;
+    s.tz = uo->tz;
+    s.every_ms = uo->every;
+    s.limit = uo->limit;
+    s.start_date_ms = uo->start;
+    s.end_date_ms = uo->end;
+    s.offset_ms = uo->offset;
+    s.immediately = uo->immediately;
+    s.name = uo->name;
+    s.data_json = uo->data;
+    s.opts_json = uo->opts;
     long long delay = 0;
+    char *job_id = NULL;
     ferry_error err = {0};
-    if (ferry_scheduler_upsert(q, r.pos[1], &s, &job_id, &delay, &err) != 0) {
-        rc = cli_report(&upsert_spec, &conn, NULL, &err);
-        goto out;
-    }
-    if (uo.json) {
+    int rc = CLI_EXIT_OK;
+    if (ferry_scheduler_upsert(x->q, x->r.pos[1], &s, &job_id, &delay, &err) != 0) {
+        rc = cli_report(&upsert_spec, &x->conn, NULL, &err);
+    } else if (uo->json) {
         jsonw w;
         jsonw_begin(&w, stdout);
-        jsonw_str(&w, "id", r.pos[1]);
+        jsonw_str(&w, "id", x->r.pos[1]);
         jsonw_str(&w, "jobId", job_id);
         jsonw_int(&w, "delay", delay);
         jsonw_end(&w);
@@ -153,17 +136,21 @@ static int scheduler_upsert(int argc, char **argv) {
         if (!sjob) {
             fprintf(stderr, "ferry %s: out of memory\n", upsert_spec.name);
             rc = CLI_EXIT_RUNTIME;
-            goto out;
+        } else {
+            printf("%s\n", ferryx_printable(job_id, sjob, cap));
+            free(sjob);
         }
-        printf("%s\n", ferryx_printable(job_id, sjob, cap));
-        free(sjob);
     }
-out:
     free(job_id);
-    ferry_queue_close(q);
-    free(r.pos);
     return rc;
 }
+
+const cli_setup scheduler_upsert_cmd = {.spec = &upsert_spec,
+                                        .defs = upsert_defs,
+                                        .ndefs = sizeof upsert_defs / sizeof upsert_defs[0],
+                                        .opts = &upsert_o,
+                                        .check = upsert_check,
+                                        .body = scheduler_upsert};
 
 /* ---- scheduler list -------------------------------------------------------------------- */
 
@@ -310,25 +297,20 @@ static void list_human(const ferry_scheduler_info *items, size_t n) {
     }
 }
 
-static int scheduler_list(int argc, char **argv) {
-    cli_conn conn = {0};
-    list_opts lo = {0};
-    opt_group groups[] = {{"Options", list_defs, 1, &lo}, cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&list_spec, groups, 2, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
-    ferry_queue *q = NULL;
+static list_opts list_o;
+
+static int scheduler_list(cli_ctx *x) {
+    const list_opts *lo = x->opts;
     ferry_scheduler_info *all = NULL;
     size_t nall = 0;
-    if ((rc = cli_conn_resolve(&list_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&list_spec, &conn, r.pos[0], CLI_QUEUE_READS, &q))) goto out;
+    int rc = CLI_EXIT_OK;
     for (;;) {
         ferry_scheduler_info *page = NULL;
         size_t n = 0;
         ferry_error err = {0};
-        if (ferry_scheduler_list(q, (long long)nall, FERRY_SCHEDULER_LIST_MAX, 1, &page, &n,
+        if (ferry_scheduler_list(x->q, (long long)nall, FERRY_SCHEDULER_LIST_MAX, 1, &page, &n,
                                  &err) != 0) {
-            rc = cli_report(&list_spec, &conn, NULL, &err);
+            rc = cli_report(&list_spec, &x->conn, NULL, &err);
             goto out;
         }
         ferry_scheduler_info *grown = n ? realloc(all, (nall + n) * sizeof *all) : all;
@@ -344,17 +326,18 @@ static int scheduler_list(int argc, char **argv) {
         free(page); /* the strings now belong to `all` */
         if (n < FERRY_SCHEDULER_LIST_MAX) break;
     }
-    if (lo.json)
+    if (lo->json)
         for (size_t k = 0; k < nall; k++)
             list_json_one(&all[k]);
     else
         list_human(all, nall);
 out:
     ferry_scheduler_list_free(all, nall);
-    ferry_queue_close(q);
-    free(r.pos);
     return rc;
 }
+
+const cli_setup scheduler_list_cmd = {
+    .spec = &list_spec, .defs = list_defs, .ndefs = 1, .opts = &list_o, .body = scheduler_list};
 
 /* ---- scheduler remove ------------------------------------------------------------------ */
 
@@ -369,36 +352,15 @@ static const cmd_spec remove_spec = {
     0,
     0};
 
-static int scheduler_remove(int argc, char **argv) {
-    cli_conn conn = {0};
-    opt_group groups[] = {cli_conn_group(&conn, 0)};
-    opt_result r;
-    int rc = opts_parse(&remove_spec, groups, 1, argc, argv, &r);
-    if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
-    ferry_queue *q = NULL;
-    if ((rc = cli_conn_resolve(&remove_spec, &conn))) goto out;
-    if ((rc = cli_open_queue(&remove_spec, &conn, r.pos[0], CLI_QUEUE_WRITES, &q))) goto out;
+static int scheduler_remove(cli_ctx *x) {
     ferry_error err = {0};
-    if (ferry_scheduler_remove(q, r.pos[1], &err) != 0) {
-        if (err.code == FERRY_ENOTFOUND) {
-            char sid[256], sq[256];
-            fprintf(stderr, "ferry %s: no job scheduler %s in queue %s\n", remove_spec.name,
-                    ferryx_printable(r.pos[1], sid, sizeof sid),
-                    ferryx_printable(r.pos[0], sq, sizeof sq));
-            rc = CLI_EXIT_RUNTIME;
-        } else {
-            rc = cli_report(&remove_spec, &conn, NULL, &err);
-        }
-    }
-out:
-    ferry_queue_close(q);
-    free(r.pos);
-    return rc;
+    if (ferry_scheduler_remove(x->q, x->r.pos[1], &err) == 0) return CLI_EXIT_OK;
+    if (err.code != FERRY_ENOTFOUND) return cli_report(&remove_spec, &x->conn, NULL, &err);
+    char sid[256], sq[256];
+    fprintf(stderr, "ferry %s: no job scheduler %s in queue %s\n", remove_spec.name,
+            ferryx_printable(x->r.pos[1], sid, sizeof sid),
+            ferryx_printable(x->r.pos[0], sq, sizeof sq));
+    return CLI_EXIT_RUNTIME;
 }
 
-const cli_command cmd_scheduler_table[] = {
-    {"scheduler upsert", "Create or replace a job scheduler (cron or interval).", scheduler_upsert},
-    {"scheduler list", "List the job schedulers of a queue.", scheduler_list},
-    {"scheduler remove", "Remove a job scheduler and its pending iteration.", scheduler_remove},
-    {NULL, NULL, NULL},
-};
+const cli_setup scheduler_remove_cmd = {.spec = &remove_spec, .body = scheduler_remove};

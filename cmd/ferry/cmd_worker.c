@@ -23,14 +23,13 @@
 #include "cli.h"
 #include "commands.h"
 #include "exec_job.h"
+#include "job_outcome.h"
 #include "jsonw.h"
 #include "logline.h"
-#include "queue/job_opts.h"
 #include "util/retry_delay.h"
 #include "util/json_text.h"
 #include "signals.h"
 #include "util/printable.h"
-#include "worker/worker_internal.h"
 #include "worker_log.h"
 
 extern char **environ;
@@ -50,7 +49,7 @@ enum { LOG_TEXT, LOG_JSON, LOG_NONE };
 #define DAY_MS (24LL * 3600 * 1000)
 
 static const opt_def worker_defs[] = {
-    {"concurrency", OPT_INT, "K", offsetof(worker_opts, concurrency), 1, 1024,
+    {"concurrency", OPT_INT, "K", offsetof(worker_opts, concurrency), 1, FERRY_CONCURRENCY_MAX,
      "Jobs run at the same time (default 1)."},
     {"lanes", OPT_INT, "N", offsetof(worker_opts, lanes), 1, 4,
      "Redis connection pairs sharing --concurrency, each with its own call in flight "
@@ -288,148 +287,6 @@ static void job_env_free(const exec_worker *xw, char **env) {
     free(env);
 }
 
-/* ---- result -> outcome -------------------------------------------------------------------- */
-
-/* failedReason comes from the command's stderr, which may be any bytes: replace what is not
- * UTF-8 with '?' so it can be stored as JSON text. */
-static void make_utf8(char *s) {
-    size_t n = strlen(s);
-    for (size_t i = 0, len; i < n; i += len)
-        if (!(len = ferryx_utf8_seq((unsigned char *)s + i, n - i))) {
-            s[i] = '?';
-            len = 1;
-        }
-}
-
-/* Store stdout as the return value. Returns 0, or -1 with *why set when it cannot be
- * stored (the job then fails, permanently: the command succeeded, so running it again
- * would repeat its effects). UTF-8 text is handed to ferry_job_set_return, which stores it
- * as is when it is JSON (by the library's own check, as wide as JSON.parse: big integers,
- * \u0000 escapes) and as a JSON string otherwise; text with raw NUL bytes is quoted here
- * (\u0000), since a C string cannot carry it. */
-static int set_return_value(ferry_job *job, exec_result *res, const char **why) {
-    size_t n = res->output_len;
-    const char *out = res->output ? res->output : "";
-    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-        n--;
-    if (n == 0) return ferry_job_set_return(job, "null") ? (*why = "out of memory", -1) : 0;
-    if (!ferryx_utf8_valid(out, n)) {
-        *why = "exit 0, but stdout is neither JSON nor UTF-8 text, so it cannot be stored "
-               "as the return value (not retried: the command succeeded)";
-        return -1;
-    }
-    char *text;
-    if (memchr(out, 0, n)) {
-        json_t *s = json_stringn(out, n);
-        text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-        json_decref(s);
-    } else {
-        text = strndup(out, n);
-    }
-    int rc = text ? ferry_job_set_return(job, text) : FERRY_ENOMEM;
-    free(text);
-    if (rc == FERRY_ETOOBIG)
-        *why = "exit 0, but stdout, as stored (text that is not JSON becomes a JSON string), "
-               "is over the 16 MiB return value limit (FERRY_RETURN_MAX_BYTES; not retried: "
-               "the command succeeded)";
-    else if (rc)
-        *why = "out of memory storing the return value";
-    return rc ? -1 : 0;
-}
-
-static ferry_outcome fail(ferry_job *job, ferry_outcome how, const char *reason, const char *cmd,
-                          const char *status) {
-    char stack[EXEC_ERRLINE_MAX + 256];
-    snprintf(stack, sizeof stack, "Error: %s\n    at %s (ferry worker, %s)", reason, cmd, status);
-    ferry_job_set_failure(job, reason, stack);
-    return how;
-}
-
-/* Exit 118 / 119: back to delayed (or, throttled with a limiter, to wait with the queue
- * limited) for the delay the command printed last on stdout, without spending an attempt. A
- * malformed FERRY_RETRY_AFTER_MS line is the script's bug: the job then fails as transient,
- * with a reason saying why, so it runs out of attempts visibly instead of looping. */
-static ferry_outcome postpone(const exec_worker *xw, ferry_job *job, const exec_result *res,
-                              const char *cmd, const char *status) {
-    int throttled = res->exit_code == EXEC_EXIT_THROTTLED;
-    char reason[EXEC_ERRLINE_MAX + 64], why[256];
-    long long delay = 0;
-    int hint = exec_delay_hint(res->output, res->output_len, &delay, why, sizeof why);
-    if (hint < 0) {
-        snprintf(reason, sizeof reason, "exit %d: %s", res->exit_code, why);
-        return fail(job, FERRY_FAILED, reason, cmd, status);
-    }
-    /* No hint: 118 waits the CLI's default; 119 leaves 0, the library's throttle default. */
-    if (!hint) delay = throttled ? 0 : xw->o->retry_later_default;
-    ferry_job_set_delay(job, delay);
-    if (res->last_err_line[0]) {
-        snprintf(reason, sizeof reason, "%s", res->last_err_line);
-        make_utf8(reason);
-    } else {
-        snprintf(reason, sizeof reason, "exit %d (%s)", res->exit_code,
-                 throttled ? "throttled" : "retry later");
-    }
-    ferry_job_set_failure(job, reason, NULL);
-    return throttled ? FERRY_THROTTLED : FERRY_RETRY_LATER;
-}
-
-static ferry_outcome outcome_of(exec_worker *xw, ferry_job *job, exec_result *res, int spawn_rc,
-                                char *status, size_t scap) {
-    const char *cmd = xw->cmd[0];
-    char reason[EXEC_ERRLINE_MAX + 64];
-    if (spawn_rc) {
-        snprintf(status, scap, "spawn-error");
-        snprintf(reason, sizeof reason, "cannot run %s: %s", cmd, strerror(res->spawn_errno));
-        return fail(job, FERRY_FAILED, reason, cmd, status);
-    }
-    if (res->exited)
-        snprintf(status, scap, "exit:%d", res->exit_code);
-    else
-        snprintf(status, scap, "signal:%d", res->term_signal);
-    if (res->killed_by_kill_all && !res->timed_out && !(res->exited && res->exit_code == 0)) {
-        /* stopped by the worker's shutdown (a second or third stop signal), however it
-         * ended: back to the queue, ready at once, without spending an attempt */
-        if (res->exited)
-            snprintf(reason, sizeof reason, "exit %d: stopped by the worker's shutdown",
-                     res->exit_code);
-        else
-            snprintf(reason, sizeof reason, "signal %d: stopped by the worker's shutdown",
-                     res->term_signal);
-        ferry_job_set_delay(job, 0);
-        ferry_job_set_failure(job, reason, NULL);
-        return FERRY_RETRY_LATER;
-    }
-    if (res->timed_out) {
-        snprintf(reason, sizeof reason, "timeout after %lld ms", xw->o->job_timeout);
-        snprintf(status, scap, "timeout");
-        return fail(job, FERRY_FAILED, reason, cmd, status);
-    }
-    if (res->output_overflow) {
-        snprintf(reason, sizeof reason, "stdout over the %lld-byte limit (--max-output)",
-                 xw->o->max_output);
-        snprintf(status, scap, "output-limit");
-        return fail(job, FERRY_FAILED, reason, cmd, status);
-    }
-    if (res->exited && res->exit_code == 0) {
-        const char *why = NULL;
-        if (set_return_value(job, res, &why) == 0) return FERRY_COMPLETED;
-        snprintf(status, scap, "bad-output");
-        return fail(job, FERRY_FAILED_PERMANENT, why, cmd, status);
-    }
-    if (res->exited &&
-        (res->exit_code == EXEC_EXIT_RETRY_LATER || res->exit_code == EXEC_EXIT_THROTTLED))
-        return postpone(xw, job, res, cmd, status);
-    if (res->last_err_line[0]) {
-        snprintf(reason, sizeof reason, "%s", res->last_err_line);
-        make_utf8(reason);
-    } else if (res->exited)
-        snprintf(reason, sizeof reason, "exit %d", res->exit_code);
-    else
-        snprintf(reason, sizeof reason, "signal %d", res->term_signal);
-    ferry_outcome how = res->exited && res->exit_code == 65 ? FERRY_FAILED_PERMANENT : FERRY_FAILED;
-    return fail(job, how, reason, cmd, status);
-}
-
 /* ---- handler and callbacks ---------------------------------------------------------------- */
 
 static void activity(exec_worker *xw, int running_delta, int stored) {
@@ -536,7 +393,11 @@ static ferry_outcome handle_job(ferry_job *job, void *userdata) {
         spawn_rc = exec_run(&spec, &res);
     }
     char status[48];
-    ferry_outcome how = outcome_of(xw, job, &res, spawn_rc, status, sizeof status);
+    job_outcome_rules rules = {.cmd = xw->cmd[0],
+                               .job_timeout = xw->o->job_timeout,
+                               .max_output = xw->o->max_output,
+                               .retry_later_default = xw->o->retry_later_default};
+    ferry_outcome how = job_outcome(&rules, job, &res, spawn_rc, status, sizeof status);
     /* Without a note (no memory) on_job_log cannot tell this run's record: count it now,
      * ferry_worker_close still waits for its outcome to be written. */
     if (note_add(xw, ferry_job_id(job), status) != 0) activity(xw, 0, 1);
@@ -614,7 +475,7 @@ static void on_signal(int sig, int count, void *userdata) {
     pthread_mutex_lock(&xw->lock);
     int connecting = !xw->start_returned;
     pthread_mutex_unlock(&xw->lock);
-    if (connecting && ferry__worker_abort_start(xw->w)) {
+    if (connecting && ferry_worker_abort_start(xw->w)) {
         /* ferry_worker_start is still connecting (it may wait out the command timeout) and
          * will now launch no thread: no job was taken, so leave at once */
         logline("worker", "%s received while connecting: exiting, no job was taken",
@@ -795,6 +656,124 @@ static int start_waiting(ferry_worker *w, const cli_conn *conn, long long timeou
     }
 }
 
+/* The checks of what the options say beyond each option's own, after the connection is
+ * resolved (--connect-timeout shortens its connect timeout). 0, or the usage error's code. */
+static int worker_check(const worker_opts *o, cli_conn *conn, char **cmd, int *log_format) {
+    if (!o->limiter_max != !o->limiter_duration)
+        return opts_usage_error(&worker_spec, "--limiter-max and --limiter-duration go together: "
+                                              "give both or neither");
+    *log_format = LOG_TEXT;
+    if (o->log_format && !strcmp(o->log_format, "json"))
+        *log_format = LOG_JSON;
+    else if (o->log_format && !strcmp(o->log_format, "none"))
+        *log_format = LOG_NONE;
+    else if (o->log_format && strcmp(o->log_format, "text"))
+        return opts_usage_error(&worker_spec, "--log-format: expected text, json or none, got '%s'",
+                                o->log_format);
+    /* each try, and later reconnects, give up connecting within --connect-timeout too */
+    if (o->connect_timeout && o->connect_timeout < conn->redis.connect_timeout_ms)
+        conn->redis.connect_timeout_ms = (int)o->connect_timeout;
+    if (o->name && (!*o->name || strlen(o->name) > FERRY_WORKER_NAME_MAX))
+        return opts_usage_error(&worker_spec, "--name: expected 1 to %d bytes, got %zu",
+                                FERRY_WORKER_NAME_MAX, strlen(o->name));
+    const char *keep_opts[2][2] = {{"--remove-on-complete", o->remove_on_complete},
+                                   {"--remove-on-fail", o->remove_on_fail}};
+    for (int i = 0; i < 2; i++) {
+        ferry_error kerr = {0};
+        if (ferry_keep_jobs_check(keep_opts[i][1], &kerr) != 0)
+            return opts_usage_error(&worker_spec, "%s: %s", keep_opts[i][0], kerr.message);
+    }
+    if (!*cmd[0]) return opts_usage_error(&worker_spec, "the command after -- is empty");
+    if (!command_exists(cmd[0]))
+        return opts_usage_error(&worker_spec, "%s: command not found or not an executable file",
+                                cmd[0]);
+    return 0;
+}
+
+/* The library's worker options for what the command line says; callbacks get `xw`. */
+static void worker_options_fill(ferry_worker_options *wo, const worker_opts *o,
+                                const cli_conn *conn, exec_worker *xw) {
+    ferry_worker_options_init(wo);
+    wo->redis = &conn->redis;
+    wo->prefix = conn->prefix;
+    wo->name = o->name;
+    wo->concurrency = (int)o->concurrency;
+    wo->lanes = (int)o->lanes;
+    wo->lock_duration_ms = (int)o->lock_duration;
+    wo->stalled_interval_ms = (int)o->stalled_interval;
+    if (o->max_stalled == MAX_STALLED_UNSET)
+        wo->max_stalled_count = 0; /* the library default, 1 */
+    else if (o->max_stalled == 0)
+        wo->max_stalled_count = FERRY_STALLED_FAIL_FIRST;
+    else
+        wo->max_stalled_count = (int)o->max_stalled;
+    wo->remove_on_complete = o->remove_on_complete;
+    wo->remove_on_fail = o->remove_on_fail;
+    wo->max_started_attempts = (int)o->max_started;
+    wo->limiter_max = (int)o->limiter_max;
+    wo->limiter_duration_ms = (int)o->limiter_duration;
+    wo->callbacks.job_log = on_job_log;
+    wo->callbacks.stalled = on_stalled;
+    wo->callbacks.error = on_error;
+    wo->callbacks.notice = on_notice;
+    wo->userdata = xw;
+}
+
+/* Start the created worker (waiting for Redis as --connect-timeout says), log that it
+ * runs, wait for a stop, then stop and close it. Returns the exit code; *abandoned is set
+ * when handler threads may still be inside the worker (it must then not be freed). */
+static int worker_run(exec_worker *xw, ferry_worker *w, int *abandoned) {
+    const worker_opts *o = xw->o;
+    const cli_conn *conn = xw->conn;
+    ferry_error err = {0};
+    int start_rc = start_waiting(w, conn, o->connect_timeout, &err);
+    pthread_mutex_lock(&xw->lock);
+    xw->start_returned = 1;
+    pthread_mutex_unlock(&xw->lock);
+    if (start_rc != 0) return start_rc;
+    char limiter[64] = "", qshown[512], cshown[512], pshown[512];
+    if (o->limiter_max)
+        snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o->limiter_max,
+                 o->limiter_duration);
+    ferryx_printable(xw->queue, qshown, sizeof qshown);
+    logline("worker", "queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s started",
+            qshown, conn->host, ferryx_printable(conn->prefix, pshown, sizeof pshown),
+            o->concurrency, ferry_worker_lanes(w), limiter,
+            ferryx_printable(xw->cmd[0], cshown, sizeof cshown));
+    wait_for_stop(xw);
+    ferry_worker_stop(w);
+    if (ferry_worker_close(w, (int)o->shutdown_timeout) == FERRY_ETIMEDOUT) {
+        int n = exec_kill_all(SIGKILL);
+        logline("worker",
+                "shutdown timeout (%lld ms) passed; killed %d running command%s (their jobs "
+                "will be recovered as stalled)",
+                o->shutdown_timeout, n, n == 1 ? "" : "s");
+        /* Handler threads may still be inside the worker: do not free it, just leave. */
+        *abandoned = 1;
+        return CLI_EXIT_RUNTIME;
+    }
+    if (xw->handed_back)
+        /* after close: no handler runs any more */
+        logline("worker",
+                "queue=%s stopped; %llu fetched job%s handed back without running (--max-jobs, "
+                "or a second stop signal)",
+                qshown, xw->handed_back, xw->handed_back == 1 ? "" : "s");
+    else
+        logline("worker", "queue=%s stopped", qshown);
+    return CLI_EXIT_OK;
+}
+
+/* What exec_worker owns (not the lock: the process is leaving). */
+static void exec_worker_release(exec_worker *xw) {
+    for (outcome_note *n = xw->notes, *next; n; n = next) {
+        next = n->next;
+        free(n->id);
+        free(n);
+    }
+    free(xw->base_env);
+    free(xw->pass);
+}
+
 static int worker_main(int argc, char **argv) {
     cli_conn conn = {0};
     worker_opts o = {.concurrency = 1,
@@ -811,36 +790,9 @@ static int worker_main(int argc, char **argv) {
     char **cmd = r.cmd;
     const char *queue = r.pos[0];
     free(r.pos);
-    if ((rc = cli_conn_resolve(&worker_spec, &conn))) return rc;
-    if (!o.limiter_max != !o.limiter_duration)
-        return opts_usage_error(&worker_spec, "--limiter-max and --limiter-duration go together: "
-                                              "give both or neither");
     int log_format = LOG_TEXT;
-    if (o.log_format && !strcmp(o.log_format, "json"))
-        log_format = LOG_JSON;
-    else if (o.log_format && !strcmp(o.log_format, "none"))
-        log_format = LOG_NONE;
-    else if (o.log_format && strcmp(o.log_format, "text"))
-        return opts_usage_error(&worker_spec, "--log-format: expected text, json or none, got '%s'",
-                                o.log_format);
-    /* each try, and later reconnects, give up connecting within --connect-timeout too */
-    if (o.connect_timeout && o.connect_timeout < conn.redis.connect_timeout_ms)
-        conn.redis.connect_timeout_ms = (int)o.connect_timeout;
-    if (o.name && (!*o.name || strlen(o.name) > 256))
-        return opts_usage_error(&worker_spec, "--name: expected 1 to 256 bytes, got %zu",
-                                strlen(o.name));
-    const char *keep_opts[2][2] = {{"--remove-on-complete", o.remove_on_complete},
-                                   {"--remove-on-fail", o.remove_on_fail}};
-    for (int i = 0; i < 2; i++) {
-        ferry__keep_jobs keep;
-        ferry_error kerr = {0};
-        if (ferry__keep_jobs_parse(keep_opts[i][1], &keep, &kerr) != 0)
-            return opts_usage_error(&worker_spec, "%s: %s", keep_opts[i][0], kerr.message);
-    }
-    if (!*cmd[0]) return opts_usage_error(&worker_spec, "the command after -- is empty");
-    if (!command_exists(cmd[0]))
-        return opts_usage_error(&worker_spec, "%s: command not found or not an executable file",
-                                cmd[0]);
+    if ((rc = cli_conn_resolve(&worker_spec, &conn))) return rc;
+    if ((rc = worker_check(&o, &conn, cmd, &log_format))) return rc;
     const char **pass = NULL;
     size_t npass = 0;
     if ((rc = pass_env_names(groups, 2, argc, argv, &pass, &npass))) return rc;
@@ -862,99 +814,32 @@ static int worker_main(int argc, char **argv) {
     cli_signals_block();
     if (build_base_env(&xw)) {
         logline("worker", "out of memory");
-        free(pass);
+        exec_worker_release(&xw);
         return CLI_EXIT_RUNTIME;
     }
 
     ferry_worker_options wo;
-    ferry_worker_options_init(&wo);
-    wo.redis = &conn.redis;
-    wo.prefix = conn.prefix;
-    wo.name = o.name;
-    wo.concurrency = (int)o.concurrency;
-    wo.lanes = (int)o.lanes;
-    wo.lock_duration_ms = (int)o.lock_duration;
-    wo.stalled_interval_ms = (int)o.stalled_interval;
-    if (o.max_stalled == MAX_STALLED_UNSET)
-        wo.max_stalled_count = 0; /* the library default, 1 */
-    else if (o.max_stalled == 0)
-        wo.max_stalled_count = FERRY_STALLED_FAIL_FIRST;
-    else
-        wo.max_stalled_count = (int)o.max_stalled;
-    wo.remove_on_complete = o.remove_on_complete;
-    wo.remove_on_fail = o.remove_on_fail;
-    wo.max_started_attempts = (int)o.max_started;
-    wo.limiter_max = (int)o.limiter_max;
-    wo.limiter_duration_ms = (int)o.limiter_duration;
-    wo.callbacks.job_log = on_job_log;
-    wo.callbacks.stalled = on_stalled;
-    wo.callbacks.error = on_error;
-    wo.callbacks.notice = on_notice;
-    wo.userdata = &xw;
+    worker_options_fill(&wo, &o, &conn, &xw);
     ferry_worker *w = NULL;
     ferry_error err = {0};
     cli_signals sigs = {0};
+    int abandoned = 0;
     if (ferry_worker_create(queue, &wo, handle_job, &xw, &w, &err) != 0) {
         w = NULL;
         rc = worker_log_report(&worker_spec, &conn, NULL, &err);
-        goto out;
-    }
-    xw.w = w;
-    if (cli_signals_start(&sigs, on_signal, &xw) != 0) {
-        logline("worker", "cannot start the signal thread");
-        rc = CLI_EXIT_RUNTIME;
-        goto out;
-    }
-    int start_rc = start_waiting(w, &conn, o.connect_timeout, &err);
-    pthread_mutex_lock(&xw.lock);
-    xw.start_returned = 1;
-    pthread_mutex_unlock(&xw.lock);
-    if (start_rc != 0) {
-        rc = start_rc;
-        goto out;
-    }
-    char limiter[64] = "", qshown[512], cshown[512], pshown[512];
-    if (o.limiter_max)
-        snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o.limiter_max,
-                 o.limiter_duration);
-    ferryx_printable(queue, qshown, sizeof qshown);
-    logline("worker", "queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s started",
-            qshown, conn.host, ferryx_printable(conn.prefix, pshown, sizeof pshown), o.concurrency,
-            ferry_worker_lanes(w), limiter, ferryx_printable(cmd[0], cshown, sizeof cshown));
-    wait_for_stop(&xw);
-    ferry_worker_stop(w);
-    if (ferry_worker_close(w, (int)o.shutdown_timeout) == FERRY_ETIMEDOUT) {
-        int n = exec_kill_all(SIGKILL);
-        logline("worker",
-                "shutdown timeout (%lld ms) passed; killed %d running command%s (their jobs "
-                "will be recovered as stalled)",
-                o.shutdown_timeout, n, n == 1 ? "" : "s");
-        /* Handler threads may still be inside the worker: do not free it, just leave. */
-        w = NULL;
-        rc = CLI_EXIT_RUNTIME;
-    } else if (xw.handed_back) {
-        /* after close: no handler runs any more */
-        logline("worker",
-                "queue=%s stopped; %llu fetched job%s handed back without running (--max-jobs, "
-                "or a second stop signal)",
-                qshown, xw.handed_back, xw.handed_back == 1 ? "" : "s");
     } else {
-        logline("worker", "queue=%s stopped", qshown);
+        xw.w = w;
+        if (cli_signals_start(&sigs, on_signal, &xw) != 0) {
+            logline("worker", "cannot start the signal thread");
+            rc = CLI_EXIT_RUNTIME;
+        } else {
+            rc = worker_run(&xw, w, &abandoned);
+        }
     }
-out:
-    ferry_worker_free(w);
+    if (!abandoned) ferry_worker_free(w);
     cli_signals_stop(&sigs);
-    for (outcome_note *n = xw.notes, *next; n; n = next) {
-        next = n->next;
-        free(n->id);
-        free(n);
-    }
-    free(xw.base_env);
-    free(pass);
+    exec_worker_release(&xw);
     return rc;
 }
 
-const cli_command cmd_worker_table[] = {
-    {"worker", "Run a command for each job of a queue (exec worker).", worker_main},
-    {NULL, NULL, NULL},
-};
+const cli_setup worker_cmd = {.main = worker_main};

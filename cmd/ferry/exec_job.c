@@ -1,6 +1,8 @@
-/* exec_job.c - spawn one job's command and shepherd it to completion (see exec_job.h). */
+/* exec_job.c - spawn one job's command through its guard and shepherd it to completion
+ * (see exec_job.h; the guard itself is exec_guard.c, the delay hint exec_hint.c). */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np, pipe2, signalfd */
 #include "exec_job.h"
+#include "exec_guard.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,16 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "ferry/http_classify.h"
 
 extern char **environ;
 
@@ -34,14 +33,6 @@ extern char **environ;
  * child closed its pipes early (normally EOF on the pipes wakes us at once). */
 #define POLL_CAP_MS 100
 
-/* The guard's descriptors (exec_job.h): the lifeline it reads, the report pipe it writes. */
-#define GUARD_LIFELINE_FD 3
-#define GUARD_REPORT_FD 4
-/* Requests the worker writes on the lifeline. */
-#define GUARD_REQ_TERM 'T' /* SIGTERM to the command's process group */
-#define GUARD_REQ_KILL 'K' /* SIGKILL to it (the rest is killed when the command is gone) */
-/* How long the guard waits for a killed descendant before it looks for more to kill. */
-#define GUARD_RESCAN_MS 20
 /* How long after the SIGKILL request the guard has to end before the worker ends the job
  * itself (a guard that the command stopped again, or that cannot reap its command). */
 #define GUARD_STUCK_MS 500
@@ -227,10 +218,7 @@ typedef struct run_state {
     long long kill_at;
 } run_state;
 
-/* Signals whose disposition a command starts with reset to the default: what the worker
- * catches or ignores itself (SIGPIPE), and what a shell that started it in the background
- * may have left ignored. */
-static void spawn_attr_init(posix_spawnattr_t *at) {
+void exec_spawn_attr_init(posix_spawnattr_t *at) {
     sigset_t empty, defaults;
     sigemptyset(&empty);
     sigemptyset(&defaults);
@@ -291,7 +279,7 @@ static int spawn_child(run_state *st) {
     posix_spawn_file_actions_adddup2(&fa, life[0], GUARD_LIFELINE_FD);
     posix_spawn_file_actions_adddup2(&fa, rep[1], GUARD_REPORT_FD);
     posix_spawn_file_actions_addclosefrom_np(&fa, GUARD_REPORT_FD + 1);
-    spawn_attr_init(&at);
+    exec_spawn_attr_init(&at);
     pid_t pid;
     /* Register under the lock with the spawn, so exec_kill_all sees every guard. */
     pthread_mutex_lock(&reg_lock);
@@ -569,249 +557,4 @@ void exec_result_free(exec_result *res) {
     if (!res) return;
     free(res->output);
     res->output = NULL;
-}
-
-/* ---- the guard (runs in its own process: `ferry EXEC_GUARD_MODE CMD...`) ------------------ */
-
-/* Tell the worker why the command could not be started, then leave. */
-static void guard_fail(int e) {
-    ssize_t w = write(GUARD_REPORT_FD, &e, sizeof e);
-    (void)w;
-    _exit(127);
-}
-
-/* The worker is gone when the lifeline reads EOF (its write end closed) or fails. Reads
- * and carries out the worker's requests meanwhile. Returns 1 when gone. */
-static int guard_lifeline(pid_t cmd) {
-    for (;;) {
-        char req[64];
-        ssize_t n = read(GUARD_LIFELINE_FD, req, sizeof req);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN) return 0;
-        if (n <= 0) return 1;
-        for (ssize_t i = 0; i < n; i++)
-            if (req[i] == GUARD_REQ_TERM)
-                kill(-cmd, SIGTERM);
-            else if (req[i] == GUARD_REQ_KILL)
-                kill(-cmd, SIGKILL);
-    }
-}
-
-/* SIGKILL every child of this process, found in /proc (a descendant whose parent died has
- * been reparented here: the guard is a child subreaper). Returns how many were signalled. */
-static int guard_kill_children(void) {
-    DIR *d = opendir("/proc");
-    if (!d) return 0;
-    pid_t self = getpid();
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-        char path[300], stat[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        ssize_t len = read(fd, stat, sizeof stat - 1);
-        close(fd);
-        if (len <= 0) continue;
-        stat[len] = 0;
-        /* "pid (comm) state ppid ...": comm may hold anything, ')' included */
-        char *rp = strrchr(stat, ')');
-        char state;
-        int ppid;
-        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == self) {
-            kill((pid_t)atoi(e->d_name), SIGKILL);
-            n++;
-        }
-    }
-    closedir(d);
-    return n;
-}
-
-/* Kill and reap everything the command left: its process group (signalled by the caller
- * while `cmd` could not be reused: alive or a zombie) and every other descendant, however
- * far it went (setsid, double fork), until this process has no child left. */
-static void guard_kill_rest(int sigfd) {
-    for (;;) {
-        guard_kill_children();
-        pid_t p;
-        int status;
-        while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-        }
-        if (p < 0 && errno == ECHILD) return;
-        /* Children remain: they die now, or one was reparented here after the scan. */
-        struct pollfd pf = {sigfd, POLLIN, 0};
-        if (poll(&pf, 1, GUARD_RESCAN_MS) > 0) {
-            struct signalfd_siginfo si;
-            while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            }
-        }
-    }
-}
-
-/* Leave as the command did: the same exit code, or death by the same signal (without a
- * core dump: the command's own dump, if any, was already written). */
-static void guard_exit_like(int status) {
-    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    struct rlimit none = {0, 0};
-    setrlimit(RLIMIT_CORE, &none);
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    signal(sig, SIG_DFL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    raise(sig); /* pending: blocked */
-    sigprocmask(SIG_UNBLOCK, &one, NULL);
-    _exit(128 + sig); /* a signal whose default is not to terminate: not from a wait status */
-}
-
-int exec_guard_main(int argc, char **argv) {
-    struct stat ls, rs;
-    if (argc < 1 || fstat(GUARD_LIFELINE_FD, &ls) != 0 || !S_ISFIFO(ls.st_mode) ||
-        fstat(GUARD_REPORT_FD, &rs) != 0 || !S_ISFIFO(rs.st_mode)) {
-        fprintf(stderr, "ferry: %s is used by `ferry worker` internally; it is not a command\n",
-                EXEC_GUARD_MODE);
-        return 2;
-    }
-    /* Neither descriptor may reach the command: one that kept the lifeline open would keep
-     * its own guard waiting for a worker that is gone. */
-    fcntl(GUARD_LIFELINE_FD, F_SETFD, FD_CLOEXEC);
-    fcntl(GUARD_REPORT_FD, F_SETFD, FD_CLOEXEC);
-    fcntl(GUARD_LIFELINE_FD, F_SETFL, fcntl(GUARD_LIFELINE_FD, F_GETFL) | O_NONBLOCK);
-    /* Every signal blocked (not ignored, which the command would inherit): a SIGTERM meant
-     * for the command's group, or a stray one, never stops the guard. SIGCHLD is read from
-     * a signalfd. */
-    sigset_t all, chld;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, NULL);
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sigfd < 0) guard_fail(errno);
-    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) guard_fail(errno);
-    /* The worker may have died while this process started. */
-    struct pollfd lp = {GUARD_LIFELINE_FD, POLLIN, 0};
-    if (poll(&lp, 1, 0) == 1 && (lp.revents & (POLLHUP | POLLERR))) _exit(1);
-
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    spawn_attr_init(&at);
-    pid_t cmd;
-    int rc = posix_spawnp(&cmd, argv[0], &fa, &at, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (rc) guard_fail(rc);
-    /* The job's pipes belong to the command alone: the worker sees EOF on stdout/stderr and
-     * EPIPE on stdin when the command is done with them. */
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int fd = 0; fd < 3; fd++)
-        if (null < 0 || dup2(null, fd) < 0) close(fd);
-    if (null > 2) close(null);
-
-    for (;;) {
-        struct pollfd pf[2] = {{GUARD_LIFELINE_FD, POLLIN, 0}, {sigfd, POLLIN, 0}};
-        if (poll(pf, 2, -1) < 0 && errno != EINTR) break;
-        if (pf[1].revents) {
-            struct signalfd_siginfo si;
-            while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            }
-            /* Reap descendants that ended while the command runs; the command itself is
-             * only looked at, so that its pid (and group id) stays taken until the rest of
-             * the group has been killed. */
-            siginfo_t info;
-            for (;;) {
-                memset(&info, 0, sizeof info);
-                if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || !info.si_pid)
-                    break;
-                if (info.si_pid == cmd) goto command_done;
-                waitpid(info.si_pid, NULL, 0);
-            }
-        }
-        if (pf[0].revents && guard_lifeline(cmd)) {
-            /* The worker is gone, however it died: so is the job. */
-            kill(-cmd, SIGKILL);
-            guard_kill_rest(sigfd);
-            _exit(1);
-        }
-    }
-    /* (poll failed: cannot happen with valid descriptors) */
-    kill(-cmd, SIGKILL);
-command_done:
-    /* What the command left behind ends with it. */
-    kill(-cmd, SIGKILL);
-    int status = 0;
-    while (waitpid(cmd, &status, 0) < 0 && errno == EINTR) {
-    }
-    guard_kill_rest(sigfd);
-    guard_exit_like(status);
-    return 1;
-}
-
-/* ---- the delay hint of exit 118/119 ------------------------------------------------------- */
-
-static int is_blank(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* Quote up to 64 bytes of a bad value for a failure reason; controls become '?'. */
-static void quote_value(char *dst, size_t cap, const char *v, size_t n) {
-    size_t k = 0, lim = n > 64 ? 64 : n;
-    for (size_t i = 0; i < lim && k + 5 < cap; i++)
-        dst[k++] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
-    if (lim < n && k + 4 < cap) {
-        memcpy(dst + k, "...", 3);
-        k += 3;
-    }
-    dst[k] = 0;
-}
-
-int exec_delay_hint(const char *out, size_t len, long long *delay_ms, char *why, size_t whycap) {
-    if (!out) return 0;
-    while (len && is_blank(out[len - 1]))
-        len--;
-    size_t start = len;
-    while (start && out[start - 1] != '\n')
-        start--;
-    const char *line = out + start;
-    size_t n = len - start;
-    size_t klen = strlen(EXEC_HINT_MS_KEY), hlen = strlen(EXEC_HINT_HEADER);
-    if (n >= klen && !memcmp(line, EXEC_HINT_MS_KEY, klen)) {
-        const char *v = line + klen;
-        size_t vn = n - klen;
-        while (vn && is_blank(*v)) {
-            v++;
-            vn--;
-        }
-        long long ms = 0;
-        size_t i = 0;
-        for (; i < vn && v[i] >= '0' && v[i] <= '9'; i++)
-            if ((ms = ms * 10 + (v[i] - '0')) > FERRY_RETRY_AFTER_MAX_MS)
-                ms = FERRY_RETRY_AFTER_MAX_MS + 1; /* saturate: clamped below */
-        if (i == 0 || i != vn) {
-            char q[80];
-            quote_value(q, sizeof q, v, vn);
-            snprintf(why, whycap,
-                     "invalid %s line: \"%s\" is not a whole number of milliseconds (digits "
-                     "only; more than %lld counts as %lld)",
-                     EXEC_HINT_MS_KEY "<ms>", q, FERRY_RETRY_AFTER_MAX_MS,
-                     FERRY_RETRY_AFTER_MAX_MS);
-            return -1;
-        }
-        *delay_ms = ms > FERRY_RETRY_AFTER_MAX_MS ? FERRY_RETRY_AFTER_MAX_MS : ms;
-        return 1;
-    }
-    if (n >= hlen && !strncasecmp(line, EXEC_HINT_HEADER, hlen)) {
-        char v[FERRY_RETRY_AFTER_MAX_LEN + 1];
-        size_t vn = n - hlen;
-        /* Longer than any valid value, or with a NUL inside: no hint (as an HTTP client
-         * would ignore such a header). */
-        if (vn > FERRY_RETRY_AFTER_MAX_LEN || memchr(line + hlen, 0, vn)) return 0;
-        memcpy(v, line + hlen, vn);
-        v[vn] = 0;
-        return ferry_retry_after_parse_now(v, delay_ms) == 0 ? 1 : 0;
-    }
-    return 0;
 }

@@ -1,5 +1,5 @@
-/* main.c - `ferry` entry point: finds the subcommand in the group tables and runs it.
- * Everything else lives in one file per subcommand group (cmd_*.c). */
+/* main.c - `ferry` entry point: finds the command in the command table (commands.c) and
+ * runs it. Everything else lives in one file per command group (cmd_*.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,17 +9,11 @@
 #include "ferry/ferry.h"
 #include "opts.h"
 
-static const cli_command *const groups[] = {cmd_queue_table, cmd_job_table,       cmd_worker_table,
-                                            cmd_http_table,  cmd_scheduler_table, cmd_outbox_table,
-                                            cmd_bench_table};
-#define NGROUPS (sizeof groups / sizeof groups[0])
-
 static void print_usage(FILE *f) {
     fprintf(f, "Usage: ferry COMMAND [ARGS...] [OPTIONS]\n\n"
                "BullMQ-compatible background jobs on Redis.\n\nCommands:\n");
-    for (size_t g = 0; g < NGROUPS; g++)
-        for (const cli_command *c = groups[g]; c->name; c++)
-            fprintf(f, "  %-24s %s\n", c->name, c->summary);
+    for (const cli_command *c = cli_commands; c->name; c++)
+        fprintf(f, "  %-24s %s\n", c->name, c->summary);
     fprintf(f, "  %-24s %s\n", "help [COMMAND]", "Show help for a command or a group.");
     fprintf(f, "  %-24s %s\n", "--version", "Print the version and exit.");
     fprintf(f,
@@ -45,18 +39,16 @@ static int match(const char *name, int argc, char **argv) {
 }
 
 static const cli_command *find(int argc, char **argv, int *words) {
-    for (size_t g = 0; g < NGROUPS; g++)
-        for (const cli_command *c = groups[g]; c->name; c++)
-            if ((*words = match(c->name, argc, argv)) > 0) return c;
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if ((*words = match(c->name, argc, argv)) > 0) return c;
     return NULL;
 }
 
 /* Is `word` the first word of a multi-word command ("queue" of "queue add")? */
 static int is_group(const char *word) {
     size_t n = strlen(word);
-    for (size_t g = 0; g < NGROUPS; g++)
-        for (const cli_command *c = groups[g]; c->name; c++)
-            if (!strncmp(c->name, word, n) && c->name[n] == ' ') return 1;
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if (!strncmp(c->name, word, n) && c->name[n] == ' ') return 1;
     return 0;
 }
 
@@ -64,10 +56,9 @@ static int is_group(const char *word) {
 static int group_help(const char *group) {
     size_t n = strlen(group);
     printf("Usage: ferry %s SUBCOMMAND [ARGS...] [OPTIONS]\n\nSubcommands:\n", group);
-    for (size_t g = 0; g < NGROUPS; g++)
-        for (const cli_command *c = groups[g]; c->name; c++)
-            if (!strncmp(c->name, group, n) && c->name[n] == ' ')
-                printf("  %-24s %s\n", c->name, c->summary);
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if (!strncmp(c->name, group, n) && c->name[n] == ' ')
+            printf("  %-24s %s\n", c->name, c->summary);
     printf("\nRun `ferry %s SUBCOMMAND --help` for the options of a subcommand.\n", group);
     return CLI_EXIT_OK;
 }
@@ -104,7 +95,7 @@ static int help_for(int argc, char **argv) {
     }
     char help[] = "--help";
     char *hargv[] = {help, NULL};
-    return c->run(1, hargv);
+    return cli_command_run(c, 1, hargv);
 }
 
 static int run(int argc, char **argv) {
@@ -132,7 +123,7 @@ static int run(int argc, char **argv) {
     int words = 0;
     const cli_command *c = find(argc - 1, argv + 1, &words);
     if (!c) return group_error(argc - 1, argv + 1);
-    return c->run(argc - 1 - words, argv + 1 + words);
+    return cli_command_run(c, argc - 1 - words, argv + 1 + words);
 }
 
 int main(int argc, char **argv) {

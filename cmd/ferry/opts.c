@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ferry/queue.h"
 #include "logline.h"
 #include "util/json_text.h"
-#include "queue/queue_internal.h"
 
 #define HELP_WIDTH 79
 #define HELP_INDENT 26

@@ -403,6 +403,38 @@ typedef struct ferry_relay_stats {
  * Threads: any, while the relay lives. Blocks: no. */
 FERRY_API void ferry_relay_get_stats(ferry_relay *r, ferry_relay_stats *out);
 
+/* ---- for tools that connect for a person (`ferry migrate`, `ferry outbox ...`) --------- */
+
+/* The highest migration version applied in `schema` (NULL = "public"), read from
+ * <schema>.ferry_schema_migrations, to compare with ferry_outbox_schema_version().
+ * Returns: 0 with *version set (0 when the table does not exist: nothing applied).
+ * Errors: FERRY_EINVAL (a bad schema name), FERRY_EDB (the server refused the query;
+ * SQLSTATE in the message), FERRY_EIO (the connection is gone).
+ * Blocks: yes, one query on `conn` (connected and idle; it is left idle), without a
+ * deadline of its own (libpq's blocking call). Threads: not thread-safe on one conn.
+ * Ownership: conn and schema stay the caller's. */
+FERRY_API int ferry_outbox_schema_applied(PGconn *conn, const char *schema, int *version,
+                                          ferry_error *err);
+
+/* The part of a database URL or conninfo (url: NULL or "" = libpq defaults) that is safe to
+ * show, built from what libpq parses: "[user@]host[:port][/dbname]", each part made
+ * printable, "(default host)" without a host, "(libpq defaults)" for "", "(not parsable)"
+ * when libpq cannot parse it. Never the password, whatever its characters.
+ * Returns: out, holding the text cut to fit out[cap] (cap >= 16). Errors: none.
+ * Blocks: no (pure). Threads: any. Ownership: writes only out[0..cap). */
+FERRY_API const char *ferry_outbox_database_url_display(const char *url, char *out, size_t cap);
+
+/* Replace in msg (NUL-terminated, changed in place, never made longer) by "***" every
+ * occurrence of a password `url` holds or libpq would use for it: password= and
+ * sslpassword= as libpq parses them, every such key of a conninfo or URL query, a URL's
+ * password as written (percent-encoded) and decoded, and the PGPASSWORD environment
+ * variable's value, each also with line breaks and tabs flattened to spaces and as it is
+ * shown escaped. url may be NULL (PGPASSWORD still masked). Passwords of fewer than 3 bytes
+ * are left alone. For texts from libpq or the server about a connection to url.
+ * Returns: nothing. Errors: none. Blocks: no (reads the environment).
+ * Threads: any, while nothing changes the environment. Ownership: msg stays the caller's. */
+FERRY_API void ferry_outbox_database_url_mask(const char *url, char *msg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -43,6 +43,34 @@ FERRY_API void ferry_redis_options_init(ferry_redis_options *o);
  * Threads: any. Blocks: no (pure). */
 FERRY_API int ferry_redis_url_check(const char *url, ferry_error *err);
 
+/* ---- a plain connection for reading the server's own figures (`ferry bench`) ---------- */
+
+/* A connection made with a ferry_redis_options value and used only for INFO: queues and
+ * workers open their own connections, and this one cannot send anything else. */
+typedef struct ferry_redis_conn ferry_redis_conn;
+
+/* Connect as a queue would (URL, TLS, AUTH, SELECT; within opts->connect_timeout_ms).
+ * Returns: 0 with *out set, freed with ferry_redis_disconnect.
+ * Errors: FERRY_EINVAL (bad options or URL), FERRY_EIO / FERRY_ETIMEDOUT (unreachable),
+ * FERRY_ETLS, FERRY_EAUTH, FERRY_ENOMEM; *out is NULL and err says why.
+ * Blocks: yes, up to the connect timeout. Threads: any; the connection is then used by one
+ * thread at a time. Ownership: opts is only read during the call. */
+FERRY_API int ferry_redis_connect(const ferry_redis_options *opts, ferry_redis_conn **out,
+                                  ferry_error *err);
+
+/* Send `INFO section` (section: one word such as "cpu", or NULL for the default sections).
+ * Returns: 0 with *text the server's answer (malloc'd, NUL-terminated; the caller frees it).
+ * Errors: FERRY_EREDIS (the server answered with an error), FERRY_EPROTO (not a text
+ * answer), FERRY_EIO / FERRY_ETIMEDOUT (within opts->command_timeout_ms; the connection is
+ * then broken, and later calls fail), FERRY_ENOMEM; *text is NULL.
+ * Blocks: yes, one round trip. Threads: one thread at a time per connection.
+ * Ownership: `section` is only read. */
+FERRY_API int ferry_redis_info(ferry_redis_conn *c, const char *section, char **text,
+                               ferry_error *err);
+
+/* Close and free. NULL accepted. Blocks: no (closes the socket). */
+FERRY_API void ferry_redis_disconnect(ferry_redis_conn *c);
+
 #ifdef __cplusplus
 }
 #endif

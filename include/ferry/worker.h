@@ -406,6 +406,30 @@ typedef struct ferry_worker_stats {
  * Threads: any, while the worker lives. Blocks: no. */
 FERRY_API void ferry_worker_get_stats(ferry_worker *w, ferry_worker_stats *out);
 
+/* ---- for a program that drives a worker from the command line (the `ferry worker` CLI) -- */
+
+/* Check a worker-level removeOnComplete / removeOnFail value (the JSON text that
+ * ferry_worker_options.remove_on_complete and remove_on_fail take: true, false, n,
+ * {"age":s,"count":n,"limit":n}) without creating a worker, so that a bad value can be
+ * refused as a usage error before anything connects.
+ * Returns: 0 when ferry_worker_create would accept the value; NULL and "" are accepted
+ * (keep every job).
+ * Errors: FERRY_EINVAL (not such a value) or FERRY_ETOOBIG (longer than
+ * FERRY_JOB_OPTS_MAX), with err->message saying what is wrong ("keepJobs: ..."), not
+ * naming the option; err may be NULL.
+ * Blocks: no (pure). Threads: any. Ownership: `json` is only read, nothing is kept. */
+FERRY_API int ferry_keep_jobs_check(const char *json, ferry_error *err);
+
+/* For a program stopping (a signal arrived) while ferry_worker_start may still be
+ * connecting, which can take the whole command timeout: make that start launch no thread,
+ * so the program can exit at once.
+ * Returns: 1 when no lane thread was launched and start will now launch none (it fails
+ * with FERRY_ESTATE, having taken no job; the worker may then only be freed); 0 when the
+ * lanes are launched already (stop and close as usual) or `w` is NULL.
+ * Errors: none. Blocks: no (takes the worker's mutex briefly). Threads: any thread, but not
+ * from a signal handler (it locks a mutex). Ownership: `w` stays the caller's. */
+FERRY_API int ferry_worker_abort_start(ferry_worker *w);
+
 #ifdef __cplusplus
 }
 #endif

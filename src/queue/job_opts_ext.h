@@ -24,10 +24,6 @@ typedef struct ferry__job_opts_extra {
  * as given (forward compatibility). `repeat` is refused either way. */
 #define FERRY__OPTS_ALLOW_UNKNOWN 1
 
-/* The name in names[0..n) nearest to `key` (edit distance, case-insensitive) when it is
- * close enough to be a slip of the keyboard, else NULL. Pure, thread-safe. */
-const char *ferry__nearest_name(const char *key, const char *const *names, size_t n);
-
 /* As ferry__job_opts_parse_over with FERRY__OPTS_* flags (parse_over is flags 0). */
 int ferry__job_opts_parse_flags(const json_t *defaults, const char *json, int flags,
                                 ferry__job_opts *out, ferry__job_opts_extra *extra,

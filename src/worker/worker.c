@@ -153,7 +153,7 @@ int ferry_worker_start_within(ferry_worker *w, int timeout_ms, ferry_error *err)
     return 0;
 }
 
-int ferry__worker_abort_start(ferry_worker *w) {
+int ferry_worker_abort_start(ferry_worker *w) {
     if (!w) return 0;
     pthread_mutex_lock(&w->mu);
     int ok = !w->launching;

@@ -276,7 +276,7 @@ struct ferry_worker {
     int close_rc; /* what the first ferry_worker_close returned: later calls repeat it
                      (a timed-out close left handlers running that may still use userdata) */
     /* start got past connecting and launches threads / start was called off before that
-     * (ferry__worker_abort_start) */
+     * (ferry_worker_abort_start) */
     int launching, start_aborted;
 };
 
@@ -579,11 +579,5 @@ int ferry__link_suspect(const ferry__lane *lane, unsigned epoch);
 void ferry__link_check_eviction(ferry__lane *lane, ferry_conn *c);
 /* ferryx_printable copy of the queue name for messages (cut to fit out[cap]). */
 const char *ferry__lane_queue_shown(const ferry__lane *lane, char *out, size_t cap);
-
-/* For a CLI stopping while ferry_worker_start may still be connecting (which can take the
- * whole command timeout): 1 when no lane thread was launched, and start will now launch none
- * (it fails with FERRY_ESTATE, having taken no job); 0 when the lanes are launched already
- * (stop and close as usual). Any thread; not from a signal handler. */
-int ferry__worker_abort_start(ferry_worker *w);
 
 #endif

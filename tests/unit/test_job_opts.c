@@ -12,6 +12,7 @@
 
 #include "queue/job_opts.h"
 #include "queue/job_opts_ext.h"
+#include "util/nearest_name.h"
 #include "util/json_text.h"
 
 /* Parse and expect success; returns stored_json compared as JSON against `want`. */
@@ -468,10 +469,10 @@ static void test_repeat_refused(void **state) {
 static void test_nearest_name(void **state) {
     (void)state;
     static const char *const names[] = {"age", "count", "limit"};
-    assert_string_equal(ferry__nearest_name("cuont", names, 3), "count");
-    assert_string_equal(ferry__nearest_name("LIMIT", names, 3), "limit");
-    assert_null(ferry__nearest_name("x", names, 3));
-    assert_null(ferry__nearest_name("banana", names, 3));
+    assert_string_equal(ferryx_nearest_name("cuont", names, 3), "count");
+    assert_string_equal(ferryx_nearest_name("LIMIT", names, 3), "limit");
+    assert_null(ferryx_nearest_name("x", names, 3));
+    assert_null(ferryx_nearest_name("banana", names, 3));
 }
 
 static void test_bad_json_and_limits(void **state) {
