@@ -157,7 +157,8 @@ static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
             if (*c == '\n' || *c == '\t') *c = ' ';
         for (size_t n = strlen(line); n > 0 && line[n - 1] == ' ';)
             line[--n] = '\0';
-        ferry_outbox_database_url_mask(d->url, line); /* libpq quotes hosts, ports, database names */
+        ferry_outbox_database_url_mask(d->url,
+                                       line); /* libpq quotes hosts, ports, database names */
         say(spec, "database %s (%s): %s", where, d->url_source, line);
         PQfinish(conn);
         return NULL;
@@ -300,7 +301,7 @@ static const opt_def relay_defs[] = {
     {"routes", OPT_STRING, "FILE", offsetof(relay_opts, routes), 0, 0,
      "Routes file (required): lines of `topic queue:job-name [queue:job-name...]`; # starts a "
      "comment. The relay refuses to start on a bad file (the error names file and line)."},
-    {"batch", OPT_INT, "N", offsetof(relay_opts, batch), 1, 10000,
+    {"batch", OPT_INT, "N", offsetof(relay_opts, batch), 1, FERRY_RELAY_BATCH_SIZE_MAX,
      "Rows per batch transaction (default 100). Full batches are followed by the next at once."},
     {"batch-bytes", OPT_INT, "BYTES", offsetof(relay_opts, batch_bytes),
      (long long)FERRY_RELAY_BATCH_BYTES_MIN, (long long)FERRY_RELAY_BATCH_BYTES_MAX,
@@ -308,25 +309,29 @@ static const opt_def relay_defs[] = {
      "while their payloads' JSON text adds up to at most this, and at least one row (a larger "
      "row goes alone). Bounds the relay's memory; a batch cut short is followed by the next "
      "at once."},
-    {"poll-interval", OPT_INT, "MS", offsetof(relay_opts, poll_ms), 1, 86400000,
+    {"poll-interval", OPT_INT, "MS", offsetof(relay_opts, poll_ms), 1, FERRY_RELAY_INTERVAL_MAX_MS,
      "Fallback poll when no NOTIFY arrives (default 500)."},
-    {"max-backoff", OPT_INT, "MS", offsetof(relay_opts, max_backoff_ms), 1, 86400000,
+    {"max-backoff", OPT_INT, "MS", offsetof(relay_opts, max_backoff_ms), 1,
+     FERRY_RELAY_INTERVAL_MAX_MS,
      "Cap of the retry backoff after Redis or database failures (default 30000)."},
-    {"retention-days", OPT_INT, "N", offsetof(relay_opts, retention_days), 0, 36500,
+    {"retention-days", OPT_INT, "N", offsetof(relay_opts, retention_days), 0,
+     FERRY_RELAY_RETENTION_MAX_S / 86400,
      "Delete published rows older than N days (default 7; 0 = keep them). One relay at a time "
      "does it, at most once per --retention-interval across all relays."},
     {"retention-interval", OPT_INT, "MS", offsetof(relay_opts, retention_interval_ms), 1000,
-     604800000, "How often retention runs (default 3600000)."},
-    {"retention-batch", OPT_INT, "N", offsetof(relay_opts, retention_batch), 1, 100000,
-     "Rows deleted per retention statement (default 1000)."},
-    {"unknown-report", OPT_INT, "MS", offsetof(relay_opts, unknown_ms), 1000, 86400000,
+     FERRY_RELAY_RETENTION_INTERVAL_MAX_MS, "How often retention runs (default 3600000)."},
+    {"retention-batch", OPT_INT, "N", offsetof(relay_opts, retention_batch), 1,
+     FERRY_RELAY_RETENTION_BATCH_MAX, "Rows deleted per retention statement (default 1000)."},
+    {"unknown-report", OPT_INT, "MS", offsetof(relay_opts, unknown_ms), 1000,
+     FERRY_RELAY_INTERVAL_MAX_MS,
      "How often rows of unrouted topics are counted and warned about, once per topic "
      "(default 60000)."},
     {"default-job-options", OPT_JSON_OBJECT, "JSON", offsetof(relay_opts, default_job_opts), 0, 0,
      "Default BullMQ JobsOptions for the jobs the relay adds, e.g. "
      "'{\"attempts\":5,\"backoff\":{\"type\":\"exponential\",\"delay\":1000}}'. jobId is always "
      "the event id."},
-    {"max-envelope", OPT_INT, "BYTES", offsetof(relay_opts, max_envelope), 1024, 512LL << 20,
+    {"max-envelope", OPT_INT, "BYTES", offsetof(relay_opts, max_envelope), 1024,
+     (long long)FERRY_RELAY_MAX_ENVELOPE_LIMIT,
      "Largest job data written (default 2097152); larger rows are set aside (quarantined_at) "
      "and reported, never retried."},
 };
@@ -642,9 +647,10 @@ typedef struct cleanup_opts {
 } cleanup_opts;
 
 static const opt_def cleanup_defs[] = {
-    {"older-than-days", OPT_INT, "N", offsetof(cleanup_opts, older_than_days), 0, 36500,
+    {"older-than-days", OPT_INT, "N", offsetof(cleanup_opts, older_than_days), 0,
+     FERRY_RELAY_RETENTION_MAX_S / 86400,
      "Delete published rows published more than N days ago (required)."},
-    {"batch", OPT_INT, "N", offsetof(cleanup_opts, batch), 1, 100000,
+    {"batch", OPT_INT, "N", offsetof(cleanup_opts, batch), 1, FERRY_RELAY_RETENTION_BATCH_MAX,
      "Rows per DELETE statement, each its own transaction (default 1000)."},
 };
 

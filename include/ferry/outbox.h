@@ -165,9 +165,9 @@ FERRY_API int ferry_outbox_append(PGconn *conn, const ferry_outbox_options *opts
  *     order.cancelled   payments:void-authorization
  * Limits: 1 MiB per file, 4096 bytes per line, 10000 topics, 64 targets per topic;
  * names as ferry_outbox_event.topic; queue names without ':' (at most
- * FERRY_QUEUE_NAME_MAX bytes, as every queue), job names at most FERRY_JOB_NAME_MAX bytes. A topic may appear once, and a queue at most once per topic
- * (its jobs share the event id as jobId, so a second job in the same queue would be
- * dropped as a duplicate). */
+ * FERRY_QUEUE_NAME_MAX bytes, as every queue), job names at most FERRY_JOB_NAME_MAX bytes. A topic
+ * may appear once, and a queue at most once per topic (its jobs share the event id as jobId, so a
+ * second job in the same queue would be dropped as a duplicate). */
 typedef struct ferry_routes ferry_routes;
 
 /* Check a database URL before connecting: NULL or "" (libpq defaults), a postgresql:// or
@@ -285,18 +285,18 @@ typedef void (*ferry_relay_fault_fn)(const char *point, void *userdata);
 #define FERRY_RELAY_BATCH_BYTES_MIN ((size_t)64 << 10)
 #define FERRY_RELAY_BATCH_BYTES_MAX ((size_t)1 << 30)
 /* Ranges of the other ferry_relay_options (0 = the default each field names). */
-#define FERRY_RELAY_BATCH_SIZE_MAX 10000 /* batch_size, rows */
-#define FERRY_RELAY_INTERVAL_MAX_MS                                                                \
-    86400000 /* poll_interval_ms, max_backoff_ms,                                                  \
-                unknown_report_ms: a day */
-#define FERRY_RELAY_TIMEOUT_MAX_MS                                                                 \
-    3600000                                                    /* statement_timeout_ms,            \
-                                                                  connect_timeout_ms: an hour */
-#define FERRY_RELAY_RETENTION_MAX_S (100LL * 365 * 24 * 3600)  /* retention_s: 100 years */
-#define FERRY_RELAY_RETENTION_INTERVAL_MAX_MS (7LL * 86400000) /* retention_interval_ms */
-#define FERRY_RELAY_RETENTION_BATCH_MAX                                                            \
-    100000                                                 /* retention_batch, and                 \
-                                                              ferry_outbox_cleanup's batch */
+/* batch_size, rows */
+#define FERRY_RELAY_BATCH_SIZE_MAX 10000
+/* poll_interval_ms, max_backoff_ms, unknown_report_ms: a day */
+#define FERRY_RELAY_INTERVAL_MAX_MS 86400000
+/* statement_timeout_ms, connect_timeout_ms: an hour */
+#define FERRY_RELAY_TIMEOUT_MAX_MS 3600000
+/* retention_s: 100 years */
+#define FERRY_RELAY_RETENTION_MAX_S (100LL * 365 * 24 * 3600)
+/* retention_interval_ms: a week */
+#define FERRY_RELAY_RETENTION_INTERVAL_MAX_MS (7LL * 86400000)
+/* retention_batch, and ferry_outbox_cleanup's batch */
+#define FERRY_RELAY_RETENTION_BATCH_MAX 100000
 #define FERRY_RELAY_DEFAULT_MAX_ENVELOPE ((size_t)2 << 20) /* max_envelope_bytes = 0 */
 #define FERRY_RELAY_MAX_ENVELOPE_LIMIT ((size_t)512 << 20) /* largest max_envelope_bytes */
 
