@@ -263,7 +263,12 @@ static int migrate_run(int argc, char **argv, db_opts *d) {
     const char *schema = d->schema ? d->schema : FERRY_OUTBOX_DEFAULT_SCHEMA;
     rc = ferry_outbox_migrate(conn, &mo, &applied, &e);
     /* the database's own version: a newer ferry may have migrated it further */
-    if (!rc) rc = ferry_outbox_schema_applied(conn, schema, &version, &e);
+    if (!rc) {
+        ferry_outbox_options oo;
+        ferry_outbox_options_init(&oo);
+        oo.schema = schema;
+        rc = ferry_outbox_schema_applied(conn, &oo, &version, &e);
+    }
     PQfinish(conn);
     if (rc) return report(&migrate_spec, d->url, &e);
     char names[4 * FERRY_OUTBOX_SCHEMA_MAX + 8];

@@ -405,16 +405,17 @@ FERRY_API void ferry_relay_get_stats(ferry_relay *r, ferry_relay_stats *out);
 
 /* ---- for tools that connect for a person (`ferry migrate`, `ferry outbox ...`) --------- */
 
-/* The highest migration version applied in `schema` (NULL = "public"), read from
- * <schema>.ferry_schema_migrations, to compare with ferry_outbox_schema_version().
+/* The highest migration version applied in opts->schema (NULL opts or schema = "public";
+ * max_payload_bytes does not apply), read from <schema>.ferry_schema_migrations, to compare
+ * with ferry_outbox_schema_version().
  * Returns: 0 with *version set (0 when the table does not exist: nothing applied).
  * Errors: FERRY_EINVAL (a bad schema name), FERRY_EDB (the server refused the query;
  * SQLSTATE in the message), FERRY_EIO (the connection is gone).
  * Blocks: yes, one query on `conn` (connected and idle; it is left idle), without a
  * deadline of its own (libpq's blocking call). Threads: not thread-safe on one conn.
- * Ownership: conn and schema stay the caller's. */
-FERRY_API int ferry_outbox_schema_applied(PGconn *conn, const char *schema, int *version,
-                                          ferry_error *err);
+ * Ownership: conn and opts stay the caller's. */
+FERRY_API int ferry_outbox_schema_applied(PGconn *conn, const ferry_outbox_options *opts,
+                                          int *version, ferry_error *err);
 
 /* The part of a database URL or conninfo (url: NULL or "" = libpq defaults) that is safe to
  * show, built from what libpq parses: "[user@]host[:port][/dbname]", each part made

@@ -4,10 +4,10 @@
 #include "pg/migrations.h"
 #include "pg/pg.h"
 
-int ferry_outbox_schema_applied(PGconn *conn, const char *schema, int *version,
+int ferry_outbox_schema_applied(PGconn *conn, const ferry_outbox_options *opts, int *version,
                                 ferry_error *err) {
     char qs[FERRY__QSCHEMA_MAX];
-    int rc = ferry__pg_quote_schema(schema, qs, err);
+    int rc = ferry__pg_quote_schema(opts ? opts->schema : NULL, qs, err);
     return rc ? rc : ferry__schema_version_get(conn, qs, version, err);
 }
 
