@@ -341,7 +341,7 @@ void ferry__lane_disconnect(ferry__lane *lane) {
     lane->bconn = NULL;
 }
 
-/* Start a connected lane's threads (its `started` already set). On failure the lane is
+/* Start a connected lane's threads (the shell has marked itself started). On failure the lane is
  * closed again and may only be freed. */
 int ferry__lane_launch(ferry__lane *lane, ferry_error *err) {
     int rc = 0;

@@ -3,15 +3,22 @@
  *               start, stop, close, free, stats
  *   lane.c      one lane: create, connect, launch its threads, stop, close, free
  *   gate.c      the callback gate shared by the lanes, the monotonic condition wait
+ *   diag.c      error reports and notices to their callbacks and to callbacks.log
  *   handlers.c  the handler threads and the ready queue of fetched jobs
- *   dispatch.c  the dispatcher thread (owns the command connection): collects results,
- *               runs the batched finish+fetch calls, timers, reconnects
+ *   dispatch.c  the dispatcher role and its thread loop (owns the command connection):
+ *               collects results, one turn = write results and fetch, then timers
+ *   command.c   the command connection as a resource: loss, suspicion, reconnect delay
+ *   fetch.c     jobs a call fetched: handed to handlers, scheduler iterations produced
+ *   settle.c    the answers to written results: done, retried, or given up
+ *   timers.c    lock renewal of owned jobs, the stalled-jobs check
  *   batch.c     building and sending the script calls, parsing their replies
  *   waiter.c    the waiter thread (owns the blocking connection): BZPOPMIN on the marker
  *   job.c       ferry_job: accessors, parsing a fetched job, planning its finish
  *   joblog.c    callbacks.job_log records and ferry_job_log_format
  *   link.c      the worker's view of its Redis link (REDIS_LOST / REDIS_RESTORED)
  *   backoff.c   retry delays (built-in and registered strategies)
+ *   keep_check.c  ferry_keep_jobs_check (a removeOnComplete/removeOnFail value, checked)
+ *   http_classify.c  HTTP status + Retry-After -> outcome (ferry/http_classify.h)
  *
  * Locking: a lane's `mu` guards every field marked [mu] (and its sections so labelled).
  * Fields marked [disp] belong to whichever thread holds the lane's dispatcher role
@@ -352,17 +359,17 @@ typedef struct ferry__batch_result {
     ferry_error script_error; /* first script error of the call (text for callbacks.error) */
 } ferry__batch_result;
 
-/* One round trip on the command connection: retries for the RETRY_* jobs, then
- * moveToFinished for the COMPLETE/FAIL jobs (chunked) fetching up to `fetch_n` jobs, or
- * moveToActive when there is nothing to finish. codes[i] receives the script answer for
- * jobs[i] (0 or negative; FERRY__CODE_SCRIPT_ERROR when its script failed). Returns 0, or a
- * transport error (connection broken: nothing is known about the jobs). */
 /* How many pending results, from the head of d->pending, the next call carries: at most
  * 64 MiB of them (always at least one), or one after a call was refused as too big
  * (d->one_result). Dispatcher only. */
 size_t ferry__batch_take(const ferry__disp *d);
 
 #define FERRY__CODE_SCRIPT_ERROR (-1000)
+/* One round trip on the command connection: retries for the RETRY_* jobs, then
+ * moveToFinished for the COMPLETE/FAIL jobs (chunked) fetching up to `fetch_n` jobs, or
+ * moveToActive when there is nothing to finish. codes[i] receives the script answer for
+ * jobs[i] (0 or negative; FERRY__CODE_SCRIPT_ERROR when its script failed). Returns 0, or a
+ * transport error (connection broken: nothing is known about the jobs). */
 int ferry__batch_run(ferry__lane *lane, ferry_job **jobs, size_t njobs, int fetch_n, int *codes,
                      ferry__batch_result *res, ferry_error *err);
 
