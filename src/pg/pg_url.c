@@ -102,6 +102,7 @@ static void put(char *out, size_t cap, size_t *k, const char *s) {
 }
 
 const char *ferry__pg_url_display(const char *url, char *out, size_t cap) {
+    if (!out || cap == 0) return out; /* nowhere to write */
     if (!url || !*url) {
         snprintf(out, cap, "(libpq defaults)");
         return out;
@@ -135,13 +136,16 @@ const char *ferry__pg_url_display(const char *url, char *out, size_t cap) {
     return out;
 }
 
-/* Replace every occurrence of secret[0..n) in msg with "***" (never longer: n >= 3). */
+/* Replace every occurrence of secret[0..n) in msg with "***" (never longer: n >= 3). The
+ * search goes on after each replacement, never through it: a secret that is itself "***"
+ * (or that the replacement would complete again) cannot make it loop. */
 static void mask(char *msg, const char *secret, size_t n) {
     if (n < 3) return; /* masking one or two bytes would garble every message */
-    char *p;
-    while ((p = strstr(msg, secret)) != NULL) {
+    char *p = msg;
+    while ((p = strstr(p, secret)) != NULL) {
         memcpy(p, "***", 3);
         memmove(p + 3, p + n, strlen(p + n) + 1);
+        p += 3;
     }
 }
 

@@ -396,6 +396,13 @@ static void test_database_url_display_check_mask(void **state) {
     ferry__pg_url_mask(NULL, msg);
     ferry__pg_url_mask("", msg);
     assert_string_equal(msg, "ab is short");
+    /* a password that is the mask itself, or that the mask completes again: it returns */
+    snprintf(msg, sizeof msg, "auth failed for password *** and ***");
+    ferry__pg_url_mask("postgresql://u:***@h/db", msg);
+    assert_string_equal(msg, "auth failed for password *** and ***");
+    snprintf(msg, sizeof msg, "pw **x**x");
+    ferry__pg_url_mask("host=h password=**x", msg);
+    assert_string_equal(msg, "pw ******");
 }
 
 /* The relay's claim limit: big payloads that the byte budget cuts shrink it to what fitted
