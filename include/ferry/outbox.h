@@ -409,7 +409,7 @@ FERRY_API void ferry_relay_get_stats(ferry_relay *r, ferry_relay_stats *out);
  * max_payload_bytes does not apply), read from <schema>.ferry_schema_migrations, to compare
  * with ferry_outbox_schema_version().
  * Returns: 0 with *version set (0 when the table does not exist: nothing applied).
- * Errors: FERRY_EINVAL (a bad schema name), FERRY_EDB (the server refused the query;
+ * Errors: FERRY_EINVAL (a bad schema name, or version NULL), FERRY_EDB (the server refused the query;
  * SQLSTATE in the message), FERRY_EIO (the connection is gone).
  * Blocks: yes, one query on `conn` (connected and idle; it is left idle), without a
  * deadline of its own (libpq's blocking call). Threads: not thread-safe on one conn.
@@ -421,7 +421,8 @@ FERRY_API int ferry_outbox_schema_applied(PGconn *conn, const ferry_outbox_optio
  * show, built from what libpq parses: "[user@]host[:port][/dbname]", each part made
  * printable, "(default host)" without a host, "(libpq defaults)" for "", "(not parsable)"
  * when libpq cannot parse it. Never the password, whatever its characters.
- * Returns: out, holding the text cut to fit out[cap] (cap >= 16). Errors: none.
+ * Returns: out, holding the text cut to fit out[cap] (cap >= 16 shows something; out NULL
+ * or cap 0: nothing is written). Errors: none.
  * Blocks: no (pure). Threads: any. Ownership: writes only out[0..cap). */
 FERRY_API const char *ferry_outbox_database_url_display(const char *url, char *out, size_t cap);
 

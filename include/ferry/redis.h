@@ -51,8 +51,8 @@ typedef struct ferry_redis_conn ferry_redis_conn;
 
 /* Connect as a queue would (URL, TLS, AUTH, SELECT; within opts->connect_timeout_ms).
  * Returns: 0 with *out set, freed with ferry_redis_disconnect.
- * Errors: FERRY_EINVAL (bad options or URL), FERRY_EIO / FERRY_ETIMEDOUT (unreachable),
- * FERRY_ETLS, FERRY_EAUTH, FERRY_ENOMEM; *out is NULL and err says why.
+ * Errors: FERRY_EINVAL (bad options or URL, or out NULL), FERRY_EIO / FERRY_ETIMEDOUT
+ * (unreachable), FERRY_ETLS, FERRY_EAUTH, FERRY_ENOMEM; *out is NULL and err says why.
  * Blocks: yes, up to the connect timeout. Threads: any; the connection is then used by one
  * thread at a time. Ownership: opts is only read during the call. */
 FERRY_API int ferry_redis_connect(const ferry_redis_options *opts, ferry_redis_conn **out,
@@ -60,7 +60,8 @@ FERRY_API int ferry_redis_connect(const ferry_redis_options *opts, ferry_redis_c
 
 /* Send `INFO section` (section: one word such as "cpu", or NULL for the default sections).
  * Returns: 0 with *text the server's answer (malloc'd, NUL-terminated; the caller frees it).
- * Errors: FERRY_EREDIS (the server answered with an error), FERRY_EPROTO (not a text
+ * Errors: FERRY_EINVAL (c or text NULL), FERRY_EREDIS (the server answered with an
+ * error), FERRY_EPROTO (not a text
  * answer), FERRY_EIO / FERRY_ETIMEDOUT (within opts->command_timeout_ms; the connection is
  * then broken, and later calls fail), FERRY_ENOMEM; *text is NULL.
  * Blocks: yes, one round trip. Threads: one thread at a time per connection.

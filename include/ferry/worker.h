@@ -423,8 +423,9 @@ FERRY_API int ferry_keep_jobs_check(const char *json, ferry_error *err);
 /* For a program stopping (a signal arrived) while ferry_worker_start may still be
  * connecting, which can take the whole command timeout: make that start launch no thread,
  * so the program can exit at once.
- * Returns: 1 when no lane thread was launched and start will now launch none (it fails
- * with FERRY_ESTATE, having taken no job; the worker may then only be freed); 0 when the
+ * Returns: 1 when no lane thread was launched and start will now launch none (it fails,
+ * having taken no job: with FERRY_ESTATE, or with its own connect error when connecting
+ * failed first; the worker may then only be freed); 0 when the
  * lanes are launched already (stop and close as usual) or `w` is NULL.
  * Errors: none. Blocks: no (takes the worker's mutex briefly). Threads: any thread, but not
  * from a signal handler (it locks a mutex). Ownership: `w` stays the caller's. */

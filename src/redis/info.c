@@ -11,8 +11,8 @@ struct ferry_redis_conn {
     ferry_conn *conn;
 };
 
-int ferry_redis_connect(const ferry_redis_options *opts, ferry_redis_conn **out,
-                        ferry_error *err) {
+int ferry_redis_connect(const ferry_redis_options *opts, ferry_redis_conn **out, ferry_error *err) {
+    if (!out) return ferry__err(err, FERRY_EINVAL, "ferry_redis_connect: out is NULL");
     *out = NULL;
     ferry_redis_conn *c = calloc(1, sizeof *c);
     if (!c) return ferry__err(err, FERRY_ENOMEM, "out of memory");
@@ -26,7 +26,9 @@ int ferry_redis_connect(const ferry_redis_options *opts, ferry_redis_conn **out,
 }
 
 int ferry_redis_info(ferry_redis_conn *c, const char *section, char **text, ferry_error *err) {
+    if (!text) return ferry__err(err, FERRY_EINVAL, "ferry_redis_info: text is NULL");
     *text = NULL;
+    if (!c) return ferry__err(err, FERRY_EINVAL, "ferry_redis_info: no connection");
     redisReply *r = NULL;
     int rc = section ? ferry__conn_command(c->conn, &r, err, "INFO %s", section)
                      : ferry__conn_command(c->conn, &r, err, "INFO");
