@@ -14,6 +14,7 @@
 #include <sys/un.h>
 
 #include "util/error.h"
+#include "util/printable.h"
 
 #define URL_MAX 4096 /* whole URL, bytes */
 #define HOST_MAX 255 /* DNS name or address literal */
@@ -94,12 +95,18 @@ static int parse_uint(const char *s, size_t len, long lo, long hi, long *out) {
     return 0;
 }
 
-/* Quote at most ECHO_MAX bytes of a fragment: "%.*s%s" with echo_len/echo_more. */
-static int echo_len(size_t len) {
-    return len > ECHO_MAX ? ECHO_MAX : (int)len;
-}
-static const char *echo_more(size_t len) {
-    return len > ECHO_MAX ? "..." : "";
+/* A fragment of the URL quoted in an error message: at most ECHO_MAX bytes of it, made
+ * printable (control characters and invalid UTF-8 escaped, as ferryx_printable does), with
+ * "..." when it was longer. Returns out. */
+#define ECHO_SHOWN (4 * ECHO_MAX + 8)
+static const char *echo(char out[ECHO_SHOWN], const char *s, size_t len) {
+    char raw[ECHO_MAX + 1];
+    size_t n = len > ECHO_MAX ? ECHO_MAX : len;
+    memcpy(raw, s, n);
+    raw[n] = '\0';
+    ferryx_printable(raw, out, ECHO_SHOWN - 3);
+    if (len > ECHO_MAX) strcat(out, "...");
+    return out;
 }
 
 /* userinfo = [user][:password], both percent-decoded; empty parts count as absent. */
@@ -124,6 +131,7 @@ static int host_char_ok(int ch) {
  * password is what sits where the port goes. */
 static int parse_hostport(const char *s, size_t len, int quote, ferry_redis_url *u,
                           ferry_error *err) {
+    char shown[ECHO_SHOWN], ch[ECHO_SHOWN];
     const char *host = s, *port = NULL;
     size_t hlen, plen = 0;
     int has_port = 0;
@@ -135,9 +143,8 @@ static int parse_hostport(const char *s, size_t len, int quote, ferry_redis_url 
         size_t rest = len - (size_t)(close + 1 - s);
         if (rest > 0) {
             if (close[1] != ':')
-                return ferry__err(err, FERRY_EINVAL,
-                                  "redis URL: unexpected '%.*s%s' after ']' in host",
-                                  echo_len(rest), close + 1, echo_more(rest));
+                return ferry__err(err, FERRY_EINVAL, "redis URL: unexpected '%s' after ']' in host",
+                                  echo(shown, close + 1, rest));
             has_port = 1;
             port = close + 2;
             plen = rest - 1;
@@ -145,12 +152,13 @@ static int parse_hostport(const char *s, size_t len, int quote, ferry_redis_url 
         char buf[INET6_ADDRSTRLEN + 1];
         struct in6_addr a6;
         if (hlen == 0 || hlen >= sizeof buf)
-            return ferry__err(err, FERRY_EINVAL, "redis URL: invalid IPv6 address '[%.*s%s]'",
-                              echo_len(hlen), host, echo_more(hlen));
+            return ferry__err(err, FERRY_EINVAL, "redis URL: invalid IPv6 address '[%s]'",
+                              echo(shown, host, hlen));
         memcpy(buf, host, hlen);
         buf[hlen] = '\0';
         if (inet_pton(AF_INET6, buf, &a6) != 1)
-            return ferry__err(err, FERRY_EINVAL, "redis URL: invalid IPv6 address '[%s]'", buf);
+            return ferry__err(err, FERRY_EINVAL, "redis URL: invalid IPv6 address '[%s]'",
+                              echo(shown, host, hlen));
     } else {
         const char *colon = memchr(s, ':', len);
         hlen = colon ? (size_t)(colon - s) : len;
@@ -165,8 +173,8 @@ static int parse_hostport(const char *s, size_t len, int quote, ferry_redis_url 
         for (size_t i = 0; i < hlen; i++)
             if (!host_char_ok((unsigned char)host[i]))
                 return ferry__err(err, FERRY_EINVAL,
-                                  "redis URL: invalid character '%c' in host '%.*s%s'", host[i],
-                                  echo_len(hlen), host, echo_more(hlen));
+                                  "redis URL: invalid character '%s' in host '%s'",
+                                  echo(ch, host + i, 1), echo(shown, host, hlen));
     }
     if (hlen > HOST_MAX)
         return ferry__err(err, FERRY_EINVAL, "redis URL: host longer than %d bytes", HOST_MAX);
@@ -178,15 +186,15 @@ static int parse_hostport(const char *s, size_t len, int quote, ferry_redis_url 
         if (r == -2 && !quote)
             return ferry__err(err, FERRY_EINVAL, "redis URL: port out of range (1..65535)");
         if (r == -2)
-            return ferry__err(err, FERRY_EINVAL, "redis URL: port '%.*s%s' out of range (1..65535)",
-                              echo_len(plen), port, echo_more(plen));
+            return ferry__err(err, FERRY_EINVAL, "redis URL: port '%s' out of range (1..65535)",
+                              echo(shown, port, plen));
         if (r != 0 && !quote)
             return ferry__err(err, FERRY_EINVAL,
                               "redis URL: port is not a number (credentials need a host: "
                               "redis://user:password@host)");
         if (r != 0)
-            return ferry__err(err, FERRY_EINVAL, "redis URL: port '%.*s%s' is not a number",
-                              echo_len(plen), port, echo_more(plen));
+            return ferry__err(err, FERRY_EINVAL, "redis URL: port '%s' is not a number",
+                              echo(shown, port, plen));
         u->port = (int)v;
     }
     u->host = strndup(host, hlen);
@@ -197,6 +205,7 @@ static int parse_hostport(const char *s, size_t len, int quote, ferry_redis_url 
 /* `quote` as for parse_hostport: a password with a raw '/' can reach the db path. */
 static int parse_db(const char *s, size_t len, const char *how, int quote, int *db,
                     ferry_error *err) {
+    char shown[ECHO_SHOWN];
     long v;
     int r = parse_uint(s, len, 0, INT_MAX, &v);
     if (r == -2 && !quote)
@@ -204,11 +213,11 @@ static int parse_db(const char *s, size_t len, const char *how, int quote, int *
     if (r != 0 && !quote)
         return ferry__err(err, FERRY_EINVAL, "redis URL: db %sis not a number", how);
     if (r == -2)
-        return ferry__err(err, FERRY_EINVAL, "redis URL: db '%.*s%s' out of range (0..%d)",
-                          echo_len(len), s, echo_more(len), INT_MAX);
+        return ferry__err(err, FERRY_EINVAL, "redis URL: db '%s' out of range (0..%d)",
+                          echo(shown, s, len), INT_MAX);
     if (r != 0)
-        return ferry__err(err, FERRY_EINVAL, "redis URL: db %s'%.*s%s' is not a number", how,
-                          echo_len(len), s, echo_more(len));
+        return ferry__err(err, FERRY_EINVAL, "redis URL: db %s'%s' is not a number", how,
+                          echo(shown, s, len));
     *db = (int)v;
     return 0;
 }

@@ -152,6 +152,9 @@ static void test_ipv6(void **state) {
     parse_bad("redis://[::1]x", "unexpected 'x' after ']'");
     parse_bad("redis://[::1]:", "empty port");
     parse_bad("redis://::1:6379", "IPv6 address needs brackets");
+    /* bytes that are not text are quoted escaped, never copied raw into the message */
+    parse_bad("redis://u:pw@\xff\xfe:1", "invalid character '\\xff' in host '\\xff\\xfe'");
+    parse_bad("redis://[\xc3\x28]:1", "invalid IPv6 address '[\\xc3(]'");
 }
 
 static void test_unix(void **state) {
