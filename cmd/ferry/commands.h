@@ -1,5 +1,5 @@
 /* commands.h - every ferry command, declared once in one table (commands.c), and the runner
- * that does what the commands have in common (git's `{ "add", cmd_add, RUN_SETUP }`).
+ * that does what the commands have in common.
  *
  * A command is either a body run by cli_command_run, which parses its options and the
  * connection options, checks, resolves the connection, opens the queue named by the first
