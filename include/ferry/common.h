@@ -56,9 +56,9 @@ extern "C" {
 #endif
 
 /* Every error code, from one list: XX(name, value, message). It generates the ferry_err
- * enum, ferry_strerror() and ferry_err_name() (libuv's UV_ERRNO_MAP). A program may expand
+ * enum, ferry_strerror() and ferry_err_name(). A program may expand
  * it too (e.g. into a table of its own).
- * Promise (as libpq's): a value is never reused or renumbered, and a code is never
+ * Promise: a value is never reused or renumbered, and a code is never
  * removed; a new code gets the next unused negative number, added at the end. The messages
  * are short English text for people, not for parsing; the names are stable. */
 #define FERRY_ERRNO_MAP(XX)                                                                        \
