@@ -2,8 +2,8 @@
  *     {"eventId":"<id>","traceId":"<trace>","payload":<payload>}
  * (traceId left out when the row has none, as JSON.stringify drops undefined). Pure,
  * thread-safe. */
-#ifndef FERRY_OUTBOX_ENVELOPE_H
-#define FERRY_OUTBOX_ENVELOPE_H
+#ifndef FERRY_ENVELOPE_ENVELOPE_H
+#define FERRY_ENVELOPE_ENVELOPE_H
 
 #include <stddef.h>
 

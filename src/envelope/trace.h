@@ -1,7 +1,7 @@
 /* trace.h - checking the trace id an event carries: a W3C traceparent (Trace Context,
  * level 1) or an opaque id. Pure, thread-safe. */
-#ifndef FERRY_OUTBOX_TRACE_H
-#define FERRY_OUTBOX_TRACE_H
+#ifndef FERRY_ENVELOPE_TRACE_H
+#define FERRY_ENVELOPE_TRACE_H
 
 #include <stddef.h>
 

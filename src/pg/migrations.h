@@ -1,7 +1,7 @@
 /* migrations.h - the embedded migration list (generated from src/pg/sql by
  * cmake/embed_sql.cmake) and the advisory-lock keys ferry uses in PostgreSQL. */
-#ifndef FERRY_OUTBOX_MIGRATIONS_H
-#define FERRY_OUTBOX_MIGRATIONS_H
+#ifndef FERRY_PG_MIGRATIONS_H
+#define FERRY_PG_MIGRATIONS_H
 
 #include <libpq-fe.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * would hang them until TCP gives up).
  *
  * Thread-safety: a ferry__pgc is used by one thread at a time. */
-#ifndef FERRY_OUTBOX_PG_H
-#define FERRY_OUTBOX_PG_H
+#ifndef FERRY_PG_PG_H
+#define FERRY_PG_PG_H
 
 #include <libpq-fe.h>
 #include <stdint.h>

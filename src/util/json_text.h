@@ -5,8 +5,8 @@
  *    JSON.stringify does (integral values without ".0", shortest round-trip doubles),
  *    so stored opts look like what Node writes.
  * Thread-safe (no shared state). */
-#ifndef FERRY_QUEUE_JSON_TEXT_H
-#define FERRY_QUEUE_JSON_TEXT_H
+#ifndef FERRY_UTIL_JSON_TEXT_H
+#define FERRY_UTIL_JSON_TEXT_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* uuid7.h - UUIDv7 (RFC 9562) for outbox event ids: the formatter is pure (unit-tested
  * alone), the generator keeps per-process state so ids made in one millisecond still
  * increase. */
-#ifndef FERRY_OUTBOX_UUID7_H
-#define FERRY_OUTBOX_UUID7_H
+#ifndef FERRY_UTIL_UUID7_H
+#define FERRY_UTIL_UUID7_H
 
 #include <stddef.h>
 #include <stdint.h>

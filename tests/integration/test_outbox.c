@@ -550,6 +550,23 @@ static int stats_reached(void *arg) {
     return st.published >= w->published;
 }
 
+/* Options of an in-process relay on the fixture's servers: NOTIFY only (no polling), no
+ * retention, its log captured into *log. The routes are the caller's to set. */
+static void lib_relay_options(ferry_relay_options *o, ferry_redis_options *ro, captured_log *log,
+                              const char *schema, const char *prefix) {
+    ferry_redis_options_init(ro);
+    ro->url = th_env_require("REDIS_URL");
+    ferry_relay_options_init(o);
+    o->database_url = th_env_require("DATABASE_URL");
+    o->schema = schema;
+    o->redis = ro;
+    o->prefix = prefix;
+    o->poll_interval_ms = 3600000; /* NOTIFY only */
+    o->retention_s = -1;
+    o->log = capture_log;
+    o->log_userdata = log;
+}
+
 static void test_library_relay_in_process(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
@@ -560,20 +577,10 @@ static void test_library_relay_in_process(void **state) {
     const char *text = "order.placed lib-q:handle\n";
     assert_int_equal(ferry_routes_parse(text, strlen(text), NULL, &routes, &e), 0);
     ferry_redis_options ro;
-    ferry_redis_options_init(&ro);
-    ro.url = th_env_require("REDIS_URL");
     captured_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
     ferry_relay_options o;
-    ferry_relay_options_init(&o);
-    o.database_url = th_env_require("DATABASE_URL");
-    o.schema = schema;
-    o.redis = &ro;
-    o.prefix = prefix;
-    o.poll_interval_ms = 3600000; /* NOTIFY only */
-    o.retention_s = -1;
+    lib_relay_options(&o, &ro, &log, schema, prefix);
     o.default_job_opts = "{\"attempts\":3}";
-    o.log = capture_log;
-    o.log_userdata = &log;
 
     /* option checks */
     ferry_relay *relay = NULL;
@@ -639,20 +646,10 @@ static void test_relay_longest_queue_name(void **state) {
     ferry_error e = {0};
     if (ferry_routes_parse(text, strlen(text), NULL, &routes, &e)) fail_msg("%s", e.message);
     ferry_redis_options ro;
-    ferry_redis_options_init(&ro);
-    ro.url = th_env_require("REDIS_URL");
     captured_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
     ferry_relay_options o;
-    ferry_relay_options_init(&o);
-    o.database_url = th_env_require("DATABASE_URL");
-    o.schema = schema;
-    o.redis = &ro;
-    o.prefix = prefix;
+    lib_relay_options(&o, &ro, &log, schema, prefix);
     o.routes = routes;
-    o.poll_interval_ms = 3600000; /* NOTIFY only */
-    o.retention_s = -1;
-    o.log = capture_log;
-    o.log_userdata = &log;
     ferry_relay *relay = NULL;
     if (ferry_relay_create(&o, &relay, &e)) fail_msg("%s", e.message);
     ferry_routes_free(routes);

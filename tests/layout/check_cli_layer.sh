@@ -10,6 +10,8 @@ dir=$src/cmd/ferry
 # pure text utility named ferryx_*
 shared='util/printable.h util/json_text.h util/numtext.h util/utf8.h util/retry_delay.h util/nearest_name.h'
 bad=0
+# a check that reads nothing passes nothing: SOURCE_DIR must hold the CLI's sources
+ls "$dir"/*.c >/dev/null 2>&1 || { echo "check_cli_layer: no C sources in $dir" >&2; exit 1; }
 tmp=$(mktemp) || exit 1
 inc=$tmp.inc
 for f in "$dir"/*.c "$dir"/*.h; do
