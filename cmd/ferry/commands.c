@@ -58,11 +58,12 @@ int cli_command_run(const cli_command *c, int argc, char **argv) {
     opt_group groups[2];
     size_t ngroups = 0;
     if (s->defs) groups[ngroups++] = (opt_group){"Options", s->defs, s->ndefs, s->opts};
-    groups[ngroups++] = cli_conn_group(&ctx.conn, 0); /* every body-run command uses Redis */
+    int redis = (c->needs & (CLI_NEEDS_REDIS | CLI_NEEDS_QUEUE)) != 0; /* a queue is on Redis */
+    if (redis) groups[ngroups++] = cli_conn_group(&ctx.conn, 0);
     int rc = opts_parse(s->spec, groups, ngroups, argc, argv, &ctx.r);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     if (s->check && (rc = s->check(&ctx))) goto out;
-    if ((rc = cli_conn_resolve(s->spec, &ctx.conn))) goto out;
+    if (redis && (rc = cli_conn_resolve(s->spec, &ctx.conn))) goto out;
     if ((c->needs & CLI_NEEDS_QUEUE) &&
         (rc = cli_open_queue(s->spec, &ctx.conn, ctx.r.pos[0], ctx.queue_use, &ctx.q)))
         goto out;
