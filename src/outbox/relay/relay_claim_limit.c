@@ -140,9 +140,11 @@ relay_batch_rc ferry__relay_claim_timed_out(ferry_relay *r, ferry_error *err) {
     int limit = r->claim_timeout;
     r->claim_timeout = 0;
     if (limit > 1) {
+        /* r->slow_row stays: a wider claim timing out says nothing for the row that timed
+         * out alone before, and forgetting it let the limit swing 1 -> 2 -> 1 with the row
+         * never set aside (only a claim that gets through clears it, relay_batch.c) */
         r->claim_limit =
             ferry__relay_next_claim_limit(r->claim_limit, r->batch_size, 0, limit, 0, 1);
-        r->slow_row[0] = '\0';
         ferry__relay_log(r, FERRY_LOG_WARN,
                          "relay: a claim of %d rows ran past the statement timeout (%d ms) "
                          "(converting their payloads to text, or stepping over a backlog of "
