@@ -48,6 +48,21 @@ FERRY_API long long ferry_job_timestamp(const ferry_job *j); /* enqueue ms */
  * Returns: the field's text (borrowed), or NULL when the job has no such field. */
 FERRY_API const char *ferry_job_field(const ferry_job *j, const char *field);
 
+/* The outbox envelope the relay writes as job data, {"eventId":..., "traceId":...,
+ * "payload":...} (ferry/outbox.h), parsed once when the job is fetched.
+ * ferry_job_event_id: the envelope's eventId when the data is a JSON object whose "eventId"
+ *   is a UUID string (36 characters, 8-4-4-4-12 hex digits, any version); else NULL.
+ * ferry_job_trace_id: its "traceId" when that is a string the outbox accepts as a trace id
+ *   (1..FERRY_OUTBOX_TRACE_ID_MAX printable ASCII characters); else NULL.
+ * ferry_job_payload: the JSON text of the "payload" member when the data is an object with
+ *   a string "eventId" and a "payload" member (as written, without the blanks outside its
+ *   strings); else the whole data, as ferry_job_data.
+ * Returns: borrowed text, valid as long as the job. Cannot fail. Threads, Blocks: as the
+ *   accessors above. */
+FERRY_API const char *ferry_job_event_id(const ferry_job *j);
+FERRY_API const char *ferry_job_trace_id(const ferry_job *j);
+FERRY_API const char *ferry_job_payload(const ferry_job *j);
+
 /* What a handler returns. */
 typedef enum ferry_outcome {
     FERRY_COMPLETED = 0, /* success; return value set with ferry_job_set_return */
@@ -304,6 +319,27 @@ typedef struct ferry_worker_options {
      * (docs/worker.md "Threads and connections" has the measurements). Node's
      * Queue.getWorkers() lists a worker once, whatever its lanes. */
     int lanes;
+    /* A check run before the handler, for payload contracts (ferry/contract.h has one:
+     * ferry_contracts_job_check). Returns 0 to run the handler; anything else fails the job
+     * at once and for good (as FERRY_FAILED_PERMANENT, no retry) with the NUL-terminated
+     * text it wrote into reason (cap bytes, at least 256) as failedReason ("check failed"
+     * when it wrote none). NULL = no check.
+     * Threads: on the handler thread that would run the job, outside the callback lock:
+     *   several run at once on different jobs. Blocks: must not for long (it takes a
+     *   handler slot). Ownership: job and reason only during the call; check_userdata is
+     *   not owned and must outlive ferry_worker_close, as handler_userdata. */
+    int (*check)(const ferry_job *job, char *reason, size_t cap, void *userdata);
+    void *check_userdata;
+    /* Called once for each job this worker moved to failed for good (FERRY_FAILED_PERMANENT,
+     * attempts exhausted, a backoff strategy's -1, a failed check, stalled too many times,
+     * max_started_attempts), right after that was written to Redis, with the stored
+     * failedReason; for a dead-letter recorder (ferry/deadletter.h:
+     * ferry_dlq_recorder_final_failure). NULL = none.
+     * Threads: under the same rules as the callbacks (one at a time, never after close has
+     *   returned). Blocks: must not (it holds up the worker's finishing). Ownership: job and
+     *   reason only during the call; final_failure_userdata as check_userdata. */
+    void (*final_failure)(const ferry_job *job, const char *reason, void *userdata);
+    void *final_failure_userdata;
 } ferry_worker_options;
 
 /* Fill *o (not NULL) with defaults (all zero / NULL).
