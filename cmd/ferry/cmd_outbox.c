@@ -20,13 +20,13 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "db_opts.h"
 #include "ferry/outbox.h"
 #include "logline.h"
 #include "signals.h"
 #include "util/printable.h"
 
 #define CLI_EXIT_STARTUP 3 /* relay could not start: database/Redis unreachable, not migrated */
-#define DEFAULT_DB_TIMEOUT_MS 30000
 
 static const cmd_spec relay_spec;
 
@@ -45,32 +45,7 @@ static void say(const cmd_spec *spec, const char *fmt, ...) {
         fprintf(stderr, "ferry %s: %s\n", spec->name, text);
 }
 
-/* ---- database options (shared) ---------------------------------------------------------- */
-
-typedef struct db_opts {
-    const char *url;
-    const char *url_file; /* --database-url-file */
-    const char *schema;
-    long long timeout_ms;
-    const char *url_source; /* for messages */
-    char *url_read;         /* the URL read from url_file (db_opts_free clears and frees it) */
-} db_opts;
-
-#define DB_URL_HELP                                                                                \
-    "PostgreSQL URL or conninfo (postgresql://user:pass@host:port/db). Default: $DATABASE_URL, "   \
-    "else libpq's defaults (PGHOST, PGDATABASE, ...)."
-#define DB_URL_FILE_HELP                                                                           \
-    "Read the database URL from FILE (the URL alone on one line), so the password is neither "     \
-    "in the command line nor in the environment. Not with --database; wins over $DATABASE_URL."
-#define DB_SCHEMA_HELP "Schema of ferry's tables (default public)."
-
-static const opt_def db_defs[] = {
-    {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
-    {"database-url-file", OPT_STRING, "FILE", offsetof(db_opts, url_file), 0, 0, DB_URL_FILE_HELP},
-    {"schema", OPT_STRING, "NAME", offsetof(db_opts, schema), 0, 0, DB_SCHEMA_HELP},
-    {"db-timeout", OPT_INT, "MS", offsetof(db_opts, timeout_ms), 1, 3600000,
-     "Database connect and statement timeout in milliseconds (default 30000)."},
-};
+/* ---- database options: db_opts.h ----------------------------------------------------- */
 
 /* The relay's: the same options with its own timeout defaults. */
 static const opt_def relay_db_defs[] = {
@@ -81,105 +56,6 @@ static const opt_def relay_db_defs[] = {
      "Database connect and statement timeout in milliseconds (default: connect 5000, "
      "statements 10000)."},
 };
-
-/* The database URL and where it came from; a bad one (or DATABASE_URL set but empty) is a
- * usage error: returns 0 or the exit status. */
-static int db_resolve(const cmd_spec *spec, db_opts *d) {
-    d->url_source = "--database";
-    if (d->url_file) {
-        if (d->url)
-            return opts_usage_error(spec, "--database and --database-url-file are exclusive");
-        int rc = cli_read_secret_file(spec, "database-url-file", d->url_file, &d->url_read);
-        if (rc) return rc;
-        d->url = d->url_read;
-        d->url_source = "--database-url-file";
-    } else if (!d->url) {
-        const char *env = getenv("DATABASE_URL");
-        if (env && !*env) return opts_usage_error(spec, "DATABASE_URL is set but empty");
-        d->url = env ? env : "";
-        d->url_source = env ? "DATABASE_URL" : "libpq defaults";
-    } else if (!*d->url) {
-        return opts_usage_error(spec, "--database is empty");
-    }
-    ferry_error e = {0};
-    if (ferry_outbox_database_url_check(d->url, &e) != 0) {
-        char msg[FERRY_ERROR_MESSAGE_MAX + 32];
-        snprintf(msg, sizeof msg, "%s (%s)", e.message, d->url_source);
-        return opts_usage_error(spec, "%s", msg);
-    }
-    return 0;
-}
-
-/* Whether a URL was given at all (--database, --database-url-file, DATABASE_URL). */
-static int db_given(const db_opts *d) {
-    const char *env = getenv("DATABASE_URL");
-    return d->url || d->url_file || (env && *env);
-}
-
-static void db_opts_free(db_opts *d) {
-    if (d->url_read) explicit_bzero(d->url_read, strlen(d->url_read));
-    free(d->url_read);
-    d->url_read = NULL;
-}
-
-static long long db_timeout(const db_opts *d) {
-    return d->timeout_ms ? d->timeout_ms : DEFAULT_DB_TIMEOUT_MS;
-}
-
-/* The database part of a URL that is safe to show ("user@host:port/db"), never the password. */
-static void db_display(const db_opts *d, char *out, size_t cap) {
-    ferry_outbox_database_url_display(d->url, out, cap);
-}
-
-static void ignore_notice(void *arg, const char *message) {
-    (void)arg;
-    (void)message;
-}
-
-/* Connect with libpq's blocking API, with a connect timeout and a session statement
- * timeout. On failure prints one line and returns NULL. */
-static PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
-    char connect_s[24], user_timeout[24], where[300];
-    snprintf(connect_s, sizeof connect_s, "%lld", (db_timeout(d) + 999) / 1000);
-    /* a server that stops answering ends the connection instead of hanging the command */
-    snprintf(user_timeout, sizeof user_timeout, "%lld", db_timeout(d) + 2000);
-    const char *keys[] = {
-        "connect_timeout",  "application_name", "keepalives",      "keepalives_idle",
-        "tcp_user_timeout", "dbname",           "client_encoding", NULL};
-    const char *vals[] = {connect_s, "ferry", "1", "10", user_timeout, d->url, "UTF8", NULL};
-    PGconn *conn = PQconnectdbParams(keys, vals, 1);
-    db_display(d, where, sizeof where);
-    if (!conn || PQstatus(conn) != CONNECTION_OK) {
-        const char *m = conn ? PQerrorMessage(conn) : "out of memory";
-        char line[512];
-        snprintf(line, sizeof line, "%s", m);
-        for (char *c = line; *c; c++)
-            if (*c == '\n' || *c == '\t') *c = ' ';
-        for (size_t n = strlen(line); n > 0 && line[n - 1] == ' ';)
-            line[--n] = '\0';
-        ferry_outbox_database_url_mask(d->url,
-                                       line); /* libpq quotes hosts, ports, database names */
-        say(spec, "database %s (%s): %s", where, d->url_source, line);
-        PQfinish(conn);
-        return NULL;
-    }
-    PQsetNoticeProcessor(conn, ignore_notice, NULL); /* "already exists, skipping" is noise */
-    char sql[64];
-    snprintf(sql, sizeof sql, "SET statement_timeout = %lld", db_timeout(d));
-    PGresult *r = PQexec(conn, sql);
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    PQclear(r);
-    if (!ok) {
-        char line[512];
-        snprintf(line, sizeof line, "%s", PQerrorMessage(conn));
-        line[strcspn(line, "\n")] = '\0';
-        ferry_outbox_database_url_mask(d->url, line);
-        say(spec, "database %s: %s", where, line);
-        PQfinish(conn);
-        return NULL;
-    }
-    return conn;
-}
 
 /* A library failure on one line; the database URL's password masked (url may be NULL). */
 static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
@@ -238,7 +114,7 @@ static void print_migration(int version, const char *name, const char *sql, void
 static int migrate_run(int argc, char **argv, db_opts *d) {
     migrate_opts o = {0};
     opt_group groups[] = {{"Options", migrate_defs, 1, &o},
-                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
+                          {"Database options", db_defs, DB_DEFS_COUNT, d}};
     opt_result res;
     int rc = opts_parse(&migrate_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
@@ -420,10 +296,9 @@ static long long fault_count(void) {
 static int relay_run(int argc, char **argv, db_opts *d) {
     cli_conn conn = {0};
     relay_opts o = {.retention_days = -1};
-    opt_group groups[] = {
-        {"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
-        {"Database options", relay_db_defs, sizeof db_defs / sizeof db_defs[0], d},
-        cli_conn_group(&conn, 0)};
+    opt_group groups[] = {{"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
+                          {"Database options", relay_db_defs, DB_DEFS_COUNT, d},
+                          cli_conn_group(&conn, 0)};
     opt_result res;
     int rc = opts_parse(&relay_spec, groups, 3, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
@@ -583,7 +458,7 @@ static int status_json(const char *schema, const ferry_outbox_status *s, int hav
 static int status_run(int argc, char **argv, db_opts *d) {
     status_opts o = {0};
     opt_group groups[] = {{"Options", status_defs, 2, &o},
-                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
+                          {"Database options", db_defs, DB_DEFS_COUNT, d}};
     opt_result res;
     int rc = opts_parse(&status_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
@@ -672,7 +547,7 @@ static const cmd_spec cleanup_spec = {
 static int cleanup_run(int argc, char **argv, db_opts *d) {
     cleanup_opts o = {.older_than_days = -1};
     opt_group groups[] = {{"Options", cleanup_defs, 2, &o},
-                          {"Database options", db_defs, sizeof db_defs / sizeof db_defs[0], d}};
+                          {"Database options", db_defs, DB_DEFS_COUNT, d}};
     opt_result res;
     int rc = opts_parse(&cleanup_spec, groups, 2, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
