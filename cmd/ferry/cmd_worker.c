@@ -26,10 +26,10 @@
 #include "job_outcome.h"
 #include "jsonw.h"
 #include "logline.h"
-#include "util/retry_delay.h"
-#include "util/json_text.h"
 #include "signals.h"
+#include "util/json_text.h"
 #include "util/printable.h"
+#include "util/retry_delay.h"
 #include "worker_log.h"
 
 extern char **environ;
@@ -117,7 +117,10 @@ static const cmd_spec worker_spec = {
     "on standard input.",
     "Each job's command gets the environment variables FERRY_QUEUE, FERRY_JOB_ID,\n"
     "FERRY_JOB_NAME, FERRY_ATTEMPT (attempts spent + 1: 1 on the first attempt, unchanged\n"
-    "after exit 118/119) and FERRY_ATTEMPTS_STARTED (runs so far, this one included),\n"
+    "after exit 118/119) and FERRY_ATTEMPTS_STARTED (runs so far, this one included);\n"
+    "for outbox events also FERRY_EVENT_ID (the eventId, a UUID) and FERRY_TRACE_ID (the\n"
+    "traceId), each only when the job's data carries a usable one; stdin is the whole data,\n"
+    "envelope included. All this comes\n"
     "besides the worker's own environment without its credentials: REDIS_URL,\n"
     "DATABASE_URL, PGPASSWORD and FERRY_*_URL are removed unless named by --pass-env.\n"
     "Whatever a command leaves running is killed when it exits, and every command with\n"
@@ -221,11 +224,13 @@ static void printable(char *dst, size_t cap, const char *src) {
 
 /* ---- per-job environment ------------------------------------------------------------------ */
 
-#define NJOB_VARS 5
+#define NJOB_VARS 7 /* at most: the last two only when the job has them */
 
 static int is_ferry_var(const char *kv) {
-    static const char *const names[NJOB_VARS] = {"FERRY_QUEUE=", "FERRY_JOB_ID=", "FERRY_JOB_NAME=",
-                                                 "FERRY_ATTEMPT=", "FERRY_ATTEMPTS_STARTED="};
+    static const char *const names[NJOB_VARS] = {
+        "FERRY_QUEUE=",   "FERRY_JOB_ID=",           "FERRY_JOB_NAME=",
+        "FERRY_ATTEMPT=", "FERRY_ATTEMPTS_STARTED=", "FERRY_EVENT_ID=",
+        "FERRY_TRACE_ID="};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strncmp(kv, names[i], strlen(names[i]))) return 1;
     return 0;
@@ -256,8 +261,10 @@ static char *kv(const char *k, const char *v) {
     return s;
 }
 
-/* envp for one job: base environment + the NJOB_VARS FERRY_* variables. Returns the array;
- * the added strings are at [nbase..nbase+NJOB_VARS). NULL on allocation failure. */
+/* envp for one job: base environment + the FERRY_* variables (FERRY_EVENT_ID and
+ * FERRY_TRACE_ID only when the job's data is an envelope that has them). Returns the
+ * NULL-terminated array; the added strings are at [nbase..), at most NJOB_VARS. NULL on
+ * allocation failure. */
 static char **job_env(const exec_worker *xw, const ferry_job *job, long long attempt) {
     char **env = calloc(xw->nbase + NJOB_VARS + 1, sizeof *env);
     if (!env) return NULL;
@@ -270,7 +277,12 @@ static char **job_env(const exec_worker *xw, const ferry_job *job, long long att
     env[xw->nbase + 2] = kv("FERRY_JOB_NAME", ferry_job_name(job) ? ferry_job_name(job) : "");
     env[xw->nbase + 3] = kv("FERRY_ATTEMPT", num);
     env[xw->nbase + 4] = kv("FERRY_ATTEMPTS_STARTED", started);
-    for (int i = 0; i < NJOB_VARS; i++)
+    int n = 5;
+    if (ferry_job_event_id(job))
+        env[xw->nbase + n++] = kv("FERRY_EVENT_ID", ferry_job_event_id(job));
+    if (ferry_job_trace_id(job))
+        env[xw->nbase + n++] = kv("FERRY_TRACE_ID", ferry_job_trace_id(job));
+    for (int i = 0; i < n; i++)
         if (!env[xw->nbase + i]) {
             for (int k = 0; k < NJOB_VARS; k++)
                 free(env[xw->nbase + k]);
@@ -283,7 +295,7 @@ static char **job_env(const exec_worker *xw, const ferry_job *job, long long att
 static void job_env_free(const exec_worker *xw, char **env) {
     if (!env) return;
     for (int i = 0; i < NJOB_VARS; i++)
-        free(env[xw->nbase + i]);
+        free(env[xw->nbase + i]); /* the unused slots are NULL */
     free(env);
 }
 
@@ -752,8 +764,7 @@ static int worker_run(exec_worker *xw, ferry_worker *w, int *abandoned) {
         *abandoned = 1;
         return CLI_EXIT_RUNTIME;
     }
-    if (xw->handed_back)
-        /* after close: no handler runs any more */
+    if (xw->handed_back) /* after close: no handler runs any more */
         logline("worker",
                 "queue=%s stopped; %llu fetched job%s handed back without running (--max-jobs, "
                 "or a second stop signal)",

@@ -115,3 +115,9 @@ size_t ferry__envelope_write(char *out, size_t cap, const char *event_id, size_t
     out[k] = '\0';
     return k;
 }
+
+size_t ferry__json_compact_copy(const char *s, size_t n, char *out) {
+    size_t k = put_compact(out, s, n);
+    out[k] = '\0';
+    return k;
+}

@@ -30,8 +30,8 @@ int ferry__traceparent_parse(const char *s, size_t len, ferry__traceparent *out,
 int ferry__trace_id_valid(const char *s, size_t n);
 
 /* Check an event's trace id: when it starts like a traceparent (two hex digits and '-')
- * it must parse as one; otherwise it must pass ferry__trace_id_valid. NULL is valid (no trace id). Returns 0 or
- * FERRY_EINVAL naming the problem. */
+ * it must parse as one; otherwise it must pass ferry__trace_id_valid. NULL is valid (no trace id).
+ * Returns 0 or FERRY_EINVAL naming the problem. */
 int ferry__trace_id_check(const char *s, ferry_error *err);
 
 #endif

@@ -19,5 +19,5 @@ void ferry__deliver_notice(ferry__lane *lane, const ferry_worker_notice *n) {
     if (lane->cb.notice) lane->cb.notice(n, lane->cb_ud);
     if (lane->cb.log)
         lane->cb.log(n->kind == FERRY_NOTICE_REDIS_RESTORED ? FERRY_LOG_INFO : FERRY_LOG_WARN,
-                  n->message, lane->cb_ud);
+                     n->message, lane->cb_ud);
 }

@@ -32,7 +32,7 @@ static void take_jobs(ferry__lane *lane, ferry_job *list, ferry_job **mine) {
             snprintf(stack, sizeof stack, "UnrecoverableError: %s", why);
             ferry_job_set_failure(j, why, stack);
             j->outcome = FERRY_FAILED_PERMANENT;
-            if (lane->cb.job_log) j->trace_id = ferry__job_trace_id(j);
+            (void)ferry__job_envelope(j); /* for the log's trace id; ENOMEM: none */
             ferry__job_plan(j, FERRY_FAILED_PERMANENT, NULL);
             if (!d->pending) d->pending_since_us = ferry__now_us();
             ferry__pending_append(d, j);

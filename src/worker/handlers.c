@@ -111,6 +111,25 @@ static void push_done(ferry__lane *lane, ferry_job *j) {
     atomic_fetch_add(&lane->ndone, 1);
 }
 
+/* The envelope (parsed here, not on the thread that settles results for everybody), the
+ * worker's check, then the handler. */
+static ferry_outcome run_one(ferry__lane *lane, ferry_job *j) {
+    if (ferry__job_envelope(j) != 0) {
+        ferry_job_set_failure(j, "out of memory reading the job's envelope", NULL);
+        return FERRY_FAILED; /* transient: retried with the job's backoff */
+    }
+    if (lane->check) {
+        char reason[FERRY__CHECK_REASON_MAX];
+        reason[0] = '\0';
+        if (lane->check(j, reason, sizeof reason, lane->check_ud) != 0) {
+            reason[sizeof reason - 1] = '\0';
+            ferry_job_set_failure(j, reason[0] ? reason : "check failed", NULL);
+            return FERRY_FAILED_PERMANENT;
+        }
+    }
+    return lane->handler(j, lane->handler_ud);
+}
+
 void *ferry__handler_main(void *arg) {
     ferry__thread *t = arg;
     ferry__lane *lane = t->lane;
@@ -120,7 +139,7 @@ void *ferry__handler_main(void *arg) {
         if (!j && !(j = ready_take(lane))) break;
         atomic_fetch_add(&lane->busy, 1);
         int64_t t0 = ferry__now_us();
-        ferry_outcome oc = lane->handler(j, lane->handler_ud);
+        ferry_outcome oc = run_one(lane, j);
         int64_t took = ferry__now_us() - t0;
         /* moving average over ~8 jobs; concurrent updates may lose one, which is fine */
         int64_t avg = atomic_load_explicit(&lane->handler_ns, memory_order_relaxed);
@@ -135,8 +154,6 @@ void *ferry__handler_main(void *arg) {
         j->outcome = oc;
         j->ran = 1;
         j->run_us = took;
-        /* parsed here, not on the thread that settles results for everybody */
-        if (lane->cb.job_log) j->trace_id = ferry__job_trace_id(j);
         ferry__job_plan(j, oc, &cache);
         atomic_fetch_sub(&lane->busy, 1);
         push_done(lane, j);

@@ -132,7 +132,7 @@ void ferry__job_free(ferry_job *j) {
     free(j->stack);
     free(j->value);
     free(j->stacktrace);
-    free(j->trace_id);
+    free(j->payload);
     free(j);
 }
 

@@ -2,7 +2,7 @@
  * was written to Redis (or refused), with the fields an operator needs to follow a job (name,
  * id, attempt, trace id, duration, age) plus the outcome, delay and reason; and
  * ferry_job_log_format, which renders a record as one text (logfmt-like) or JSON line.
- * Records never carry job data: the data is only parsed for its top-level "traceId". */
+ * Records never carry job data: only the envelope's "traceId" (ferry__job_envelope). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,24 +12,6 @@
 #include "util/clock.h"
 #include "util/json_text.h"
 #include "worker/worker_internal.h"
-
-/* ---- trace id ----------------------------------------------------------------------- */
-
-char *ferry__job_trace_id(const ferry_job *j) {
-    const char *data = j->data;
-    /* cheap test first: most jobs carry no envelope, and parsing is the expensive part */
-    if (!data || !strstr(data, "\"traceId\"")) return NULL;
-    size_t n = strlen(data);
-    if (n > FERRY__TRACE_SCAN_MAX) return NULL;
-    /* integers past int64 (Node writes any JS number) must not make the parse fail */
-    json_t *root = json_loadb(data, n, JSON_DECODE_INT_AS_REAL, NULL);
-    char *out = NULL;
-    const json_t *t = json_is_object(root) ? json_object_get(root, "traceId") : NULL;
-    if (json_is_string(t) && ferry__trace_id_valid(json_string_value(t), json_string_length(t)))
-        out = strdup(json_string_value(t));
-    json_decref(root);
-    return out;
-}
 
 /* ---- emitting ----------------------------------------------------------------------- */
 
@@ -45,8 +27,8 @@ void ferry__job_log_emit(ferry__lane *lane, const ferry_job *j, const char *outc
 
     char dflt[128];
     char *heap = NULL;
-    if (j->trace_id) {
-        rec.trace_id = j->trace_id;
+    if (j->env_done && j->env.trace_id[0]) {
+        rec.trace_id = j->env.trace_id;
     } else {
         /* the fallback: job-<queue>-<id> */
         size_t need = 4 + strlen(lane->queue) + 1 + strlen(j->id) + 1;

@@ -176,6 +176,10 @@ static void copy_options(ferry__lane *lane, const char *queue, const ferry_worke
     lane->split_at = lane->concurrency >= SPLIT_MIN_CONCURRENCY ? lane->concurrency / 2 : 0;
     if (lane->fetch_batch > lane->concurrency) lane->fetch_batch = lane->concurrency;
     lane->cb = opts->callbacks;
+    lane->check = opts->check;
+    lane->check_ud = opts->check_userdata;
+    lane->final_failure = opts->final_failure;
+    lane->final_ud = opts->final_failure_userdata;
     lane->cb_ud = opts->userdata;
     atomic_init(&lane->handler_ns,
                 FERRY__EAGER_HANDLER_US * 1000); /* unknown: start every thread */

@@ -77,6 +77,10 @@ static void settle_written_ok(ferry__lane *lane, ferry_job *j, deltas *dl) {
             lane->cb.failed(j, j->value ? j->value : "", final, lane->cb_ud);
             ferry__cb_leave(lane);
         }
+        if (final && lane->final_failure && ferry__cb_enter(lane) == 0) {
+            lane->final_failure(j, j->value ? j->value : "", lane->final_ud);
+            ferry__cb_leave(lane);
+        }
         break;
     }
     }

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "envelope/envelope.h"
 #include "ferry/worker.h"
 #include "queue/job_opts.h"
 #include "queue/keys.h"
@@ -108,7 +109,12 @@ struct ferry_job {
     ferry_outcome outcome; /* as returned (an invalid value became FAILED_PERMANENT) */
     int ran;               /* the handler ran (0: failed at fetch without running) */
     int64_t run_us;        /* handler run time */
-    char *trace_id;        /* owned; only computed when callbacks.job_log is set */
+    /* The envelope of the data (ferry__job_envelope, on the thread about to run or fail the
+     * job, before anything reads it): env_done set once parsed; payload owned, NULL when
+     * the data is not an envelope (ferry_job_payload returns data then). */
+    int env_done;
+    ferry__envelope_view env;
+    char *payload;
     /* The job's parsed backoff option while ferry__job_plan calls a strategy, else NULL
      * (ferry_backoff_capped reads its delay). */
     const ferry__backoff *cur_backoff;
@@ -196,6 +202,11 @@ struct ferry__lane {
     void *cb_ud;
     ferry_handler_fn handler;
     void *handler_ud;
+    /* ferry_worker_options.check / .final_failure and their userdata */
+    int (*check)(const ferry_job *, char *, size_t, void *);
+    void *check_ud;
+    void (*final_failure)(const ferry_job *, const char *, void *);
+    void *final_ud;
     char token_prefix[48]; /* "<uuid>:" */
     char *client_name;     /* blocking connection name */
     /* lanes after the first leave their blocking connection unnamed, so Node's
@@ -335,13 +346,16 @@ char *ferry__json_quote(const char *s, size_t n);
 
 /* ---- joblog.c ------------------------------------------------------------------- */
 
-/* Longest data text searched for a "traceId". */
-#define FERRY__TRACE_SCAN_MAX (1024 * 1024)
+/* ---- envelope_view.c -------------------------------------------------------------- */
 
-/* The job data's top-level "traceId" when it is a string that passes
- * ferry__trace_id_valid (envelope/trace.h: the outbox's rule), else NULL. malloc'd. Only called when
- * callbacks.job_log is set (it parses the data). Thread-safe. */
-char *ferry__job_trace_id(const ferry_job *j);
+/* Parse the job's data as an envelope once (envelope/envelope.h), for the accessors
+ * ferry_job_event_id / _trace_id / _payload and the job log's trace id. Called on the
+ * thread about to run (or fail without running) the job, before anything reads j->env.
+ * Returns 0, or FERRY_ENOMEM when the payload could not be copied (env_done stays 0). */
+int ferry__job_envelope(ferry_job *j);
+
+/* Room for the reason a check writes (ferry_worker_options.check: at least 256). */
+#define FERRY__CHECK_REASON_MAX 1024
 
 /* Call callbacks.job_log (if set) for a settled job: `outcome` is one of the names in
  * ferry_job_log. Runs the callback under ferry__cb_enter. */

@@ -20,7 +20,7 @@
 #include "envelope/trace.h"
 #include "util/uuid7.h"
 #include "util/json_text.h"
-#include "worker/worker_internal.h" /* ferry__job_trace_id */
+#include "worker/worker_internal.h"
 
 /* ---- UUIDv7 ---------------------------------------------------------------------------- */
 
@@ -157,12 +157,11 @@ static void test_trace_id_reaches_job_log(void **state) {
     assert_non_null(data);
     assert_true(ferry__envelope_write(data, cap, ev, strlen(ev), id, strlen(id), payload,
                                       strlen(payload)) > 0);
-    ferry_job job;
-    memset(&job, 0, sizeof job);
-    job.data = data;
-    char *got = ferry__job_trace_id(&job);
-    assert_non_null(got);
+    ferry__envelope_view view;
+    assert_true(ferry__envelope_parse(data, strlen(data), 512, &view));
+    const char *got = view.trace_id;
     assert_string_equal(got, id);
+    assert_string_equal(view.event_id, ev);
 
     ferry_job_log rec = {.queue = "q", .name = "j", .id = "1", .attempt = 1, .trace_id = got,
                          .outcome = "completed"};
@@ -173,7 +172,6 @@ static void test_trace_id_reaches_job_log(void **state) {
     ferry_job_log_format(&rec, 1, line, sizeof line);
     snprintf(want, sizeof want, "\"trace\":\"req=7\\\"a\\\\b%s\"", id + 9);
     assert_non_null(strstr(line, want));
-    free(got);
     free(data);
 
     /* longer than the outbox takes: the log falls back to job-<queue>-<id> like before */
