@@ -13,7 +13,7 @@ pkgs=(
     build-essential cmake pkg-config clang libclang-rt-14-dev llvm-14 tzdata
     libhiredis-dev libjansson-dev libssl-dev libcmocka-dev libpq-dev
     redis-server redis-tools postgresql openssl ca-certificates locales
-    iproute2 jq
+    iproute2 jq libpcre2-dev json-schema-test-suite
 )
 # Only what the build, the tests and the scripts use today; a library is added with the code
 # that links it. (tzdata: the scheduler's IANA zones; locales: the comma-decimal locale
@@ -21,7 +21,9 @@ pkgs=(
 # iproute2: `ss`, with which scripts/lib.sh finds free ports; jq: bench/run.sh. Both are
 # missing from minimal images such as containers and debootstrap --variant=minbase.
 # llvm-14: llvm-symbolizer, without which sanitizer reports have no function names and the
-# LeakSanitizer suppressions, which match names, do not apply.)
+# LeakSanitizer suppressions, which match names, do not apply.
+# libpcre2-dev: the "pattern" keyword of payload contracts; json-schema-test-suite: the official
+# JSON Schema test cases, which tests/unit/test_contract_suite.c runs against the validator.)
 # Node may come from elsewhere (e.g. a vendor nodejs that bundles npm); only without it do we
 # take Debian's, whose nodejs 18 satisfies BullMQ 6 (node >= 14.18).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
