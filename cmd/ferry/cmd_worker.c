@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "exec_job.h"
+#include "ferry/contract.h"
 #include "job_outcome.h"
 #include "jsonw.h"
 #include "logline.h"
@@ -39,7 +40,8 @@ typedef struct worker_opts {
         shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
         max_started, retry_later_default, lanes, connect_timeout;
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
-    const char *pass_env; /* the last --pass-env; all of them: pass_env_names() */
+    const char *pass_env;  /* the last --pass-env; all of them: pass_env_names() */
+    const char *contracts; /* --contracts DIR */
 } worker_opts;
 
 enum { LOG_TEXT, LOG_JSON, LOG_NONE };
@@ -105,6 +107,13 @@ static const opt_def worker_defs[] = {
     {"connect-timeout", OPT_INT, "MS", offsetof(worker_opts, connect_timeout), 1, 30 * DAY_MS,
      "At start, how long to keep trying to reach Redis (refused, timed out, still loading) "
      "before exiting 1. Default: forever (tries 100 ms apart, doubling to 5 s)."},
+    {"contracts", OPT_STRING, "DIR", offsetof(worker_opts, contracts), 0, 0,
+     "Check each job's payload against the JSON Schema contract for its name before running "
+     "the command: DIR holds NAME.json (the contract of job name NAME) and NAME@V.json (of "
+     "payloads whose schemaVersion is V). A job without a contract, of an unknown version or "
+     "with a payload that does not pass fails at once without retry, its reason naming the "
+     "path and keyword (never a value). A bad schema is refused at start. "
+     "See docs/contracts.md."},
     {"pass-env", OPT_STRING, "NAME", offsetof(worker_opts, pass_env), 0, 0,
      "Keep the credential variable NAME (REDIS_URL, DATABASE_URL, PGPASSWORD or FERRY_*_URL) "
      "in the commands' environment, which otherwise lacks them. Repeatable."},
@@ -829,10 +838,23 @@ static int worker_main(int argc, char **argv) {
         return CLI_EXIT_RUNTIME;
     }
 
+    ferry_contracts *contracts = NULL;
+    ferry_error err = {0};
+    if (o.contracts && ferry_contracts_load_dir(o.contracts, &contracts, &err) != 0) {
+        char shown[2 * FERRY_ERROR_MESSAGE_MAX];
+        rc = opts_usage_error(&worker_spec, "--contracts: %s",
+                              ferryx_printable(err.message, shown, sizeof shown));
+        exec_worker_release(&xw);
+        return rc;
+    }
+
     ferry_worker_options wo;
     worker_options_fill(&wo, &o, &conn, &xw);
+    if (contracts) {
+        wo.check = ferry_contracts_job_check;
+        wo.check_userdata = contracts;
+    }
     ferry_worker *w = NULL;
-    ferry_error err = {0};
     cli_signals sigs = {0};
     int abandoned = 0;
     if (ferry_worker_create(queue, &wo, handle_job, &xw, &w, &err) != 0) {
@@ -847,7 +869,10 @@ static int worker_main(int argc, char **argv) {
             rc = worker_run(&xw, w, &abandoned);
         }
     }
-    if (!abandoned) ferry_worker_free(w);
+    if (!abandoned) {
+        ferry_worker_free(w);
+        ferry_contracts_free(contracts); /* else abandoned threads may still check with it */
+    }
     cli_signals_stop(&sigs);
     exec_worker_release(&xw);
     return rc;
