@@ -10,4 +10,5 @@
 #include "http_classify.h"
 #include "scheduler.h"
 #include "outbox.h"
+#include "inbox.h"
 #endif
