@@ -11,4 +11,5 @@
 #include "scheduler.h"
 #include "outbox.h"
 #include "contract.h"
+#include "inbox.h"
 #endif
