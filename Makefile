@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test test-fast test-asan demo bench bench-relay install uninstall clean format
+.PHONY: all deps test test-fast test-asan demo bench bench-relay bench-consumer install uninstall clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -47,6 +47,10 @@ bench: deps
 bench-relay: deps
 	@$(MAKE) --no-print-directory all
 	@bench/relay/run.sh $(BUILD)
+
+bench-consumer: deps
+	@$(MAKE) --no-print-directory all
+	@bench/consumer/run.sh $(BUILD)
 
 # PREFIX applies at install time too (the build directory may have been configured earlier);
 # DESTDIR is honoured. Quiet: one summary line instead of one per file (errors still show);
