@@ -18,7 +18,7 @@ static void print_usage(FILE *f) {
     fprintf(f, "  %-24s %s\n", "--version", "Print the version and exit.");
     fprintf(f,
             "\nRun `ferry COMMAND --help` for the options of a command, `ferry GROUP --help`\n"
-            "(queue, job, scheduler, outbox) for the commands of a group.\n"
+            "(queue, job, scheduler, outbox, inbox) for the commands of a group.\n"
             "Exit status: 0 success, 1 runtime failure (Redis unreachable, job not found, ...),\n"
             "2 bad arguments.\n");
 }
