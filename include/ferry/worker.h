@@ -49,11 +49,14 @@ FERRY_API long long ferry_job_timestamp(const ferry_job *j); /* enqueue ms */
 FERRY_API const char *ferry_job_field(const ferry_job *j, const char *field);
 
 /* The outbox envelope the relay writes as job data, {"eventId":..., "traceId":...,
- * "payload":...} (ferry/outbox.h), parsed once when the job is fetched.
+ * "payload":...} (ferry/outbox.h), decoded once per job on the handler thread before the
+ * worker's check and the handler run (docs/worker.md "The envelope, checks and final
+ * failures").
  * ferry_job_event_id: the envelope's eventId when the data is a JSON object whose "eventId"
  *   is a UUID string (36 characters, 8-4-4-4-12 hex digits, any version); else NULL.
- * ferry_job_trace_id: its "traceId" when that is a string the outbox accepts as a trace id
- *   (1..FERRY_OUTBOX_TRACE_ID_MAX printable ASCII characters); else NULL.
+ * ferry_job_trace_id: the data object's "traceId" (envelope or not) when it is a string the
+ *   outbox accepts as a trace id (1..FERRY_OUTBOX_TRACE_ID_MAX printable ASCII characters);
+ *   else NULL.
  * ferry_job_payload: the JSON text of the "payload" member when the data is an object with
  *   a string "eventId" and a "payload" member (as written, without the blanks outside its
  *   strings); else the whole data, as ferry_job_data.
