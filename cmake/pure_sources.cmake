@@ -26,6 +26,7 @@ set(FERRY_PURE_SOURCES
     src/util/numtext.c
     src/util/printable.c
     src/util/utf8.c
+    src/util/uuid_text.c
     src/worker/http_classify.c
     cmd/ferry/bulk_line.c)
 list(TRANSFORM FERRY_PURE_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/)

@@ -17,16 +17,6 @@
 
 #define MAX_AGE_S (100LL * 365 * 86400)
 
-/* A library failure on one line, the URL's password masked. */
-static int report(const cmd_spec *spec, const char *url, const ferry_error *e) {
-    char msg[FERRY_ERROR_MESSAGE_MAX];
-    snprintf(msg, sizeof msg, "%s", e->message);
-    ferry_outbox_database_url_mask(url, msg);
-    char shown[4 * FERRY_ERROR_MESSAGE_MAX];
-    fprintf(stderr, "ferry %s: %s\n", spec->name, ferryx_printable(msg, shown, sizeof shown));
-    return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
-}
-
 /* "90s", "30m", "12h", "7d" (a whole number and one unit) into seconds; -1 when it is not
  * one, or more than 100 years. */
 static long long duration_s(const char *s) {
@@ -129,7 +119,7 @@ static int status_run(int argc, char **argv, db_opts *d) {
     ferry_error e = {0};
     rc = ferry_inbox_status_get(conn, &io, &s, &e);
     PQfinish(conn);
-    if (rc) return report(&status_spec, d->url, &e);
+    if (rc) return db_report(&status_spec, d->url, &e);
     if (o.json) {
         rc = status_json(s);
     } else {
@@ -217,7 +207,7 @@ static int cleanup_run(int argc, char **argv, db_opts *d) {
     if (rc) {
         fprintf(stderr, "ferry inbox cleanup: deleted %lld marker(s) before the failure\n",
                 deleted);
-        return report(&cleanup_spec, d->url, &e);
+        return db_report(&cleanup_spec, d->url, &e);
     }
     printf("deleted %lld marker(s)\n", deleted);
     return CLI_EXIT_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ferry/outbox.h"
+#include "util/printable.h"
 
 const opt_def db_defs[DB_DEFS_COUNT] = {
     {"database", OPT_STRING, "URL", offsetof(db_opts, url), 0, 0, DB_URL_HELP},
@@ -112,4 +113,13 @@ PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
         return NULL;
     }
     return conn;
+}
+
+int db_report(const cmd_spec *spec, const char *url, const ferry_error *e) {
+    char msg[FERRY_ERROR_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "%s", e->message);
+    ferry_outbox_database_url_mask(url, msg);
+    char shown[4 * FERRY_ERROR_MESSAGE_MAX];
+    fprintf(stderr, "ferry %s: %s\n", spec->name, ferryx_printable(msg, shown, sizeof shown));
+    return e->code == FERRY_EINVAL || e->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
 }

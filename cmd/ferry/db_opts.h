@@ -49,4 +49,9 @@ void db_display(const db_opts *d, char *out, size_t cap);
  * prints "ferry CMD: database WHERE (SOURCE): message" and returns NULL. */
 PGconn *db_connect(const cmd_spec *spec, const db_opts *d);
 
+/* A library failure of a database command on one line, "ferry CMD: message", the URL's
+ * password masked and control characters escaped. Returns the exit status: 2 for
+ * FERRY_EINVAL / FERRY_ETOOBIG (bad input), else 1. */
+int db_report(const cmd_spec *spec, const char *url, const ferry_error *e);
+
 #endif

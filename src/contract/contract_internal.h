@@ -33,19 +33,19 @@ typedef struct cprop {
 /* One schema (or boolean schema). Pointers to json_t borrow from the document the
  * ferry_contract keeps. */
 struct cnode {
-    int boolean;          /* -1: an object schema; 0: false; 1: true */
-    unsigned types;       /* CT_* bits; 0 = no "type" */
-    cprop *props;         /* "properties", in the schema's order */
+    int boolean;    /* -1: an object schema; 0: false; 1: true */
+    unsigned types; /* CT_* bits; 0 = no "type" */
+    cprop *props;   /* "properties", in the schema's order */
     size_t nprops;
-    json_t *props_obj;    /* the "properties" object (lookups for additionalProperties) */
-    json_t *required;     /* array of strings, or NULL */
-    cnode *additional;    /* "additionalProperties", or NULL */
-    cnode *items;         /* "items" as one schema, or NULL */
-    cnode **tuple;        /* "items" as an array (draft-07 tuple form) */
+    json_t *props_obj; /* the "properties" object (lookups for additionalProperties) */
+    json_t *required;  /* array of strings, or NULL */
+    cnode *additional; /* "additionalProperties", or NULL */
+    cnode *items;      /* "items" as one schema, or NULL */
+    cnode **tuple;     /* "items" as an array (draft-07 tuple form) */
     size_t ntuple;
     int has_tuple;
-    json_t *enum_values;  /* array, or NULL */
-    json_t *const_value;  /* or NULL (has_const says whether "const" was there) */
+    json_t *enum_values; /* array, or NULL */
+    json_t *const_value; /* or NULL (has_const says whether "const" was there) */
     int has_const;
     long long min_length, max_length, max_items; /* -1 = absent */
     json_t *minimum, *maximum;                   /* numbers, or NULL */
@@ -54,7 +54,7 @@ struct cnode {
 };
 
 struct ferry_contract {
-    json_t *doc;    /* the parsed schema; every cnode borrows from it */
+    json_t *doc; /* the parsed schema; every cnode borrows from it */
     cnode *root;
     pcre2_match_context *mctx; /* the match limit; read-only once built */
     char *source;
@@ -78,6 +78,5 @@ int ferry__contract_num_cmp(const json_t *a, const json_t *b);
 
 /* RFC 3339 date-time / 8-4-4-4-12 hex UUID, s[0..n). Predicates. */
 int ferry__contract_is_date_time(const char *s, size_t n);
-int ferry__contract_is_uuid(const char *s, size_t n);
 
 #endif

@@ -37,7 +37,8 @@ int ferry__contract_is_date_time(const char *s, size_t n) {
     size_t i = 19;
     if (i < n && s[i] == '.') {
         size_t f = ++i;
-        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
         if (i == f) return 0;
     }
     if (i >= n) return 0;
@@ -58,19 +59,6 @@ int ferry__contract_is_date_time(const char *s, size_t n) {
     if (sec == 60) {
         int utc = ((h * 60 + mi - sign * (oh * 60 + om)) % 1440 + 1440) % 1440;
         if (utc != 23 * 60 + 59) return 0;
-    }
-    return 1;
-}
-
-int ferry__contract_is_uuid(const char *s, size_t n) {
-    if (n != 36) return 0;
-    for (size_t i = 0; i < 36; i++) {
-        char c = s[i];
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-') return 0;
-        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
-            return 0;
-        }
     }
     return 1;
 }

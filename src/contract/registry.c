@@ -36,7 +36,8 @@ int ferry_contract_load(const char *path, ferry_contract **out, ferry_error *err
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     FILE *f = fopen(path, "rb");
-    if (!f) return ferry__err(err, FERRY_EIO, "contract %s: cannot open: %s", shown, strerror(errno));
+    if (!f)
+        return ferry__err(err, FERRY_EIO, "contract %s: cannot open: %s", shown, strerror(errno));
     size_t cap = FERRY_CONTRACT_SCHEMA_MAX_BYTES + 1, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -102,20 +103,24 @@ int ferry_contracts_add(ferry_contracts *r, const char *job_name, const char *ve
     ferryx_printable(job_name, shown, sizeof shown);
     size_t nl = strlen(job_name);
     if (nl == 0 || nl > FERRY_JOB_NAME_MAX)
-        return ferry__err(err, FERRY_EINVAL, "contracts: job name \"%s\" must be 1..%d bytes", shown,
-                          FERRY_JOB_NAME_MAX);
+        return ferry__err(err, FERRY_EINVAL, "contracts: job name \"%s\" must be 1..%d bytes",
+                          shown, FERRY_JOB_NAME_MAX);
     if (version && (!*version || strlen(version) > FERRY_CONTRACT_VERSION_MAX))
-        return ferry__err(err, FERRY_EINVAL, "contracts: job name \"%s\": schemaVersion must be 1..%d "
-                          "bytes (FERRY_CONTRACT_VERSION_MAX)", shown, FERRY_CONTRACT_VERSION_MAX);
+        return ferry__err(err, FERRY_EINVAL,
+                          "contracts: job name \"%s\": schemaVersion must be 1..%d "
+                          "bytes (FERRY_CONTRACT_VERSION_MAX)",
+                          shown, FERRY_CONTRACT_VERSION_MAX);
     size_t at = lower_bound(r, job_name, version);
     if (at < r->n && entry_cmp(job_name, version, &r->e[at]) == 0) {
         char v[160];
         ferryx_printable(version ? version : "", v, sizeof v);
-        return ferry__err(err, FERRY_EINVAL, "contracts: job name \"%s\"%s%s%s has a contract already",
-                          shown, version ? " schemaVersion \"" : "", v, version ? "\"" : "");
+        return ferry__err(err, FERRY_EINVAL,
+                          "contracts: job name \"%s\"%s%s%s has a contract already", shown,
+                          version ? " schemaVersion \"" : "", v, version ? "\"" : "");
     }
     if (r->n >= FERRY_CONTRACTS_MAX)
-        return ferry__err(err, FERRY_ETOOBIG, "contracts: more than %d contracts (FERRY_CONTRACTS_MAX)",
+        return ferry__err(err, FERRY_ETOOBIG,
+                          "contracts: more than %d contracts (FERRY_CONTRACTS_MAX)",
                           FERRY_CONTRACTS_MAX);
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 8;
@@ -151,8 +156,10 @@ static int load_entry(ferry_contracts *r, const char *dir, const char *shown_dir
     char shown[300];
     ferryx_printable(file, shown, sizeof shown);
     if (!ends_with(file, ".json"))
-        return ferry__err(err, FERRY_EINVAL, "contracts %s: %s is not a .json file (a contracts "
-                          "directory holds only NAME.json and NAME@VERSION.json)", shown_dir, shown);
+        return ferry__err(err, FERRY_EINVAL,
+                          "contracts %s: %s is not a .json file (a contracts "
+                          "directory holds only NAME.json and NAME@VERSION.json)",
+                          shown_dir, shown);
     size_t pl = strlen(dir) + strlen(file) + 2;
     char *path = malloc(pl);
     if (!path) return ferry__err(err, FERRY_ENOMEM, "out of memory");
@@ -162,7 +169,8 @@ static int load_entry(ferry_contracts *r, const char *dir, const char *shown_dir
     if (stat(path, &st)) {
         rc = ferry__err(err, FERRY_EIO, "contracts %s: %s: %s", shown_dir, shown, strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
-        rc = ferry__err(err, FERRY_EINVAL, "contracts %s: %s is not a regular file", shown_dir, shown);
+        rc = ferry__err(err, FERRY_EINVAL, "contracts %s: %s is not a regular file", shown_dir,
+                        shown);
     }
     char *base = rc ? NULL : strndup(file, strlen(file) - 5);
     if (!rc && !base) rc = ferry__err(err, FERRY_ENOMEM, "out of memory");
@@ -174,11 +182,15 @@ static int load_entry(ferry_contracts *r, const char *dir, const char *shown_dir
             version = at + 1;
         }
         if (!*base)
-            rc = ferry__err(err, FERRY_EINVAL, "contracts %s: %s: the file name has no job name "
-                            "(NAME.json or NAME@VERSION.json)", shown_dir, shown);
+            rc = ferry__err(err, FERRY_EINVAL,
+                            "contracts %s: %s: the file name has no job name "
+                            "(NAME.json or NAME@VERSION.json)",
+                            shown_dir, shown);
         else if (version && !*version)
-            rc = ferry__err(err, FERRY_EINVAL, "contracts %s: %s: the file name has an empty "
-                            "schemaVersion after '@'", shown_dir, shown);
+            rc = ferry__err(err, FERRY_EINVAL,
+                            "contracts %s: %s: the file name has an empty "
+                            "schemaVersion after '@'",
+                            shown_dir, shown);
     }
     ferry_contract *c = NULL;
     if (!rc) rc = ferry_contract_load(path, &c, err);
@@ -194,8 +206,9 @@ int ferry_contracts_load_dir(const char *dir, ferry_contracts **out, ferry_error
     char shown[300];
     ferryx_printable(dir, shown, sizeof shown);
     DIR *d = opendir(dir);
-    if (!d) return ferry__err(err, FERRY_EIO, "contracts %s: cannot open directory: %s", shown,
-                              strerror(errno));
+    if (!d)
+        return ferry__err(err, FERRY_EIO, "contracts %s: cannot open directory: %s", shown,
+                          strerror(errno));
     char **names = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;
@@ -203,8 +216,10 @@ int ferry_contracts_load_dir(const char *dir, ferry_contracts **out, ferry_error
     while (!rc && (de = readdir(d))) {
         if (de->d_name[0] == '.') continue; /* ., .. and hidden files (editors' swap files) */
         if (n >= FERRY_CONTRACTS_MAX) {
-            rc = ferry__err(err, FERRY_ETOOBIG, "contracts %s: more than %d entries "
-                            "(FERRY_CONTRACTS_MAX)", shown, FERRY_CONTRACTS_MAX);
+            rc = ferry__err(err, FERRY_ETOOBIG,
+                            "contracts %s: more than %d entries "
+                            "(FERRY_CONTRACTS_MAX)",
+                            shown, FERRY_CONTRACTS_MAX);
             break;
         }
         if (n == cap) {
@@ -227,9 +242,11 @@ int ferry_contracts_load_dir(const char *dir, ferry_contracts **out, ferry_error
     if (!rc) rc = ferry_contracts_new(&r, err);
     if (!rc) {
         qsort(names, n, sizeof *names, name_cmp); /* the same first error on every host */
-        for (size_t i = 0; i < n && !rc; i++) rc = load_entry(r, dir, shown, names[i], err);
+        for (size_t i = 0; i < n && !rc; i++)
+            rc = load_entry(r, dir, shown, names[i], err);
     }
-    for (size_t i = 0; i < n; i++) free(names[i]);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
     free(names);
     if (rc) {
         ferry_contracts_free(r);
@@ -262,7 +279,8 @@ static int reason_set(char *reason, size_t cap, int rc, const char *fmt, ...) {
         return rc;
     }
     size_t keep = cap - 4;
-    while (keep > 0 && ((unsigned char)buf[keep] & 0xC0) == 0x80) keep--;
+    while (keep > 0 && ((unsigned char)buf[keep] & 0xC0) == 0x80)
+        keep--;
     memcpy(reason, buf, keep);
     memcpy(reason + keep, "...", 4);
     return rc;
@@ -293,7 +311,8 @@ int ferry_contracts_check(const ferry_contracts *r, const char *job_name, const 
     char name[4 * FERRY_JOB_NAME_MAX + 8];
     ferryx_printable(job_name, name, sizeof name);
     size_t lo = lower_bound(r, job_name, NULL), hi = lo;
-    while (hi < r->n && !strcmp(r->e[hi].name, job_name)) hi++;
+    while (hi < r->n && !strcmp(r->e[hi].name, job_name))
+        hi++;
     if (lo == hi)
         return reason_set(reason, cap, 1, "contract: no contract for job name \"%s\"", name);
     const centry *plain = r->e[lo].version ? NULL : &r->e[lo];
@@ -317,7 +336,8 @@ int ferry_contracts_check(const ferry_contracts *r, const char *job_name, const 
         use = NULL;
         if (found == 0) {
             use = plain;
-            if (!use) rc = reason_set(reason, cap, 1, "contract %s: payload has no schemaVersion", name);
+            if (!use)
+                rc = reason_set(reason, cap, 1, "contract %s: payload has no schemaVersion", name);
         } else if (found < 0) {
             rc = reason_set(reason, cap, 1,
                             "contract %s: schemaVersion is neither a string nor an integer", name);
@@ -329,11 +349,13 @@ int ferry_contracts_check(const ferry_contracts *r, const char *job_name, const 
             if (!use) {
                 char shown[4 * FERRY_CONTRACT_VERSION_MAX + 8];
                 if (found == 1 && memchr(sv, 0, svlen) == NULL && ferryx_printable_clean(sv))
-                    rc = reason_set(reason, cap, 1, "contract %s: unknown schemaVersion \"%s\"", name,
-                                    ferryx_printable(sv, shown, sizeof shown));
+                    rc = reason_set(reason, cap, 1, "contract %s: unknown schemaVersion \"%s\"",
+                                    name, ferryx_printable(sv, shown, sizeof shown));
                 else
-                    rc = reason_set(reason, cap, 1, "contract %s: unknown schemaVersion (%zu bytes, "
-                                    "not shown)", name, svlen);
+                    rc = reason_set(reason, cap, 1,
+                                    "contract %s: unknown schemaVersion (%zu bytes, "
+                                    "not shown)",
+                                    name, svlen);
             }
         }
     }
@@ -345,8 +367,8 @@ int ferry_contracts_check(const ferry_contracts *r, const char *job_name, const 
             char ver[4 * FERRY_CONTRACT_VERSION_MAX + 8] = "", path[4 * FERRY_CONTRACT_PATH_MAX];
             if (use->version) ferryx_printable(use->version, ver, sizeof ver);
             ferryx_printable(v.path[0] ? v.path : "(root)", path, sizeof path);
-            reason_set(reason, cap, 1, "contract %s%s%s: %s: %s", name, use->version ? "@" : "", ver,
-                       path, v.keyword);
+            reason_set(reason, cap, 1, "contract %s%s%s: %s: %s", name, use->version ? "@" : "",
+                       ver, path, v.keyword);
         }
     }
     json_decref(doc);

@@ -15,8 +15,8 @@
 #include "util/printable.h"
 
 #define SUPPORTED_LIST                                                                             \
-    "type, properties, required, additionalProperties, items, enum, const, minLength, "           \
-    "maxLength, minimum, maximum, maxItems, pattern, format; annotations $schema, $id, title, "   \
+    "type, properties, required, additionalProperties, items, enum, const, minLength, "            \
+    "maxLength, minimum, maximum, maxItems, pattern, format; annotations $schema, $id, title, "    \
     "description, $comment, default, examples"
 
 #define DRAFT7 7
@@ -85,17 +85,19 @@ static size_t path_push_index(cctx *x, size_t i) {
 
 static void node_free(cnode *n) {
     if (!n) return;
-    for (size_t i = 0; i < n->nprops; i++) node_free(n->props[i].schema);
+    for (size_t i = 0; i < n->nprops; i++)
+        node_free(n->props[i].schema);
     free(n->props);
     node_free(n->additional);
     node_free(n->items);
-    for (size_t i = 0; i < n->ntuple; i++) node_free(n->tuple[i]);
+    for (size_t i = 0; i < n->ntuple; i++)
+        node_free(n->tuple[i]);
     free(n->tuple);
     pcre2_code_free(n->pattern);
     free(n);
 }
 
-static const char *const ANNOTATIONS[] = {"$schema", "$id",     "title",   "description",
+static const char *const ANNOTATIONS[] = {"$schema",  "$id",     "title",   "description",
                                           "$comment", "default", "examples"};
 
 static int is_annotation(const char *k) {
@@ -108,8 +110,8 @@ static int type_bit(const char *name) {
     static const struct {
         const char *name;
         int bit;
-    } t[] = {{"null", CT_NULL},     {"boolean", CT_BOOLEAN}, {"object", CT_OBJECT},
-             {"array", CT_ARRAY},   {"number", CT_NUMBER},   {"string", CT_STRING},
+    } t[] = {{"null", CT_NULL},      {"boolean", CT_BOOLEAN}, {"object", CT_OBJECT},
+             {"array", CT_ARRAY},    {"number", CT_NUMBER},   {"string", CT_STRING},
              {"integer", CT_INTEGER}};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         if (!strcmp(name, t[i].name)) return t[i].bit;
@@ -218,14 +220,15 @@ static int compile_pattern(cctx *x, cnode *n, json_t *v) {
     if (!json_is_string(v)) return fail(x, FERRY_EINVAL, "\"pattern\" must be a string");
     size_t len = json_string_length(v);
     if (len > FERRY_CONTRACT_PATTERN_MAX)
-        return fail(x, FERRY_EINVAL, "\"pattern\" is longer than %d bytes (FERRY_CONTRACT_PATTERN_MAX)",
+        return fail(x, FERRY_EINVAL,
+                    "\"pattern\" is longer than %d bytes (FERRY_CONTRACT_PATTERN_MAX)",
                     FERRY_CONTRACT_PATTERN_MAX);
     int ec = 0;
     PCRE2_SIZE off = 0;
-    n->pattern = pcre2_compile((PCRE2_SPTR)json_string_value(v), len,
-                               PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY |
-                                   PCRE2_NEVER_BACKSLASH_C,
-                               &ec, &off, NULL);
+    n->pattern =
+        pcre2_compile((PCRE2_SPTR)json_string_value(v), len,
+                      PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C,
+                      &ec, &off, NULL);
     if (!n->pattern) {
         if (ec == PCRE2_ERROR_NOMEMORY) return fail(x, FERRY_ENOMEM, "out of memory");
         PCRE2_UCHAR msg[160];
@@ -320,8 +323,8 @@ static int compile_keyword(cctx *x, cnode *n, const char *k, json_t *v, int dept
         path_pop(x, old);
         char name[80];
         ferryx_printable(k, name, sizeof name);
-        return fail(x, FERRY_EINVAL, "keyword \"%s\" is not supported (supported: " SUPPORTED_LIST ")",
-                    name);
+        return fail(x, FERRY_EINVAL,
+                    "keyword \"%s\" is not supported (supported: " SUPPORTED_LIST ")", name);
     }
     path_pop(x, old);
     return rc;
@@ -364,11 +367,15 @@ int ferry_contract_parse(const char *json, size_t len, const char *source, ferry
     ferryx_printable(source ? source : "schema", x.src, sizeof x.src);
     if (!out || (!json && len)) return fail(&x, FERRY_EINVAL, "NULL argument");
     if (len > FERRY_CONTRACT_SCHEMA_MAX_BYTES)
-        return fail(&x, FERRY_ETOOBIG, "the schema is larger than %u bytes "
-                    "(FERRY_CONTRACT_SCHEMA_MAX_BYTES)", FERRY_CONTRACT_SCHEMA_MAX_BYTES);
+        return fail(&x, FERRY_ETOOBIG,
+                    "the schema is larger than %u bytes "
+                    "(FERRY_CONTRACT_SCHEMA_MAX_BYTES)",
+                    FERRY_CONTRACT_SCHEMA_MAX_BYTES);
     if (ferryx_json_depth(json, len, FERRY_CONTRACT_JSON_DEPTH_MAX) > FERRY_CONTRACT_JSON_DEPTH_MAX)
-        return fail(&x, FERRY_EINVAL, "the schema nests deeper than %d levels "
-                    "(FERRY_CONTRACT_JSON_DEPTH_MAX)", FERRY_CONTRACT_JSON_DEPTH_MAX);
+        return fail(&x, FERRY_EINVAL,
+                    "the schema nests deeper than %d levels "
+                    "(FERRY_CONTRACT_JSON_DEPTH_MAX)",
+                    FERRY_CONTRACT_JSON_DEPTH_MAX);
     json_error_t je;
     json_t *doc = json_loadb(json ? json : "", len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!doc) {

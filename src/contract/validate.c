@@ -12,6 +12,7 @@
 #include "contract/contract_internal.h"
 #include "util/json_text.h"
 #include "util/numtext.h"
+#include "util/uuid7.h"
 
 /* ---- numbers and equality ------------------------------------------------------------ */
 
@@ -82,7 +83,8 @@ typedef struct dbuf {
 static int dbuf_add(dbuf *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t cap = (b->cap ? b->cap : 256);
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) return -1;
         b->p = p;
@@ -105,8 +107,10 @@ static char *rewrite_numbers(const char *s, size_t n, size_t *outn) {
     while (i < n) {
         char c = s[i];
         if (in_str) {
-            if (c == '\\') i++;
-            else if (c == '"') in_str = 0;
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
             i++;
             continue;
         }
@@ -218,9 +222,12 @@ static int path_add(char *p, size_t *len, const char *s, int key) {
     for (; *s; s++) {
         const char *add = NULL;
         char one[2] = {*s, 0};
-        if (key && *s == '~') add = "~0";
-        else if (key && *s == '/') add = "~1";
-        else add = one;
+        if (key && *s == '~')
+            add = "~0";
+        else if (key && *s == '/')
+            add = "~1";
+        else
+            add = one;
         size_t n = strlen(add);
         if (*len + n + 4 > FERRY_CONTRACT_PATH_MAX) return 0; /* room for "..." */
         memcpy(p + *len, add, n);
@@ -269,13 +276,19 @@ static int is_integral(const json_t *j) {
 
 static unsigned type_bits(const json_t *j) {
     switch (json_typeof(j)) {
-    case JSON_NULL: return CT_NULL;
+    case JSON_NULL:
+        return CT_NULL;
     case JSON_TRUE:
-    case JSON_FALSE: return CT_BOOLEAN;
-    case JSON_OBJECT: return CT_OBJECT;
-    case JSON_ARRAY: return CT_ARRAY;
-    case JSON_STRING: return CT_STRING;
-    default: return CT_NUMBER | (is_integral(j) ? CT_INTEGER : 0);
+    case JSON_FALSE:
+        return CT_BOOLEAN;
+    case JSON_OBJECT:
+        return CT_OBJECT;
+    case JSON_ARRAY:
+        return CT_ARRAY;
+    case JSON_STRING:
+        return CT_STRING;
+    default:
+        return CT_NUMBER | (is_integral(j) ? CT_INTEGER : 0);
     }
 }
 
@@ -301,16 +314,17 @@ static int check_string(vctx *x, const cnode *n, const json_t *j) {
         }
         /* strings from jansson are valid UTF-8: no second check. A match over the limits
          * (FERRY_CONTRACT_MATCH_LIMIT) counts as no match. */
-        int rc = pcre2_match(n->pattern, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, x->md,
-                             x->c->mctx);
+        int rc =
+            pcre2_match(n->pattern, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, x->md, x->c->mctx);
         if (rc == PCRE2_ERROR_NOMEMORY) {
             x->oom = 1;
             return 1;
         }
         if (rc < 0) return fail(x, "pattern");
     }
-    if (n->format == CF_DATE_TIME && !ferry__contract_is_date_time(s, len)) return fail(x, "format");
-    if (n->format == CF_UUID && !ferry__contract_is_uuid(s, len)) return fail(x, "format");
+    if (n->format == CF_DATE_TIME && !ferry__contract_is_date_time(s, len))
+        return fail(x, "format");
+    if (n->format == CF_UUID && !ferry__uuid_text_valid(s, len)) return fail(x, "format");
     return 0;
 }
 

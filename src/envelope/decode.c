@@ -7,6 +7,7 @@
 #include "envelope/envelope.h"
 #include "envelope/trace.h"
 #include "util/json_text.h"
+#include "util/uuid7.h"
 
 static int is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -113,18 +114,6 @@ static size_t decode_string(const char *s, size_t a, size_t b, char *out, size_t
     return k;
 }
 
-static int is_uuid(const char *s, size_t n) {
-    if (n != 36) return 0;
-    for (size_t i = 0; i < 36; i++) {
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (s[i] != '-') return 0;
-        } else if (hexval(s[i]) < 0) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 enum { M_OTHER, M_EVENT, M_TRACE, M_PAYLOAD };
 
 static int member_kind(const char *s, size_t a, size_t b) {
@@ -187,7 +176,8 @@ int ferry__envelope_parse(const char *data, size_t n, int max_depth, ferry__enve
     size_t len;
     if (has_event_string) {
         len = decode_string(data, ev_a, ev_b, buf, sizeof buf);
-        if (len != (size_t)-1 && is_uuid(buf, len)) memcpy(v->event_id, buf, len + 1);
+        if (len != (size_t)-1 && ferry__uuid_text_valid(buf, len))
+            memcpy(v->event_id, buf, len + 1);
     }
     if (has_trace_string) {
         len = decode_string(data, tr_a, tr_b, v->trace_id, sizeof v->trace_id);

@@ -32,19 +32,6 @@ void ferry__uuid7_format(uint64_t unix_ms, uint16_t counter, const uint8_t rnd[8
     out[o] = '\0';
 }
 
-int ferry__uuid_text_valid(const char *s, size_t len) {
-    if (!s || len != FERRY_UUID_STRLEN) return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-') return 0;
-        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 void ferry__uuid7_next(uint64_t now_ms, uint16_t seed, uint64_t *last_ms, uint16_t *last_counter) {
     if (now_ms > *last_ms) {
         *last_ms = now_ms;
