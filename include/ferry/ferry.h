@@ -12,4 +12,5 @@
 #include "outbox.h"
 #include "contract.h"
 #include "inbox.h"
+#include "deadletter.h"
 #endif

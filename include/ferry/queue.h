@@ -186,6 +186,27 @@ FERRY_API int ferry_queue_get_job(ferry_queue *q, const char *job_id, ferry_job_
                                   ferry_error *err);
 FERRY_API void ferry_job_info_free(ferry_job_info *info);
 
+/* Most ids one ferry_queue_job_ids call returns. */
+#define FERRY_QUEUE_IDS_MAX 10000
+
+/* The ids of the queue's jobs in one state, positions start..end (0-based, inclusive; end
+ * -1 = to the last, at most FERRY_QUEUE_IDS_MAX of them), as BullMQ 6.7.0's
+ * Queue.getJobs([state], start, end, asc) orders them: by default newest first (lists
+ * wait / paused / active from the head; sorted sets by descending score: completed and
+ * failed by finish time, delayed by due time, prioritized by priority), ascending = 1 for
+ * oldest first. state: "wait", "paused", "active", "delayed", "prioritized", "completed",
+ * "failed" or "waiting-children". To page through a state that changes meanwhile, read
+ * newest first: jobs added during the walk only make it see some ids twice.
+ * Returns: 0 with *ids (NULL when none) and *n.
+ * Errors: FERRY_EINVAL for an unknown state or a bad range (naming it); transport errors.
+ * Blocks: one round trip (read: retried once on a fresh connection).
+ * Ownership: free *ids with ferry_queue_job_ids_free(*ids, *n). */
+FERRY_API int ferry_queue_job_ids(ferry_queue *q, const char *state, long long start,
+                                  long long end, int ascending, char ***ids, size_t *n,
+                                  ferry_error *err);
+/* Free what ferry_queue_job_ids returned (NULL accepted). Threads: any. Blocks: no. */
+FERRY_API void ferry_queue_job_ids_free(char **ids, size_t n);
+
 /* Remove a job in any state (children of a flow parent are not removed).
  * Returns: 0.
  * Errors: FERRY_ENOTFOUND if it does not exist; FERRY_ESTATE if it is locked by a worker

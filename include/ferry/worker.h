@@ -44,6 +44,10 @@ FERRY_API long ferry_job_attempts_made(const ferry_job *j);
 /* Attempts started including this one (BullMQ attemptsStarted / `ats`). */
 FERRY_API long ferry_job_attempts_started(const ferry_job *j);
 FERRY_API long long ferry_job_timestamp(const ferry_job *j); /* enqueue ms */
+/* In the failed and final_failure callbacks (after the failure was written): the stacktrace
+ * JSON array stored with it (earlier attempts' entries and this one's, as BullMQ keeps
+ * them); NULL when none was written or outside those callbacks. */
+FERRY_API const char *ferry_job_failure_stacktrace(const ferry_job *j);
 /* Any field of the job hash by name (BullMQ's names: "data", "opts", "ats", ...).
  * Returns: the field's text (borrowed), or NULL when the job has no such field. */
 FERRY_API const char *ferry_job_field(const ferry_job *j, const char *field);

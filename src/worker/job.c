@@ -162,6 +162,11 @@ long ferry_job_attempts_started(const ferry_job *j) {
 long long ferry_job_timestamp(const ferry_job *j) {
     return j->timestamp;
 }
+const char *ferry_job_failure_stacktrace(const ferry_job *j) {
+    int failed = j->kind == FERRY__FIN_FAIL || j->kind == FERRY__FIN_RETRY_DELAY ||
+                 j->kind == FERRY__FIN_RETRY_NOW;
+    return failed ? j->stacktrace : NULL;
+}
 
 const char *ferry_job_field(const ferry_job *j, const char *field) {
     if (!j || !field) return NULL;
