@@ -1,59 +1,18 @@
 /* cmd_inbox.c - `ferry inbox status` and `ferry inbox cleanup`: the idempotent consumers'
  * markers (processed_messages) per consumer, and their retention (the library does the work,
  * see ferry/inbox.h). */
-#include <errno.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "db_opts.h"
 #include "ferry/inbox.h"
+#include "timetext.h"
 #include "util/printable.h"
-
-#define MAX_AGE_S (100LL * 365 * 86400)
-
-/* "90s", "30m", "12h", "7d" (a whole number and one unit) into seconds; -1 when it is not
- * one, or more than 100 years. */
-static long long duration_s(const char *s) {
-    if (!s || *s < '0' || *s > '9') return -1;
-    errno = 0;
-    char *end = NULL;
-    long long n = strtoll(s, &end, 10);
-    if (errno || end == s || !end[0] || end[1]) return -1;
-    long long mul = end[0] == 's'   ? 1
-                    : end[0] == 'm' ? 60
-                    : end[0] == 'h' ? 3600
-                    : end[0] == 'd' ? 86400
-                                    : 0;
-    if (!mul || n > MAX_AGE_S / mul) return -1;
-    return n * mul;
-}
-
-static const char *age_text(long long ms, char *buf, size_t cap) {
-    double s = ms < 0 ? 0 : (double)ms / 1000;
-    if (s < 120)
-        snprintf(buf, cap, "%.1f s", s);
-    else if (s < 7200)
-        snprintf(buf, cap, "%.1f min", s / 60);
-    else if (s < 172800)
-        snprintf(buf, cap, "%.1f h", s / 3600);
-    else
-        snprintf(buf, cap, "%.1f d", s / 86400);
-    return buf;
-}
-
-static const char *utc_text(long long ms, char *buf, size_t cap) {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
 
 /* ---- inbox status ------------------------------------------------------------------------ */
 
@@ -132,9 +91,9 @@ static int status_run(int argc, char **argv, db_opts *d) {
                 char name[4 * FERRY_INBOX_CONSUMER_MAX + 8], old[32], new_[32], age[32];
                 printf("%-40s %12lld  %-20s %-10s  %-20s\n",
                        ferryx_printable(c->consumer, name, sizeof name), c->rows,
-                       utc_text(c->oldest_epoch_ms, old, sizeof old),
-                       age_text(s->now_epoch_ms - c->oldest_epoch_ms, age, sizeof age),
-                       utc_text(c->newest_epoch_ms, new_, sizeof new_));
+                       cli_utc_text(c->oldest_epoch_ms, old, sizeof old),
+                       cli_age_text(s->now_epoch_ms - c->oldest_epoch_ms, age, sizeof age),
+                       cli_utc_text(c->newest_epoch_ms, new_, sizeof new_));
             }
         }
         rc = CLI_EXIT_OK;
@@ -186,7 +145,7 @@ static int cleanup_run(int argc, char **argv, db_opts *d) {
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
     if (!o.older_than) return opts_usage_error(&cleanup_spec, "--older-than DURATION is required");
-    long long age = duration_s(o.older_than);
+    long long age = cli_duration_s(o.older_than);
     if (age < 0) {
         char shown[256];
         return opts_usage_error(&cleanup_spec,

@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "db_opts.h"
 #include "exec_job.h"
 #include "ferry/contract.h"
 #include "job_outcome.h"
@@ -42,6 +43,7 @@ typedef struct worker_opts {
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
     const char *pass_env;  /* the last --pass-env; all of them: pass_env_names() */
     const char *contracts; /* --contracts DIR */
+    int no_dead_letters;   /* --no-dead-letters */
 } worker_opts;
 
 enum { LOG_TEXT, LOG_JSON, LOG_NONE };
@@ -114,6 +116,9 @@ static const opt_def worker_defs[] = {
      "with a payload that does not pass fails at once without retry, its reason naming the "
      "path and keyword (never a value). A bad schema is refused at start. "
      "See docs/contracts.md."},
+    {"no-dead-letters", OPT_FLAG, NULL, offsetof(worker_opts, no_dead_letters), 0, 0,
+     "Do not record final failures in the database even when one is given (by the options "
+     "below or $DATABASE_URL)."},
     {"pass-env", OPT_STRING, "NAME", offsetof(worker_opts, pass_env), 0, 0,
      "Keep the credential variable NAME (REDIS_URL, DATABASE_URL, PGPASSWORD or FERRY_*_URL) "
      "in the commands' environment, which otherwise lacks them. Repeatable."},
@@ -794,6 +799,13 @@ static void exec_worker_release(exec_worker *xw) {
     free(xw->pass);
 }
 
+/* The dead-letter recorder's lines, as the worker's own. */
+static void dlq_log(int level, const char *message, void *ud) {
+    (void)level;
+    (void)ud;
+    logline("worker", "%s", message);
+}
+
 static int worker_main(int argc, char **argv) {
     cli_conn conn = {0};
     worker_opts o = {.concurrency = 1,
@@ -802,10 +814,14 @@ static int worker_main(int argc, char **argv) {
                      .shutdown_timeout = 30000,
                      .max_output = 1024 * 1024,
                      .retry_later_default = RETRY_LATER_DEFAULT_MS};
+    db_opts d = {0};
     opt_group groups[] = {{"Options", worker_defs, sizeof worker_defs / sizeof worker_defs[0], &o},
-                          cli_conn_group(&conn, 1)};
+                          cli_conn_group(&conn, 1),
+                          {"Dead letter options (final failures recorded in PostgreSQL when a "
+                           "database is given)",
+                           db_defs, DB_DEFS_COUNT, &d}};
     opt_result r;
-    int rc = opts_parse(&worker_spec, groups, 2, argc, argv, &r);
+    int rc = opts_parse(&worker_spec, groups, 3, argc, argv, &r);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     char **cmd = r.cmd;
     const char *queue = r.pos[0];
@@ -815,7 +831,12 @@ static int worker_main(int argc, char **argv) {
     if ((rc = worker_check(&o, &conn, cmd, &log_format))) return rc;
     const char **pass = NULL;
     size_t npass = 0;
-    if ((rc = pass_env_names(groups, 2, argc, argv, &pass, &npass))) return rc;
+    if ((rc = pass_env_names(groups, 3, argc, argv, &pass, &npass))) return rc;
+    int dead_letters = !o.no_dead_letters && db_given(&d);
+    if (dead_letters && (rc = db_resolve(&worker_spec, &d))) {
+        free(pass);
+        return rc;
+    }
 
     exec_worker xw = {.queue = queue,
                       .cmd = cmd,
@@ -848,8 +869,34 @@ static int worker_main(int argc, char **argv) {
         return rc;
     }
 
+    ferry_dlq_recorder *recorder = NULL;
+    if (dead_letters) {
+        ferry_dlq_recorder_options ro;
+        ferry_dlq_recorder_options_init(&ro);
+        ro.database_url = d.url;
+        ro.schema = d.schema;
+        ro.prefix = conn.prefix;
+        ro.statement_timeout_ms = d.timeout_ms ? (int)db_timeout(&d) : 0;
+        ro.log = dlq_log;
+        if (ferry_dlq_recorder_start(&ro, &recorder, &err) != 0) {
+            rc = db_report(&worker_spec, d.url, &err);
+            ferry_contracts_free(contracts);
+            exec_worker_release(&xw);
+            db_opts_free(&d);
+            return rc;
+        }
+        char where[512];
+        db_display(&d, where, sizeof where);
+        logline("worker", "dead letters: final failures recorded in database %s (%s)", where,
+                d.url_source);
+    }
+
     ferry_worker_options wo;
     worker_options_fill(&wo, &o, &conn, &xw);
+    if (recorder) {
+        wo.final_failure = ferry_dlq_recorder_final_failure;
+        wo.final_failure_userdata = recorder;
+    }
     if (contracts) {
         wo.check = ferry_contracts_job_check;
         wo.check_userdata = contracts;
@@ -872,9 +919,12 @@ static int worker_main(int argc, char **argv) {
     if (!abandoned) {
         ferry_worker_free(w);
         ferry_contracts_free(contracts); /* else abandoned threads may still check with it */
+        /* what is still held gets a few seconds; the rest is logged for `ferry dlq sync` */
+        ferry_dlq_recorder_close(recorder, 5000);
     }
     cli_signals_stop(&sigs);
     exec_worker_release(&xw);
+    db_opts_free(&d);
     return rc;
 }
 
