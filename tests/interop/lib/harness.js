@@ -37,7 +37,8 @@ function loadEnv() {
   const bin = process.env.FERRY_BIN;
   if (!bin) throw new Error('FERRY_BIN is not set (path of the built ferry CLI)');
   if (!fs.existsSync(bin)) throw new Error(`FERRY_BIN ${bin} does not exist (build the ferry CLI first)`);
-  return { redisUrl, bin, testenvDir: dir || null };
+  const databaseUrl = fileEnv.DATABASE_URL || process.env.DATABASE_URL || null;
+  return { redisUrl, bin, testenvDir: dir || null, databaseUrl };
 }
 
 let ENV;
