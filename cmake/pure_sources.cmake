@@ -7,6 +7,9 @@ set(FERRY_PURE_SOURCES
     src/contract/format.c
     src/contract/schema.c
     src/contract/validate.c
+    src/deadletter/filter.c
+    src/deadletter/params.c
+    src/deadletter/redrive_opts.c
     src/envelope/decode.c
     src/envelope/envelope.c
     src/envelope/trace.c
@@ -28,7 +31,8 @@ set(FERRY_PURE_SOURCES
     src/util/utf8.c
     src/util/uuid_text.c
     src/worker/http_classify.c
-    cmd/ferry/bulk_line.c)
+    cmd/ferry/bulk_line.c
+    cmd/ferry/timetext.c)
 list(TRANSFORM FERRY_PURE_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/)
 foreach(f IN LISTS FERRY_PURE_SOURCES)
   if(NOT EXISTS ${f})
