@@ -39,7 +39,7 @@ extern char **environ;
 typedef struct worker_opts {
     long long concurrency, lock_duration, job_timeout, kill_grace, max_stalled, stalled_interval,
         shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
-        max_started, retry_later_default, lanes, connect_timeout;
+        max_started, retry_later_default, lanes, connect_timeout, max_payload;
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
     const char *pass_env;  /* the last --pass-env; all of them: pass_env_names() */
     const char *contracts; /* --contracts DIR */
@@ -96,6 +96,10 @@ static const opt_def worker_defs[] = {
      "--limiter-duration. Both or neither. Needed for exit 119 to throttle the whole queue."},
     {"limiter-duration", OPT_INT, "MS", offsetof(worker_opts, limiter_duration), 1, DAY_MS,
      "Window of --limiter-max."},
+    {"max-payload", OPT_INT, "BYTES", offsetof(worker_opts, max_payload), 1,
+     (long long)FERRY_MAX_PAYLOAD_LIMIT,
+     "Largest job data (bytes of JSON) to run: a bigger job fails at once and for good "
+     "without running, its reason giving both sizes. Default: no limit."},
     {"max-started-attempts", OPT_INT, "N", offsetof(worker_opts, max_started), 1, 1000000,
      "Fail a job once it has been started N times, counting runs that did not spend an "
      "attempt (exit 118/119, stalls): the safety net against endless postponing. Default: "
@@ -736,6 +740,7 @@ static void worker_options_fill(ferry_worker_options *wo, const worker_opts *o,
     wo->remove_on_complete = o->remove_on_complete;
     wo->remove_on_fail = o->remove_on_fail;
     wo->max_started_attempts = (int)o->max_started;
+    wo->max_payload_bytes = (size_t)o->max_payload;
     wo->limiter_max = (int)o->limiter_max;
     wo->limiter_duration_ms = (int)o->limiter_duration;
     wo->callbacks.job_log = on_job_log;

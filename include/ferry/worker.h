@@ -339,14 +339,21 @@ typedef struct ferry_worker_options {
     void *check_userdata;
     /* Called once for each job this worker moved to failed for good (FERRY_FAILED_PERMANENT,
      * attempts exhausted, a backoff strategy's -1, a failed check, stalled too many times,
-     * max_started_attempts), right after that was written to Redis, with the stored
-     * failedReason; for a dead-letter recorder (ferry/deadletter.h:
+     * max_started_attempts, data over max_payload_bytes), right after that was written to Redis,
+     * with the stored failedReason; for a dead-letter recorder (ferry/deadletter.h:
      * ferry_dlq_recorder_final_failure). NULL = none.
      * Threads: under the same rules as the callbacks (one at a time, never after close has
      *   returned). Blocks: must not (it holds up the worker's finishing). Ownership: job and
      *   reason only during the call; final_failure_userdata as check_userdata. */
     void (*final_failure)(const ferry_job *job, const char *reason, void *userdata);
     void *final_failure_userdata;
+    /* Largest job data (bytes of its JSON text) this worker runs: a job over it fails at
+     * once and for good, without running, with the reason "job data is N bytes, over this
+     * worker's limit of M bytes (max_payload_bytes)" (so it reaches final_failure and the
+     * dead letters). The producer's own limit is ferry_queue_options.max_payload_bytes;
+     * this one also holds for jobs other producers wrote. 0 = no limit; at most
+     * FERRY_MAX_PAYLOAD_LIMIT. */
+    size_t max_payload_bytes;
 } ferry_worker_options;
 
 /* Fill *o (not NULL) with defaults (all zero / NULL).

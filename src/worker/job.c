@@ -133,6 +133,7 @@ void ferry__job_free(ferry_job *j) {
     free(j->value);
     free(j->stacktrace);
     free(j->payload);
+    free(j->too_big);
     free(j);
 }
 
@@ -343,10 +344,21 @@ ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
 
 /* ---- planning the finish ----------------------------------------------------------- */
 
-const char *ferry__job_unrunnable(const ferry_job *j) {
+static char *dup_printf(const char *fmt, ...) FERRY_PRINTF(1, 2);
+
+const char *ferry__job_unrunnable(ferry_job *j) {
     if (j->defa) return j->defa;
     if (j->lane->max_started_attempts > 0 && j->lane->max_started_attempts < j->attempts_started)
         return "job started more than allowable limit";
+    size_t max = j->lane->max_payload_bytes, n = j->data ? strlen(j->data) : 0;
+    if (max && n > max) {
+        static const char fallback[] = "job data is over this worker's limit (max_payload_bytes)";
+        if (!j->too_big)
+            j->too_big = dup_printf("job data is %zu bytes, over this worker's limit of %zu bytes "
+                                    "(max_payload_bytes)",
+                                    n, max);
+        return j->too_big ? j->too_big : fallback;
+    }
     return NULL;
 }
 

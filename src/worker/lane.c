@@ -169,6 +169,7 @@ static void copy_options(ferry__lane *lane, const char *queue, const ferry_worke
     lane->stalled_interval_ms = opts->stalled_interval_ms ? opts->stalled_interval_ms : 30000;
     lane->max_stalled_count = opts->max_stalled_count ? opts->max_stalled_count : 1;
     lane->max_started_attempts = opts->max_started_attempts;
+    lane->max_payload_bytes = opts->max_payload_bytes;
     lane->limiter_max = opts->limiter_max;
     lane->limiter_duration_ms = opts->limiter_duration_ms;
     lane->drain_delay_ms = opts->drain_delay_ms ? opts->drain_delay_ms : 5000;

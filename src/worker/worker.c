@@ -54,6 +54,10 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
         rc = check_range(err, "max_stalled_count", opts->max_stalled_count,
                          FERRY_STALLED_FAIL_FIRST, INT_MAX);
     if (!rc) rc = check_range(err, "max_started_attempts", opts->max_started_attempts, 0, INT_MAX);
+    if (!rc && opts->max_payload_bytes > FERRY_MAX_PAYLOAD_LIMIT)
+        rc =
+            ferry__err(err, FERRY_EINVAL, "worker: max_payload_bytes must be at most %zu (got %zu)",
+                       (size_t)FERRY_MAX_PAYLOAD_LIMIT, opts->max_payload_bytes);
     if (!rc) rc = check_range(err, "drain_delay_ms", opts->drain_delay_ms, 0, INT_MAX);
     if (!rc) rc = check_range(err, "fetch_batch", opts->fetch_batch, 0, FERRY_CONCURRENCY_MAX);
     if (!rc) rc = check_range(err, "limiter_max", opts->limiter_max, 0, INT_MAX);

@@ -123,6 +123,7 @@ struct ferry_job {
     ferry__fin_kind kind;
     char *value;      /* returnvalue JSON or failedReason, owned */
     char *stacktrace; /* JSON array, owned; NULL = leave the field alone */
+    char *too_big;    /* the reason a job over max_payload_bytes fails with, owned */
     long long delay_ms;
     long long attempts; /* opts.attempts */
     ferry__keep_jobs keep;
@@ -194,6 +195,7 @@ struct ferry__lane {
     char *name;                /* NULL = none */
     int concurrency, lock_duration_ms, stalled_interval_ms, max_stalled_count;
     int max_started_attempts, drain_delay_ms, fetch_batch;
+    size_t max_payload_bytes; /* 0 = none */
     int limiter_max, limiter_duration_ms; /* 0 = no worker limiter */
     ferry__backoff_custom *backoffs;      /* registered strategies, owned */
     size_t nbackoffs;
@@ -306,9 +308,10 @@ ferry_job *ferry__job_from_reply(ferry__lane *lane, const redisReply *id, const 
                                  const char *token);
 void ferry__job_free(ferry_job *j);
 
-/* Reason to fail a freshly fetched job without running it (deferred failure `defa`, or
- * maxStartedAttempts exceeded), or NULL. Borrowed / static. */
-const char *ferry__job_unrunnable(const ferry_job *j);
+/* Reason to fail a freshly fetched job without running it (deferred failure `defa`,
+ * maxStartedAttempts exceeded, data over max_payload_bytes), or NULL. Borrowed from the job
+ * or static. */
+const char *ferry__job_unrunnable(ferry_job *j);
 
 /* The last job opts text a thread parsed and its parse (one per handler thread). */
 typedef struct ferry__opts_cache {

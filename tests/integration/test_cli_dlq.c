@@ -152,10 +152,29 @@ static void test_no_dead_letters_and_bad_input(void **state) {
     cli_run_free(&r);
 }
 
+static void test_oversized_payload_is_a_dead_letter(void **state) {
+    (void)state;
+    const char *s = ob_schema(db);
+    const char *url = th_env_require("DATABASE_URL");
+    const char *p = th_prefix(), *q = "dq3";
+    char id[64], small[64];
+    cli_add_job(p, q, "echo",
+                "{\"blob\":\"0123456789012345678901234567890123456789012345678901234567890\"}",
+                "{}", id, sizeof id);
+    cli_add_job(p, q, "echo", "{\"n\":1}", "{}", small, sizeof small);
+    run_worker(p, q, 2, CLI_ARGV("--max-payload", "50", "--database", url, "--schema", s));
+    cli_expect_state(p, q, small, "completed");
+    cli_expect_state(p, q, id, "failed");
+    assert_int_equal(dl(s, "error = 'job data is 72 bytes, over this worker''s limit of 50 bytes "
+                           "(max_payload_bytes)'"),
+                     1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_records_then_operate),
         cmocka_unit_test(test_no_dead_letters_and_bad_input),
+        cmocka_unit_test(test_oversized_payload_is_a_dead_letter),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }

@@ -245,10 +245,31 @@ static void test_final_failure_once_per_final_path(void **state) {
     wt_stop(w);
     assert_int_equal(hk_get(&h, &h.runs), runs_now);
 
+    /* 6. data over max_payload_bytes: fails at fetch without running */
+    runs_now = hk_get(&h, &h.runs);
+    char big[2100];
+    memset(big, 'x', sizeof big);
+    memcpy(big, "{\"s\":\"", 6);
+    memcpy(big + sizeof big - 3, "\"}", 3); /* 2099 bytes of JSON and the NUL */
+    char *toobig = wt_add(&h.t, "big", big, "{\"attempts\":3}");
+    wt_options(&h.t, &o, &ro);
+    o.final_failure = final_failure;
+    o.final_failure_userdata = &h;
+    o.max_payload_bytes = 1000;
+    w = wt_start(&o, handler, &h);
+    WT_WAIT_COUNT(&h.t, failed_final, 6);
+    wt_stop(w);
+    assert_int_equal(hk_get(&h, &h.runs), runs_now);
+    o.max_payload_bytes = (size_t)FERRY_MAX_PAYLOAD_LIMIT + 1;
+    ferry_worker *bad = NULL;
+    ferry_error be = {0};
+    assert_int_equal(ferry_worker_create(WT_QUEUE, &o, handler, &h, &bad, &be), FERRY_EINVAL);
+    assert_non_null(strstr(be.message, "max_payload_bytes"));
+
     /* exactly once each, in this order, with the stored reasons */
-    assert_int_equal(hk_get(&h, &h.finals), 5);
-    const char *ids[] = {perm, exhausted, strat, started, stalled};
-    for (int i = 0; i < 5; i++) {
+    assert_int_equal(hk_get(&h, &h.finals), 6);
+    const char *ids[] = {perm, exhausted, strat, started, stalled, toobig};
+    for (int i = 0; i < 6; i++) {
         assert_string_equal(h.final_ids[i], ids[i]);
         char *stored = wt_hget(&h.t, ids[i], "failedReason");
         assert_non_null(stored);
@@ -256,7 +277,9 @@ static void test_final_failure_once_per_final_path(void **state) {
         free(stored);
     }
     assert_string_equal(h.final_reasons[4], "job stalled more than allowable limit");
-    for (int i = 0; i < 5; i++)
+    assert_string_equal(h.final_reasons[5], "job data is 2099 bytes, over this worker's limit of "
+                                            "1000 bytes (max_payload_bytes)");
+    for (int i = 0; i < 6; i++)
         free((char *)ids[i]);
     hk_fini(&h);
 }
