@@ -881,7 +881,8 @@ static int worker_main(int argc, char **argv) {
         ro.database_url = d.url;
         ro.schema = d.schema;
         ro.prefix = conn.prefix;
-        ro.statement_timeout_ms = d.timeout_ms ? (int)db_timeout(&d) : 0;
+        ro.connect_timeout_ms = (int)db_timeout(&d); /* --db-timeout, as --help says */
+        ro.statement_timeout_ms = (int)db_timeout(&d);
         ro.log = dlq_log;
         if (ferry_dlq_recorder_start(&ro, &recorder, &err) != 0) {
             rc = db_report(&worker_spec, d.url, &err);

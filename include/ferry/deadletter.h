@@ -142,7 +142,7 @@ FERRY_API int ferry_dlq_recorder_flush(ferry_dlq_recorder *r, int timeout_ms);
 /* Stop: write what is pending for up to deadline_ms (0 = stop at once), count and log the
  * rest as missed (their jobs stay in the failed sets, for ferry_dlq_sync), stop the thread,
  * free everything. NULL accepted. Call it after the workers using it have closed.
- * Blocks: up to deadline_ms plus one statement timeout. */
+ * Blocks: up to deadline_ms plus one connect or statement timeout (the attempt under way). */
 FERRY_API void ferry_dlq_recorder_close(ferry_dlq_recorder *r, int deadline_ms);
 
 /* ---- sync from a failed set ------------------------------------------------------------ */

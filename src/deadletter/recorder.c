@@ -258,7 +258,7 @@ static void *recorder_main(void *arg) {
                         r->count);
                 down_logged = 0;
             }
-            r->st.connected = 1;
+            r->st.connected = r->pg.conn != NULL && !r->pg.broken;
             pause_ms = 0;
         } else {
             /* put it back in front and wait before the next try */
