@@ -240,6 +240,8 @@ static void *recorder_main(void *arg) {
                     permanent = 1;
             }
         }
+        char state[6];
+        memcpy(state, r->pg.sqlstate, sizeof state); /* close below clears it */
         int inserted = done && res && atoi(PQcmdTuples(res)) > 0;
         PQclear(res);
         if (r->pg.conn && (r->pg.broken || (rc && !permanent))) ferry__pgc_close(&r->pg);
@@ -274,8 +276,13 @@ static void *recorder_main(void *arg) {
             if (!down_logged) {
                 r->st.outages++;
                 rec_log(r, FERRY_LOG_WARN,
-                        "dead letters: cannot record (%s); %zu held, retrying with backoff",
-                        err.message, r->count);
+                        "dead letters: cannot record (%s)%s; %zu held, retrying with backoff",
+                        err.message,
+                        !strcmp(state, "42P01")
+                            ? " (is the schema migrated? run `ferry migrate` with the same "
+                              "database and schema)"
+                            : "",
+                        r->count);
                 down_logged = 1;
             }
             pause_ms = pause_ms ? pause_ms * 2 : r->retry_min_ms;

@@ -521,6 +521,55 @@ static void test_database_down_while_jobs_fail(void **state) {
     wt_fini(&t);
 }
 
+static char last_log[1024];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static void keep_log(int level, const char *msg, void *ud) {
+    (void)level;
+    (void)ud;
+    pthread_mutex_lock(&log_mu);
+    if (!strstr(last_log, "ferry migrate")) snprintf(last_log, sizeof last_log, "%s", msg);
+    pthread_mutex_unlock(&log_mu);
+}
+static int log_has_hint(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&log_mu);
+    int v = strstr(last_log, "run `ferry migrate`") != NULL;
+    pthread_mutex_unlock(&log_mu);
+    return v;
+}
+
+/* A recorder pointed at a schema nobody migrated keeps the failure, says why, and counts it
+ * missed at close (the job is still in its failed set for a sync). */
+static void test_recorder_unmigrated_schema(void **state) {
+    (void)state;
+    ferry_dlq_recorder_options ro;
+    ferry_dlq_recorder_options_init(&ro);
+    ro.database_url = th_env_require("DATABASE_URL");
+    ro.schema = "never_migrated";
+    ro.retry_min_ms = 50;
+    ro.log = keep_log;
+    ferry_dlq_recorder *r = NULL;
+    ferry_error e = {0};
+    assert_int_equal(ferry_dlq_recorder_start(&ro, &r, &e), 0);
+    ferry_dlq_failure f = {.queue = "q", .job_id = "1", .error = "x"};
+    assert_int_equal(ferry_dlq_recorder_push(r, &f), 0);
+    assert_true(th_wait_until(log_has_hint, NULL, 15000));
+    ferry_dlq_recorder_stats st;
+    ferry_dlq_recorder_get_stats(r, &st);
+    assert_int_equal(st.recorded, 0);
+    assert_int_equal(st.pending, 1);
+    ferry_dlq_failure nojob = {.queue = "q"};
+    assert_int_equal(ferry_dlq_recorder_push(r, &nojob), FERRY_EINVAL);
+    ferry_dlq_recorder_close(r, 0);
+    ferry_dlq_recorder_options bad = ro;
+    bad.retry_min_ms = 500;
+    bad.retry_max_ms = 100;
+    assert_int_equal(ferry_dlq_recorder_start(&bad, &r, &e), FERRY_EINVAL);
+    bad = ro;
+    bad.database_url = "postgress://x/y";
+    assert_int_equal(ferry_dlq_recorder_start(&bad, &r, &e), FERRY_EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_once_and_text_data),
@@ -528,6 +577,7 @@ int main(void) {
         cmocka_unit_test(test_sync_without_recorder),
         cmocka_unit_test(test_redrive_killed_half_way_makes_no_second_job),
         cmocka_unit_test(test_database_down_while_jobs_fail),
+        cmocka_unit_test(test_recorder_unmigrated_schema),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);
 }
