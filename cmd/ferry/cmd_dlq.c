@@ -398,6 +398,7 @@ static const cmd_spec purge_spec = {
 
 typedef struct act_ctx {
     int json, execute, purge;
+    int progress_shown; /* a progress line is on the terminal (stderr), to clear first */
 } act_ctx;
 
 static const char *STATUS_WORD[2][4] = {{"would redrive", "redriven", "skipped", "refused"},
@@ -420,7 +421,10 @@ static void act_item(const ferry_dlq_item *it, void *ud) {
         return;
     }
     char q[160], n[160], id[160];
-    if (isatty(2)) fprintf(stderr, "\r\033[K");
+    if (c->progress_shown) { /* the row's line replaces the progress line */
+        fprintf(stderr, "\r\033[K");
+        c->progress_shown = 0;
+    }
     printf("%s %s", STATUS_WORD[c->purge][it->status & 3], e->id);
     if (e->queue)
         printf(" (queue %s, job %s %s)", shown(e->queue, q, sizeof q),
@@ -434,6 +438,7 @@ static void act_progress(long long done, long long total, void *ud) {
     act_ctx *c = ud;
     if (!isatty(2) || total < 200) return;
     fprintf(stderr, "\r%s: %lld of %lld", c->purge ? "purge" : "redrive", done, total);
+    c->progress_shown = done != total;
     if (done == total) fprintf(stderr, "\n");
     fflush(stderr);
 }
@@ -483,7 +488,7 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
     if ((rc = db_resolve(spec, d))) return rc;
     PGconn *pg = db_connect(spec, d);
     if (!pg) return CLI_EXIT_RUNTIME;
-    act_ctx c = {fo.json, ao.execute, purge};
+    act_ctx c = {fo.json, ao.execute, purge, 0};
     ferry_dlq_action_options a;
     ferry_dlq_action_options_init(&a);
     a.execute = ao.execute;
