@@ -349,6 +349,7 @@ static int dry_batch(action *x, const char *what, char **ids, size_t n, ferry_er
     int redrive = !strcmp(what, "redrive");
     char new_id[FERRY_DLQ_ID_STRLEN + 32];
     for (int i = 0; rc == 0 && i < nread; i++) {
+        if (redrive && !es[i].data_is_json) continue; /* refused: nothing it would do */
         snprintf(new_id, sizeof new_id, "dlq-%s-%ld", es[i].id, es[i].redrive_count + 1);
         rc = audit(x, what, &es[i], redrive ? new_id : NULL, 1, err);
     }

@@ -163,6 +163,12 @@ static void test_record_once_and_text_data(void **state) {
     a.redis = &rro;
     ferry_dlq_action_stats st;
     ferry_dlq_filter q1 = {.queue = "q1", .prefix = "bull"};
+    a.execute = 0; /* a dry run refuses them too, and audits nothing it would not do */
+    assert_int_equal(ferry_dlq_redrive(db, &o, &q1, &a, &st, &e), 0);
+    assert_int_equal(st.refused, 2);
+    assert_int_equal(st.would, 0);
+    assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.dead_letter_redrives", s), 0);
+    a.execute = 1;
     assert_int_equal(ferry_dlq_redrive(db, &o, &q1, &a, &st, &e), 0);
     assert_int_equal(st.matched, 2);
     assert_int_equal(st.refused, 2);
