@@ -21,7 +21,7 @@
 
 typedef struct filter_opts {
     const char *queue, *name, *error, *since, *until, *prefix;
-    long long limit;
+    long long limit, fewer_than;
     int json;
 } filter_opts;
 
@@ -40,10 +40,15 @@ static const opt_def filter_defs[] = {
      "At most N rows, oldest failure first (list: default 100; redrive and purge: all)."},
     {"json", OPT_FLAG, NULL, offsetof(filter_opts, json), 0, 0,
      "Print JSON (one object per row, one per line)."},
+    {"redriven-fewer-than", OPT_INT, "N", offsetof(filter_opts, fewer_than), 1, 1000000000,
+     "Only rows redriven fewer than N times. With redrive --again it makes a run resumable: "
+     "--again --redriven-fewer-than 2 redrives the rows redriven once, and run again after a "
+     "crash takes only those still at one."},
     {"prefix", OPT_STRING, "P", offsetof(filter_opts, prefix), 0, 0,
-     "Only rows of queues under key prefix P."},
+     "Only rows of queues under key prefix P. Default: $FERRY_PREFIX when set, else every "
+     "prefix."},
 };
-#define FILTER_DEFS_ALL 8
+#define FILTER_DEFS_ALL 9
 
 static long long now_ms(void) {
     struct timeval tv;
@@ -57,8 +62,10 @@ static int filter_build(const cmd_spec *spec, const filter_opts *o, ferry_dlq_fi
     f->queue = o->queue;
     f->name = o->name;
     f->error_contains = o->error;
-    f->prefix = o->prefix;
+    const char *env = getenv("FERRY_PREFIX");
+    f->prefix = o->prefix ? o->prefix : env && *env ? env : NULL;
     f->limit = o->limit;
+    f->redriven_fewer_than = (long)o->fewer_than;
     long long now = now_ms();
     char shown[128];
     if (o->since && cli_time_ms(o->since, now, &f->since_ms))
@@ -245,9 +252,13 @@ static int show_run(int argc, char **argv, db_opts *d) {
     const ferry_dlq_entry *x = &l->entries[0];
     if (o.json) {
         json_t *j = entry_json(x);
-        json_object_set_new(j, x->data_is_json ? "data" : "dataText",
-                            x->data_is_json ? json_loads(x->data, JSON_DECODE_ANY, NULL)
-                                            : json_string(x->data ? x->data : ""));
+        json_t *dj = x->data_is_json ? json_loads(x->data, JSON_DECODE_ANY, NULL) : NULL;
+        if (dj) {
+            json_object_set_new(j, "data", dj);
+        } else { /* not JSON, or numbers beyond what jansson holds: the text as stored */
+            json_object_set_new(j, "data", json_null());
+            json_object_set_new(j, "dataText", json_string(x->data ? x->data : ""));
+        }
         json_object_set_new(j, "opts", x->opts ? json_string(x->opts) : json_null());
         json_object_set_new(j, "stacktrace",
                             x->stacktrace ? json_string(x->stacktrace) : json_null());
@@ -324,6 +335,14 @@ static int sync_run(int argc, char **argv, db_opts *d) {
     rc = ferry_dlq_sync(pg, &dopts, q, progress_line, "sync", &st, &e);
     PQfinish(pg);
     ferry_queue_close(q);
+    if (rc) {
+        fprintf(stderr,
+                "ferry dlq sync: stopped after %lld job%s (recorded %lld, already recorded "
+                "%lld)\n",
+                st.scanned, st.scanned == 1 ? "" : "s", st.recorded, st.already);
+        if (e.code == FERRY_EDB || e.code == FERRY_EIO) return db_report(&sync_spec, d->url, &e);
+        return cli_report(&sync_spec, &conn, "queue", &e);
+    }
     if (o.json) {
         json_t *j = json_object();
         json_object_set_new(j, "scanned", json_integer(st.scanned));
@@ -335,10 +354,6 @@ static int sync_run(int argc, char **argv, db_opts *d) {
         printf("scanned %lld failed job%s: recorded %lld, already recorded %lld, gone meanwhile "
                "%lld\n",
                st.scanned, st.scanned == 1 ? "" : "s", st.recorded, st.already, st.vanished);
-    }
-    if (rc) {
-        if (e.code == FERRY_EDB || e.code == FERRY_EIO) return db_report(&sync_spec, d->url, &e);
-        return cli_report(&sync_spec, &conn, "sync", &e);
     }
     return CLI_EXIT_OK;
 }
@@ -468,10 +483,7 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
     int rc = opts_parse(spec, groups, ng, argc, argv, &res);
     if (rc) return rc == OPTS_HELP_SHOWN ? CLI_EXIT_OK : rc;
     free(res.pos);
-    if (!purge) { /* only when given: rows keep their own prefix otherwise */
-        const char *env = getenv("FERRY_PREFIX");
-        fo.prefix = conn.prefix ? conn.prefix : env && *env ? env : NULL;
-    }
+    if (!purge) fo.prefix = conn.prefix; /* its --prefix; filter_build adds $FERRY_PREFIX */
     ferry_dlq_filter f;
     if ((rc = filter_build(spec, &fo, &f))) return rc;
     char actor[FERRY_DLQ_ACTOR_MAX + 16];
@@ -489,6 +501,7 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
     PGconn *pg = db_connect(spec, d);
     if (!pg) return CLI_EXIT_RUNTIME;
     act_ctx c = {fo.json, ao.execute, purge, 0};
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each row's line out as it is done, even into a file */
     ferry_dlq_action_options a;
     ferry_dlq_action_options_init(&a);
     a.execute = ao.execute;
@@ -505,7 +518,7 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
                : ferry_dlq_redrive(pg, &dopts, &f, &a, &st, &e);
     PQfinish(pg);
     const char *verb = purge ? "purged" : "redriven";
-    if (!fo.json) {
+    if (!fo.json && rc == 0) {
         if (!ao.execute)
             printf("dry run: %lld row%s would be %s; nothing changed (run again with --execute)",
                    st.would, st.would == 1 ? "" : "s", verb);
@@ -520,7 +533,7 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
                 st.done + st.would == 1 ? "" : "s");
         if (e.code == FERRY_EDB || e.code == FERRY_EIO || e.code == FERRY_EINVAL)
             return db_report(spec, d->url, &e);
-        return cli_report(spec, &conn, purge ? "purge" : "redrive", &e);
+        return cli_report(spec, &conn, "queue", &e);
     }
     return st.refused ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
 }

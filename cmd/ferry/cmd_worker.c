@@ -893,7 +893,7 @@ static int worker_main(int argc, char **argv) {
         }
         char where[512];
         db_display(&d, where, sizeof where);
-        logline("worker", "dead letters: final failures recorded in database %s (%s)", where,
+        logline("worker", "dead letters: final failures will be recorded in database %s (%s)", where,
                 d.url_source);
     }
 

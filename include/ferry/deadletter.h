@@ -183,6 +183,10 @@ typedef struct ferry_dlq_filter {
     long long limit;            /* at most this many rows, oldest failure first; 0 = list:
                                    FERRY_DLQ_LIMIT_DEFAULT, redrive / purge: all (up to
                                    FERRY_DLQ_LIMIT_MAX) */
+    /* Only rows redriven fewer than this many times; 0 = any. With a redrive's `again`,
+     * this is what makes it resumable: `again` with redriven_fewer_than 2 takes the rows
+     * redriven once, and run again after a crash takes only those still at one. */
+    long redriven_fewer_than;
 } ferry_dlq_filter;
 
 /* One row. Strings owned by the list (NULL when absent). */

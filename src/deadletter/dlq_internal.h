@@ -35,8 +35,9 @@ typedef struct ferry__dlq_where {
     char sql[512];
     const char *v[FERRY__DLQ_FILTER_PARAMS];
     int n;
-    char num[2][32];
+    char num[3][32];
     long long limit; /* the filter's limit, 0 when none */
+    long fewer_than; /* the filter's redriven_fewer_than, 0 when none */
 } ferry__dlq_where;
 
 /* Check f (NULL = all rows) and build its clause; `not_redriven` adds "redrive_count = 0".

@@ -52,6 +52,10 @@ int ferry__dlq_where_build(const ferry_dlq_filter *f, int not_redriven, ferry__d
         return ferry__err(err, FERRY_EINVAL, "dead letters: since and until must be >= 0");
     if (f->since_ms && f->until_ms && f->until_ms <= f->since_ms)
         return ferry__err(err, FERRY_EINVAL, "dead letters: until must be later than since");
+    if (f->redriven_fewer_than < 0 || f->redriven_fewer_than > 1000000000L)
+        return ferry__err(err, FERRY_EINVAL,
+                          "dead letters: redriven-fewer-than must be 1..1000000000 (got %ld)",
+                          f->redriven_fewer_than);
     if (f->limit < 0 || f->limit > FERRY_DLQ_LIMIT_MAX)
         return ferry__err(err, FERRY_EINVAL, "dead letters: limit must be 1..%d (got %lld)",
                           FERRY_DLQ_LIMIT_MAX, f->limit);
@@ -68,12 +72,17 @@ int ferry__dlq_where_build(const ferry_dlq_filter *f, int not_redriven, ferry__d
         snprintf(w->num[1], sizeof w->num[1], "%lld", f->until_ms);
         add(w, "failed_at < to_timestamp(", "::float8 / 1000)", w->num[1]);
     }
+    if (f->redriven_fewer_than) {
+        snprintf(w->num[2], sizeof w->num[2], "%ld", f->redriven_fewer_than);
+        add(w, "redrive_count < ", "::int", w->num[2]);
+    }
     if (not_redriven) {
         size_t used = strlen(w->sql);
         snprintf(w->sql + used, sizeof w->sql - used, "%sredrive_count = 0", used ? " AND " : "");
     }
     if (!w->sql[0]) snprintf(w->sql, sizeof w->sql, "true");
     w->limit = f->limit;
+    w->fewer_than = f->redriven_fewer_than;
     return 0;
 }
 
@@ -116,6 +125,10 @@ char *ferry__dlq_filter_text(const ferry_dlq_filter *f, int again) {
         if (f->until_ms) {
             snprintf(num, sizeof num, "%lld", f->until_ms);
             bad |= put(&buf, &len, "until_ms", num);
+        }
+        if (f->redriven_fewer_than) {
+            snprintf(num, sizeof num, "%ld", f->redriven_fewer_than);
+            bad |= put(&buf, &len, "redriven_fewer_than", num);
         }
         if (f->limit) {
             snprintf(num, sizeof num, "%lld", f->limit);

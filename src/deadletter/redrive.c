@@ -41,6 +41,7 @@ typedef struct action {
     char **ids;
     size_t nids;
     char *filter_text;
+    long fewer_than; /* the filter's redriven_fewer_than, re-checked under the row lock */
 } action;
 
 static void action_free(action *x) {
@@ -79,6 +80,7 @@ static int action_begin(action *x, PGconn *conn, const ferry_dlq_options *o,
     ferry__dlq_where w;
     rc = ferry__dlq_where_build(f, not_redriven, &w, err);
     if (rc) return rc;
+    x->fewer_than = w.fewer_than;
     x->filter_text = a->filter_text ? strdup(a->filter_text) : ferry__dlq_filter_text(f, a->again);
     if (!x->filter_text) return ferry__err(err, FERRY_ENOMEM, "dead letters: out of memory");
     char sql[sizeof w.sql + FERRY__QSCHEMA_MAX + 200];
@@ -225,7 +227,8 @@ static const char *why_skipped(const action *x, const char *id) {
     if (ferry__pg_run(x->conn, "dead letters", sql, 1, p, &r, NULL) == 0) {
         if (PQntuples(r) == 0)
             why = "deleted since the run began";
-        else if (!x->a->again && atol(PQgetvalue(r, 0, 0)) > 0)
+        else if ((!x->a->again && atol(PQgetvalue(r, 0, 0)) > 0) ||
+                 (x->fewer_than && atol(PQgetvalue(r, 0, 0)) >= x->fewer_than))
             why = "redriven since the run began";
         PQclear(r);
     }
@@ -238,10 +241,15 @@ static int redrive_one(action *x, qcache *qc, const char *id, ferry_error *err) 
     int rc = ferry__pg_run(x->conn, "dead letters redrive", "BEGIN", 0, NULL, NULL, err);
     if (rc) return rc;
     char sql[FERRY__QSCHEMA_MAX + 600];
+    char cond[64] = "";
+    if (!x->a->again)
+        snprintf(cond, sizeof cond, " AND redrive_count = 0");
+    else if (x->fewer_than)
+        snprintf(cond, sizeof cond, " AND redrive_count < %ld", x->fewer_than);
     snprintf(sql, sizeof sql,
              "SELECT " FERRY__DLQ_COLUMNS " FROM %s.dead_letters WHERE id = $1::uuid%s FOR "
              "UPDATE SKIP LOCKED",
-             x->qs, x->a->again ? "" : " AND redrive_count = 0");
+             x->qs, cond);
     const char *p1[] = {id};
     PGresult *r = NULL;
     rc = ferry__pg_run(x->conn, "dead letters redrive", sql, 1, p1, &r, err);
@@ -266,6 +274,14 @@ static int redrive_one(action *x, qcache *qc, const char *id, ferry_error *err) 
         rollback(x->conn, 0);
         emit(x, &e, new_id, FERRY_DLQ_REFUSED,
              "its data is not JSON (kept as text when it was recorded)");
+        ferry__dlq_entry_clear(&e);
+        return 0;
+    }
+    if (strstr(e.queue, "\xEF\xBF\xBD") || strstr(e.prefix, "\xEF\xBF\xBD")) {
+        rollback(x->conn, 0);
+        emit(x, &e, new_id, FERRY_DLQ_REFUSED,
+             "its queue name or prefix holds U+FFFD (bytes that were not UTF-8 were replaced "
+             "when it was recorded): it would go to a different queue");
         ferry__dlq_entry_clear(&e);
         return 0;
     }

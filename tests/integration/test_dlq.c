@@ -318,6 +318,16 @@ static void test_poison_among_good_recorded_once(void **state) {
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.effects", s), 3);
     PQfinish(hh.conn);
 
+    /* --again made resumable: fewer than 3 redrives takes each once, a rerun none */
+    poisoned.redriven_fewer_than = 3;
+    assert_int_equal(ferry_dlq_redrive(db, &o, &poisoned, &a, &st, &e), 0);
+    assert_int_equal(st.done, 3);
+    assert_int_equal(ferry_dlq_redrive(db, &o, &poisoned, &a, &st, &e), 0);
+    assert_int_equal(st.matched, 0);
+    assert_int_equal(rows(s, "job_name = 'poison' AND redrive_count = 3"), 3);
+    poisoned.redriven_fewer_than = -1;
+    assert_int_equal(ferry_dlq_redrive(db, &o, &poisoned, &a, &st, &e), FERRY_EINVAL);
+
     /* purge: a dry run deletes nothing; executed, the filtered rows go, audited */
     a.again = 0;
     a.execute = 0;
