@@ -235,6 +235,15 @@ static const char *why_skipped(const action *x, const char *id) {
     return why;
 }
 
+/* Why a row cannot be redriven as it was stored, or NULL. */
+static const char *unredrivable(const ferry_dlq_entry *e) {
+    if (!e->data_is_json) return "its data is not JSON (kept as text when it was recorded)";
+    if (strstr(e->queue, "\xEF\xBF\xBD") || strstr(e->prefix, "\xEF\xBF\xBD"))
+        return "its queue name or prefix holds U+FFFD (bytes that were not UTF-8 were replaced "
+               "when it was recorded): it would go to a different queue";
+    return NULL;
+}
+
 /* One row of an executed redrive, in its own transaction. Returns 0 to go on, else the
  * error that stops the run. */
 static int redrive_one(action *x, qcache *qc, const char *id, ferry_error *err) {
@@ -270,18 +279,10 @@ static int redrive_one(action *x, qcache *qc, const char *id, ferry_error *err) 
     snprintf(new_id, sizeof new_id, "dlq-%s-%ld", e.id, e.redrive_count + 1);
     const char *reason = NULL;
     char why[FERRY_ERROR_MESSAGE_MAX + 64];
-    if (!e.data_is_json) {
+    const char *cannot = unredrivable(&e);
+    if (cannot) {
         rollback(x->conn, 0);
-        emit(x, &e, new_id, FERRY_DLQ_REFUSED,
-             "its data is not JSON (kept as text when it was recorded)");
-        ferry__dlq_entry_clear(&e);
-        return 0;
-    }
-    if (strstr(e.queue, "\xEF\xBF\xBD") || strstr(e.prefix, "\xEF\xBF\xBD")) {
-        rollback(x->conn, 0);
-        emit(x, &e, new_id, FERRY_DLQ_REFUSED,
-             "its queue name or prefix holds U+FFFD (bytes that were not UTF-8 were replaced "
-             "when it was recorded): it would go to a different queue");
+        emit(x, &e, new_id, FERRY_DLQ_REFUSED, cannot);
         ferry__dlq_entry_clear(&e);
         return 0;
     }
@@ -365,7 +366,7 @@ static int dry_batch(action *x, const char *what, char **ids, size_t n, ferry_er
     int redrive = !strcmp(what, "redrive");
     char new_id[FERRY_DLQ_ID_STRLEN + 32];
     for (int i = 0; rc == 0 && i < nread; i++) {
-        if (redrive && !es[i].data_is_json) continue; /* refused: nothing it would do */
+        if (redrive && unredrivable(&es[i])) continue; /* refused: nothing it would do */
         snprintf(new_id, sizeof new_id, "dlq-%s-%ld", es[i].id, es[i].redrive_count + 1);
         rc = audit(x, what, &es[i], redrive ? new_id : NULL, 1, err);
     }
@@ -374,9 +375,8 @@ static int dry_batch(action *x, const char *what, char **ids, size_t n, ferry_er
     for (int i = 0; i < nread; i++) {
         if (rc == 0) {
             snprintf(new_id, sizeof new_id, "dlq-%s-%ld", es[i].id, es[i].redrive_count + 1);
-            if (redrive && !es[i].data_is_json)
-                emit(x, &es[i], new_id, FERRY_DLQ_REFUSED,
-                     "its data is not JSON (kept as text when it was recorded)");
+            if (redrive && unredrivable(&es[i]))
+                emit(x, &es[i], new_id, FERRY_DLQ_REFUSED, unredrivable(&es[i]));
             else
                 emit(x, &es[i], redrive ? new_id : NULL, FERRY_DLQ_WOULD, NULL);
         }
