@@ -350,8 +350,8 @@ const char *ferry__job_unrunnable(ferry_job *j) {
     if (j->defa) return j->defa;
     if (j->lane->max_started_attempts > 0 && j->lane->max_started_attempts < j->attempts_started)
         return "job started more than allowable limit";
-    size_t max = j->lane->max_payload_bytes, n = j->data ? strlen(j->data) : 0;
-    if (max && n > max) {
+    size_t max = j->lane->max_payload_bytes, n = 0;
+    if (max && j->data && (n = strlen(j->data)) > max) { /* no strlen when there is no limit */
         static const char fallback[] = "job data is over this worker's limit (max_payload_bytes)";
         if (!j->too_big)
             j->too_big = dup_printf("job data is %zu bytes, over this worker's limit of %zu bytes "

@@ -448,29 +448,6 @@ static void test_redrive_killed_half_way_makes_no_second_job(void **state) {
 
 /* ---- PostgreSQL stopped while jobs fail ---------------------------------------------- */
 
-static void pg_ctl(const char *what) {
-    char cmd[2048];
-    const char *data = th_env_require("PG_DATA");
-    char bindir[512] = "";
-    FILE *p = popen("pg_config --bindir 2>/dev/null", "r");
-    if (p) {
-        if (fgets(bindir, sizeof bindir, p)) bindir[strcspn(bindir, "\n")] = 0;
-        pclose(p);
-    }
-    /* restart reuses postmaster.opts (the fixture's options), also to start a stopped one */
-    snprintf(cmd, sizeof cmd,
-             "%s'%s/pg_ctl' -D '%s' -m fast -w -t 60 -l '%s/../postgres.log' %s >'%s/pgctl.log' "
-             "2>&1",
-             geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data,
-             !strcmp(what, "start") ? "restart" : what, th_tmpdir());
-    if (system(cmd) != 0) {
-        char path[300];
-        snprintf(path, sizeof path, "%s/pgctl.log", th_tmpdir());
-        if (strcmp(what, "start") == 0)
-            fail_msg("pg_ctl %s failed: %s\n%s", what, cmd, th_slurp(path));
-    }
-}
-
 static int log_lines;
 static void count_log(int level, const char *msg, void *ud) {
     (void)level;
@@ -501,7 +478,7 @@ static void test_database_down_while_jobs_fail(void **state) {
     assert_int_equal(ferry_dlq_recorder_start(&ro, &rec, &e), 0);
     PQfinish(db);
     db = NULL;
-    pg_ctl("stop");
+    ob_pg_ctl("stop", "fast");
     for (int i = 0; i < 50; i++)
         free(wt_add(&t, "poison", "{\"n\":2}", NULL));
     ferry_worker_options wo;
@@ -517,7 +494,7 @@ static void test_database_down_while_jobs_fail(void **state) {
     assert_int_equal(rs.recorded, 0);
     assert_true(rs.outages >= 1);
     assert_int_equal(rs.missed, 50 - 30);
-    pg_ctl("start");
+    ob_pg_ctl("restart", "fast");
     db = ob_pg();
     assert_int_equal(ferry_dlq_recorder_flush(rec, 30000), 0);
     ferry_dlq_recorder_get_stats(rec, &rs);

@@ -162,30 +162,7 @@ static void test_redis_hung(void **state) {
 /* ---- PostgreSQL restart --------------------------------------------------------------- */
 
 static void pg_restart(void) {
-    char cmd[2048];
-    const char *ctl = th_env_get("PG_CTL");
-    if (ctl) {
-        snprintf(cmd, sizeof cmd, "'%s' restart >'%s/pgctl.log' 2>&1", ctl, th_tmpdir());
-    } else {
-        /* The fixture's cluster (scripts/lib.sh): pg_ctl restart reuses postmaster.opts;
-         * as root it must run as the postgres user. */
-        const char *data = th_env_require("PG_DATA");
-        char bindir[512] = "";
-        FILE *p = popen("pg_config --bindir 2>/dev/null", "r");
-        if (p) {
-            if (fgets(bindir, sizeof bindir, p)) bindir[strcspn(bindir, "\n")] = 0;
-            pclose(p);
-        }
-        snprintf(cmd, sizeof cmd,
-                 "%s'%s/pg_ctl' -D '%s' -m immediate -w -t 60 -l '%s/../postgres.log' "
-                 "restart >'%s/pgctl.log' 2>&1",
-                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, data, th_tmpdir());
-    }
-    if (system(cmd) != 0) {
-        char path[300];
-        snprintf(path, sizeof path, "%s/pgctl.log", th_tmpdir());
-        fail_msg("PostgreSQL restart failed: %s\n%s", cmd, th_slurp(path));
-    }
+    ob_pg_ctl("restart", "immediate");
 }
 
 static int cmp_str(const void *a, const void *b) {

@@ -155,6 +155,38 @@ static inline void ob_close(PGconn *db, ferry_conn *rds) {
     th_tmpdir_remove();
 }
 
+/* Run `pg_ctl ACTION` on the fixture's cluster (scripts/lib.sh) with shutdown mode `mode`
+ * ("fast", "immediate"); "restart" reuses postmaster.opts, also to start a stopped server.
+ * $PG_CTL, when set, is a whole command taking the action instead. Fails the test when
+ * pg_ctl does (but for "stop", whose failure a caller may expect: returns 0 / -1). As root
+ * it runs as the postgres user. */
+static inline int ob_pg_ctl(const char *action, const char *mode) {
+    char cmd[2048];
+    const char *ctl = th_env_get("PG_CTL");
+    if (ctl) {
+        snprintf(cmd, sizeof cmd, "'%s' %s >'%s/pgctl.log' 2>&1", ctl, action, th_tmpdir());
+    } else {
+        const char *data = th_env_require("PG_DATA");
+        char bindir[512] = "";
+        FILE *p = popen("pg_config --bindir 2>/dev/null", "r");
+        if (p) {
+            if (fgets(bindir, sizeof bindir, p)) bindir[strcspn(bindir, "\n")] = 0;
+            pclose(p);
+        }
+        snprintf(cmd, sizeof cmd,
+                 "%s'%s/pg_ctl' -D '%s' -m %s -w -t 60 -l '%s/../postgres.log' %s "
+                 ">'%s/pgctl.log' 2>&1",
+                 geteuid() == 0 ? "runuser -u postgres -- " : "", bindir, data, mode, data, action,
+                 th_tmpdir());
+    }
+    if (system(cmd) == 0) return 0;
+    if (!strcmp(action, "stop")) return -1;
+    char path[300];
+    snprintf(path, sizeof path, "%s/pgctl.log", th_tmpdir());
+    fail_msg("pg_ctl %s failed: %s\n%s", action, cmd, th_slurp(path));
+    return -1;
+}
+
 /* OB_GROUP_FIXTURE(&db, &rds) (or &db, NULL: no Redis) defines ob_group_setup and
  * ob_group_teardown, the cmocka group fixture over ob_open/ob_close of the file's globals. */
 #define OB_GROUP_FIXTURE(DBP, RDSP)                                                                \
