@@ -299,6 +299,15 @@ typedef void (*ferry_relay_fault_fn)(const char *point, void *userdata);
 #define FERRY_RELAY_RETENTION_BATCH_MAX 100000
 #define FERRY_RELAY_DEFAULT_MAX_ENVELOPE ((size_t)2 << 20) /* max_envelope_bytes = 0 */
 #define FERRY_RELAY_MAX_ENVELOPE_LIMIT ((size_t)512 << 20) /* largest max_envelope_bytes */
+#define FERRY_RELAY_QUEUE_DEFAULTS_MAX 1024 /* entries of ferry_relay_options.queue_defaults */
+
+/* One queue's own default JobsOptions (ferry_relay_options.queue_defaults): for the jobs the
+ * relay adds to `queue`, `job_opts` replaces default_job_opts as a whole, as a per-queue
+ * defaultJobOptions replaces the module-wide one in BullMQ's NestJS module. */
+typedef struct ferry_relay_queue_defaults {
+    const char *queue;    /* a queue the routes target (another name is refused) */
+    const char *job_opts; /* a JobsOptions JSON object, checked as default_job_opts is */
+} ferry_relay_queue_defaults;
 
 typedef struct ferry_relay_options {
     const char *database_url; /* libpq URL or conninfo; NULL/"" = libpq defaults (PG* env) */
@@ -348,6 +357,11 @@ typedef struct ferry_relay_options {
     void *log_userdata;
     ferry_relay_fault_fn fault;
     void *fault_userdata;
+    /* Per-queue default JobsOptions, each replacing default_job_opts for its queue (see
+     * ferry_relay_queue_defaults): at most FERRY_RELAY_QUEUE_DEFAULTS_MAX entries, each
+     * queue once. Copied at create. NULL/0 = every queue uses default_job_opts. */
+    const ferry_relay_queue_defaults *queue_defaults;
+    size_t nqueue_defaults;
 } ferry_relay_options;
 
 /* Fill *o with defaults (all zero / NULL; NULL accepted). Threads: any. Blocks: no; no
@@ -409,11 +423,10 @@ FERRY_API void ferry_relay_get_stats(ferry_relay *r, ferry_relay_stats *out);
  * max_payload_bytes does not apply), read from <schema>.ferry_schema_migrations, to compare
  * with ferry_outbox_schema_version().
  * Returns: 0 with *version set (0 when the table does not exist: nothing applied).
- * Errors: FERRY_EINVAL (a bad schema name, or version NULL), FERRY_EDB (the server refused the query;
- * SQLSTATE in the message), FERRY_EIO (the connection is gone).
- * Blocks: yes, one query on `conn` (connected and idle; it is left idle), without a
- * deadline of its own (libpq's blocking call). Threads: not thread-safe on one conn.
- * Ownership: conn and opts stay the caller's. */
+ * Errors: FERRY_EINVAL (a bad schema name, or version NULL), FERRY_EDB (the server refused the
+ * query; SQLSTATE in the message), FERRY_EIO (the connection is gone). Blocks: yes, one query on
+ * `conn` (connected and idle; it is left idle), without a deadline of its own (libpq's blocking
+ * call). Threads: not thread-safe on one conn. Ownership: conn and opts stay the caller's. */
 FERRY_API int ferry_outbox_schema_applied(PGconn *conn, const ferry_outbox_options *opts,
                                           int *version, ferry_error *err);
 

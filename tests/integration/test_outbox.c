@@ -631,6 +631,72 @@ static void test_library_relay_in_process(void **state) {
     ferry_relay_free(NULL);
 }
 
+/* queue_defaults: a queue's own default job options replace the relay's for its jobs as a
+ * whole (the other queue keeps the relay's); a bad entry is refused at create, naming it. */
+static void test_relay_queue_defaults(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s", th_prefix());
+    ferry_routes *routes = NULL;
+    ferry_error e = {0};
+    const char *text = "order.placed qd-pay:capture qd-mail:confirm\n";
+    assert_int_equal(ferry_routes_parse(text, strlen(text), NULL, &routes, &e), 0);
+    ferry_redis_options ro;
+    captured_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ferry_relay_options o;
+    lib_relay_options(&o, &ro, &log, schema, prefix);
+    o.routes = routes;
+    o.default_job_opts = "{\"attempts\":8,\"removeOnFail\":{\"age\":1209600}}";
+    ferry_relay *relay = NULL;
+
+    ferry_relay_queue_defaults bad[2] = {{"nowhere", "{\"attempts\":2}"}, {NULL, NULL}};
+    o.queue_defaults = bad;
+    o.nqueue_defaults = 1;
+    assert_int_equal(ferry_relay_create(&o, &relay, &e), FERRY_EINVAL);
+    assert_non_null(strstr(e.message, "'nowhere' is not a target of any route"));
+    bad[0].queue = "qd-pay";
+    bad[0].job_opts = "{\"attempts\":\"x\"}";
+    assert_int_equal(ferry_relay_create(&o, &relay, &e), FERRY_EINVAL);
+    assert_non_null(strstr(e.message, "queue_defaults[0].job_opts"));
+    bad[0].job_opts = "{\"attempts\":2}";
+    bad[1] = bad[0];
+    o.nqueue_defaults = 2;
+    assert_int_equal(ferry_relay_create(&o, &relay, &e), FERRY_EINVAL);
+    assert_non_null(strstr(e.message, "given twice"));
+    o.nqueue_defaults = 1;
+    o.queue_defaults = NULL;
+    assert_int_equal(ferry_relay_create(&o, &relay, &e), FERRY_EINVAL);
+    assert_null(relay);
+
+    ferry_relay_queue_defaults qd[1] = {
+        {"qd-pay", "{\"attempts\":12,\"backoff\":{\"type\":\"capped\"},\"removeOnFail\":false}"}};
+    o.queue_defaults = qd;
+    o.nqueue_defaults = 1;
+    if (ferry_relay_create(&o, &relay, &e)) fail_msg("%s", e.message);
+    ferry_routes_free(routes);
+    relay_thread t = {.relay = relay};
+    pthread_t th;
+    pthread_create(&th, NULL, relay_thread_main, &t);
+    char id[37];
+    ob_append(db, schema, "order.placed", "{\"n\":1}", NULL, 1, id);
+    if (!wait_job(prefix, "qd-pay", id, 10000)) fail_msg("no job; log:\n%s", log.text);
+    if (!wait_job(prefix, "qd-mail", id, 10000)) fail_msg("no job; log:\n%s", log.text);
+    char *pay = job_field(prefix, "qd-pay", id, "opts");
+    char *mail = job_field(prefix, "qd-mail", id, "opts");
+    assert_non_null(strstr(pay, "\"attempts\":12"));
+    assert_non_null(strstr(pay, "\"capped\""));
+    assert_null(strstr(pay, "1209600")); /* replaced as a whole, not merged */
+    assert_non_null(strstr(mail, "\"attempts\":8"));
+    assert_non_null(strstr(mail, "1209600"));
+    free(pay);
+    free(mail);
+    ferry_relay_stop(relay);
+    pthread_join(th, NULL);
+    if (t.rc) fail_msg("run: %s", t.err.message);
+    ferry_relay_free(relay);
+}
+
 /* Routes take every name a queue takes: a FERRY_QUEUE_NAME_MAX-byte queue parses and
  * relays (the unit test checks that one byte more is refused naming the limit). */
 static void test_relay_longest_queue_name(void **state) {
@@ -679,6 +745,7 @@ int main(void) {
         cmocka_unit_test(test_crash_before_commit_dedups),
         cmocka_unit_test(test_owned_connection_pipeline),
         cmocka_unit_test(test_library_relay_in_process),
+        cmocka_unit_test(test_relay_queue_defaults),
         cmocka_unit_test(test_relay_longest_queue_name),
     };
     return cmocka_run_group_tests(tests, ob_group_setup, ob_group_teardown);

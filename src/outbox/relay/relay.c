@@ -150,7 +150,46 @@ static int index_queues(ferry_relay *r, ferry_error *err) {
     r->topics_array = ferry__pg_text_array(topic_names, nt);
     free(topic_names);
     r->queues = calloc(r->nqueues ? r->nqueues : 1, sizeof *r->queues);
-    if (!r->topics_array || !r->queues) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    r->queue_opts = calloc(r->nqueues ? r->nqueues : 1, sizeof *r->queue_opts);
+    if (!r->topics_array || !r->queues || !r->queue_opts)
+        return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Attach each queue_defaults entry to its queue: checked (a queue the routes target, once,
+ * valid JobsOptions) and copied. */
+static int index_queue_defaults(ferry_relay *r, const ferry_relay_options *o, ferry_error *err) {
+    if (o->nqueue_defaults && !o->queue_defaults)
+        return ferry__err(err, FERRY_EINVAL, "queue_defaults: NULL with nqueue_defaults %zu",
+                          o->nqueue_defaults);
+    if (o->nqueue_defaults > FERRY_RELAY_QUEUE_DEFAULTS_MAX)
+        return ferry__err(err, FERRY_EINVAL, "queue_defaults: %zu entries, at most %d",
+                          o->nqueue_defaults, FERRY_RELAY_QUEUE_DEFAULTS_MAX);
+    for (size_t i = 0; i < o->nqueue_defaults; i++) {
+        const ferry_relay_queue_defaults *d = &o->queue_defaults[i];
+        char shown[4 * FERRY_QUEUE_NAME_MAX + 8], what[64];
+        if (!d->queue || !d->job_opts)
+            return ferry__err(err, FERRY_EINVAL,
+                              "queue_defaults[%zu]: queue and job_opts are "
+                              "required",
+                              i);
+        size_t k = 0;
+        while (k < r->nqueues && strcmp(r->queue_names[k], d->queue))
+            k++;
+        ferryx_printable(d->queue, shown, sizeof shown);
+        if (k == r->nqueues)
+            return ferry__err(err, FERRY_EINVAL,
+                              "queue_defaults[%zu]: queue '%s' is not a target of any route", i,
+                              shown);
+        if (r->queue_opts[k])
+            return ferry__err(err, FERRY_EINVAL, "queue_defaults[%zu]: queue '%s' given twice", i,
+                              shown);
+        snprintf(what, sizeof what, "queue_defaults[%zu].job_opts", i);
+        int rc = ferry__queue_defaults_load(d->job_opts, what, NULL, err);
+        if (rc) return rc;
+        r->queue_opts[k] = strdup(d->job_opts);
+        if (!r->queue_opts[k]) return ferry__err(err, FERRY_ENOMEM, "out of memory");
+    }
     return 0;
 }
 
@@ -180,6 +219,7 @@ int ferry_relay_create(const ferry_relay_options *o, ferry_relay **out, ferry_er
         }
     }
     if (!rc) rc = index_queues(r, err);
+    if (!rc) rc = index_queue_defaults(r, o, err);
     if (!rc && pipe(r->stop_pipe) != 0)
         rc = ferry__err(err, FERRY_EIO, "relay: pipe: %s", strerror(errno));
     if (!rc)
@@ -200,6 +240,9 @@ void ferry_relay_free(ferry_relay *r) {
     for (size_t i = 0; r->queues && i < r->nqueues; i++)
         ferry_queue_close(r->queues[i]);
     free(r->queues);
+    for (size_t i = 0; r->queue_opts && i < r->nqueues; i++)
+        free(r->queue_opts[i]);
+    free(r->queue_opts);
     if (r->topics)
         for (size_t i = 0; i < ferry_routes_topic_count(r->routes); i++)
             free(r->topics[i].targets);
@@ -321,7 +364,7 @@ static int open_queues(ferry_relay *r, ferry_error *err) {
         ferry_queue_options_init(&qo);
         qo.redis = &r->redis;
         qo.prefix = r->prefix;
-        qo.default_job_opts = r->default_job_opts;
+        qo.default_job_opts = r->queue_opts[i] ? r->queue_opts[i] : r->default_job_opts;
         qo.max_payload_bytes = r->max_envelope;
         ferry_error e = {0};
         int rc = ferry_queue_open(r->queue_names[i], &qo, &r->queues[i], &e);
@@ -330,7 +373,11 @@ static int open_queues(ferry_relay *r, ferry_error *err) {
             return ferry__err(err, rc, "queue %s: %s",
                               ferryx_printable(r->queue_names[i], shown, sizeof shown), e.message);
     }
-    r->data_limit = r->nqueues ? ferry__queue_data_limit(r->queues[0]) : r->max_envelope;
+    r->data_limit = r->max_envelope;
+    for (size_t i = 0; i < r->nqueues; i++) {
+        size_t lim = ferry__queue_data_limit(r->queues[i]);
+        if (lim < r->data_limit) r->data_limit = lim;
+    }
     return 0;
 }
 

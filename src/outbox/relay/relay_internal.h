@@ -40,6 +40,7 @@ struct ferry_relay {
     relay_topic *topics; /* per routes topic index */
     size_t nqueues;
     char **queue_names;
+    char **queue_opts; /* per queue: its own default job options (owned), NULL = the relay's */
     ferry_queue **queues;
     int batch_size, poll_interval_ms, max_backoff_ms, statement_timeout_ms, connect_timeout_ms;
     size_t batch_bytes; /* payload text per batch (at least one row whatever its size) */
@@ -47,7 +48,7 @@ struct ferry_relay {
     int retention_interval_ms, retention_batch, unknown_report_ms;
     size_t max_envelope;
     /* largest job data the queues accept: max_envelope, or the default job options'
-     * sizeLimit when smaller (every queue is opened with the same options) */
+     * sizeLimit when smaller (the smallest over the queues' default options) */
     size_t data_limit;
     ferry_relay_log_fn log;
     void *log_userdata;
