@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test test-fast test-asan demo bench bench-relay bench-consumer install uninstall clean format
+.PHONY: all deps test test-fast test-asan demo quickstart bench bench-relay bench-consumer install uninstall clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -36,9 +36,15 @@ test-asan:
 	@cd $(ASAN_BUILD) && $(if $(SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(SYMBOLIZER)) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2 -LE interop
 
+# The shop and taskflow under faults and SIGKILLs, ending in a reconciliation (scripts/demo.sh).
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh $(BUILD)
+
+# The first steps: a C producer and worker, then the ferry CLI (scripts/quickstart.sh).
+quickstart: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/quickstart.sh $(BUILD)
 
 bench: deps
 	@$(MAKE) --no-print-directory all

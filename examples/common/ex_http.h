@@ -41,7 +41,7 @@ typedef struct ex_http_response {
     char retry_after[128]; /* the Retry-After header as sent (trimmed), "" when absent */
     char *body;            /* NUL-terminated body ("" when empty), owned by the response */
     size_t body_len;
-    char error[256];       /* transport failure in words, "" when transport == EX_HTTP_OK */
+    char error[256]; /* transport failure in words, "" when transport == EX_HTTP_OK */
 } ex_http_response;
 
 /* Once per process, before any thread calls ex_http_do (curl_global_init).

@@ -1,7 +1,8 @@
 /* ex_httpd.c - the examples' HTTP/1.1 JSON server on libmicrohttpd: a thread per
  * connection (handlers may block), bodies collected up to a bound (413 beyond it, before
- * the handler runs), answers built from ex_httpd_resp, and a "drop" answer that closes the
- * connection without a response (the fakes' "the effect happened, the answer was lost"). */
+ * the handler runs), answers built from ex_httpd_resp, a "drop" answer that closes the
+ * connection without a response (the fakes' "the effect happened, the answer was lost"), and
+ * a stop that lets the requests in progress finish first. */
 #include "ex_httpd.h"
 
 #include "ex_util.h"
@@ -11,12 +12,18 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 struct ex_httpd {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    int inflight; /* requests between their first callback and their completion */
     struct MHD_Daemon *d;
     size_t max_body;
     ex_httpd_handler h;
@@ -129,6 +136,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rc = calloc(1, sizeof *rc);
         if (!rc) return MHD_NO;
         *con_cls = rc;
+        pthread_mutex_lock(&s->mu);
+        s->inflight++;
+        pthread_mutex_unlock(&s->mu);
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->max_body) {
@@ -183,7 +193,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)cls;
+    ex_httpd *s = cls;
     (void)conn;
     (void)toe;
     req_ctx *rc = *con_cls;
@@ -191,6 +201,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(rc->buf);
         free(rc);
         *con_cls = NULL;
+        pthread_mutex_lock(&s->mu);
+        if (--s->inflight == 0) pthread_cond_broadcast(&s->idle);
+        pthread_mutex_unlock(&s->mu);
     }
 }
 
@@ -198,6 +211,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     (void)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    /* what MHD says when a handler answers nothing: only the fakes' "drop" does that */
+    if (strstr(msg, "Application reported internal error")) return;
     ex_log("http server: %s", msg);
 }
 
@@ -234,15 +249,18 @@ int ex_httpd_start(const char *listen, size_t max_body, ex_httpd_handler h, void
         snprintf(err, errcap, "out of memory");
         return -1;
     }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->idle, NULL);
     s->max_body = max_body;
     s->h = h;
     s->ud = userdata;
-    s->d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
-        (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)60, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
+                                MHD_USE_ERROR_LOG | MHD_USE_ITC,
+                            (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+                            on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errcap, "cannot listen on %s: %s", listen,
                  errno ? strerror(errno) : "the HTTP server did not start");
@@ -261,6 +279,19 @@ int ex_httpd_port(const ex_httpd *s) {
 
 void ex_httpd_stop(ex_httpd *s) {
     if (!s) return;
+    /* stop accepting, let the requests in progress finish and their answers go out (up to
+     * 30 s), then close what is left (idle keep-alive connections) */
+    MHD_socket fd = MHD_quiesce_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    pthread_mutex_lock(&s->mu);
+    while (s->inflight > 0 && pthread_cond_timedwait(&s->idle, &s->mu, &until) == 0) {
+    }
+    pthread_mutex_unlock(&s->mu);
     MHD_stop_daemon(s->d);
+    pthread_cond_destroy(&s->idle);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#define EX_HTTPD_HEADERS_MAX 4     /* extra response headers per answer */
+#define EX_HTTPD_HEADERS_MAX 4 /* extra response headers per answer */
 #define EX_HTTPD_HEADER_VALUE_MAX 256
 
 typedef struct ex_httpd ex_httpd;
@@ -69,7 +69,10 @@ int ex_httpd_start(const char *listen, size_t max_body, ex_httpd_handler h, void
 /* The port the server is bound to (the one chosen when listen asked for port 0). */
 int ex_httpd_port(const ex_httpd *s);
 
-/* Stop accepting, wait for running handlers, free. NULL accepted. */
+/* Stop accepting (the listening socket is closed at once), let the requests in progress
+ * finish and their answers go out (waiting up to 30 s), then close what is left (idle
+ * keep-alive connections, and requests still running after 30 s) and free. NULL accepted.
+ * Blocks: up to 30 s plus MHD's own shutdown. Threads: not from a handler. */
 void ex_httpd_stop(ex_httpd *s);
 
 #ifdef __cplusplus

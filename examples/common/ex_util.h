@@ -54,8 +54,8 @@ int ex_parse_rate(const char *s, const char *what, double *out, char *err, size_
  * statement_timeout_ms (0 = 10000).
  * Returns the connection, or NULL with a message in err[cap] that never holds the password
  * (ferry_outbox_database_url_mask). Blocks: up to the timeout plus two statements. */
-PGconn *ex_pg_connect(const char *url, const char *schema, int timeout_ms,
-                      int statement_timeout_ms, char *err, size_t cap);
+PGconn *ex_pg_connect(const char *url, const char *schema, int timeout_ms, int statement_timeout_ms,
+                      char *err, size_t cap);
 
 /* Run one statement with text parameters and no result rows wanted (BEGIN, COMMIT, UPDATE
  * ...). Returns the affected row count (>= 0), or -1 with "SQLSTATE: message" in err[cap].

@@ -1,0 +1,169 @@
+/* api_main.c - shop-api: the shop's HTTP API (see api_router.c for its routes).
+ *
+ * Start: check the flags, connect to PostgreSQL, make sure the schema is ready
+ * (shop_schema_ensure: `ferry migrate` must have run), listen, print one line
+ * "listening on HOST:PORT". SIGTERM/SIGINT: stop accepting, finish the requests running,
+ * exit 0. Exit 2 on a usage error, 1 when it cannot start. It never talks to Redis: the
+ * outbox rows it commits are moved to the queues by shop-worker's relay. */
+#include "api.h"
+
+#include "ex_http.h"
+#include "shop_common.h"
+
+#include <ferry/outbox.h>
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "shop-api"
+
+/* The flags: parsing and --help come from this one table. */
+typedef struct flag {
+    const char *name, *arg, *help;
+} flag;
+
+static const flag flags[] = {
+    {"listen", "HOST:PORT", "address to listen on (default 127.0.0.1:8080; port 0 = any free)"},
+    {"database", "URL", "PostgreSQL URL (default $DATABASE_URL, else libpq's defaults)"},
+    {"schema", "NAME", "schema of ferry's and the shop's tables (default public)"},
+    {"gateway-url", "URL", "payment gateway base URL (default $GATEWAY_URL; required)"},
+    {"provider-timeout-ms", "N", "deadline of a gateway call, 1..600000 (default 2000)"},
+    {"pool", "N", "PostgreSQL connections, 1..256: bounds database work (default 8)"},
+    {"help", NULL, "show this help and exit"},
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+static void usage(FILE *to) {
+    fprintf(to, "usage: " PROG " [options]\n"
+                "The shop's HTTP API: POST /orders, GET /orders/{id}, POST /orders/{id}/cancel,\n"
+                "GET /healthz. Run `ferry migrate --schema NAME` first.\n\noptions:\n");
+    for (size_t i = 0; i < NFLAGS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
+                 flags[i].arg ? flags[i].arg : "");
+        fprintf(to, "  %-30s %s\n", left, flags[i].help);
+    }
+    fprintf(to, "\nenvironment: DATABASE_URL, GATEWAY_URL (flags override them)\n");
+}
+
+typedef struct config {
+    const char *listen, *database, *schema, *gateway;
+    long timeout_ms, pool;
+} config;
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, PROG ": ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(" PROG " --help shows the options)\n");
+    va_end(ap);
+    return 2;
+}
+
+/* Parse argv into cfg. Returns -1 to go on, else the exit code (0 after --help). */
+static int parse_flags(int argc, char **argv, config *cfg) {
+    struct option longopts[NFLAGS + 1];
+    for (size_t i = 0; i < NFLAGS; i++)
+        longopts[i] = (struct option){flags[i].name, flags[i].arg ? required_argument : no_argument,
+                                      NULL, (int)i};
+    longopts[NFLAGS] = (struct option){0};
+    const char *f[NFLAGS] = {0};
+    opterr = 0;
+    int ch, idx;
+    while ((ch = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
+        if (ch == '?' || ch == ':')
+            return usage_error("%s: unknown option, or its value is missing", argv[optind - 1]);
+        if (!strcmp(flags[ch].name, "help")) {
+            usage(stdout);
+            return 0;
+        }
+        f[ch] = optarg;
+    }
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    cfg->listen = ex_opt(f[0], NULL, "127.0.0.1:8080");
+    cfg->database = ex_opt(f[1], "DATABASE_URL", "");
+    cfg->schema = ex_opt(f[2], NULL, FERRY_OUTBOX_DEFAULT_SCHEMA);
+    cfg->gateway = ex_opt(f[3], "GATEWAY_URL", NULL);
+    char err[256];
+    if (ex_parse_long(ex_opt(f[4], NULL, "2000"), 1, 600000, "--provider-timeout-ms",
+                      &cfg->timeout_ms, err, sizeof err) ||
+        ex_parse_long(ex_opt(f[5], NULL, "8"), 1, 256, "--pool", &cfg->pool, err, sizeof err))
+        return usage_error("%s", err);
+    if (!cfg->gateway) return usage_error("no gateway URL: set --gateway-url or GATEWAY_URL");
+    if (strncmp(cfg->gateway, "http://", 7) && strncmp(cfg->gateway, "https://", 8))
+        return usage_error("--gateway-url / GATEWAY_URL must be an http:// or https:// URL");
+    if (!cfg->schema[0] || strlen(cfg->schema) > FERRY_OUTBOX_SCHEMA_MAX)
+        return usage_error("--schema: a schema name is 1 to %d bytes", FERRY_OUTBOX_SCHEMA_MAX);
+    ferry_error fe = {0};
+    if (ferry_outbox_database_url_check(cfg->database, &fe))
+        return usage_error("--database / DATABASE_URL: %s", fe.message);
+    return -1;
+}
+
+/* Connect once and make sure the tables are there (exit 1 with the reason otherwise). */
+static int check_schema(const config *cfg) {
+    char err[1024];
+    PGconn *c = ex_pg_connect(cfg->database, cfg->schema, 5000, 60000, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, PROG ": cannot connect to PostgreSQL: %s\n", err);
+        return -1;
+    }
+    int rc = shop_schema_ensure(c, cfg->schema, err, sizeof err);
+    PQfinish(c);
+    if (rc) {
+        fprintf(stderr, PROG ": %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    config cfg = {0};
+    int rc = parse_flags(argc, argv, &cfg);
+    if (rc >= 0) return rc;
+    ex_log_init(PROG);
+    if (ex_signals_install() || ex_http_global_init()) {
+        fprintf(stderr, PROG ": cannot set up signal handlers or libcurl\n");
+        return 1;
+    }
+    if (check_schema(&cfg)) return 1;
+
+    char gateway[1024];
+    snprintf(gateway, sizeof gateway, "%s", cfg.gateway);
+    for (size_t n = strlen(gateway); n > 0 && gateway[n - 1] == '/'; n--)
+        gateway[n - 1] = '\0';
+    shop_api api = {
+        .schema = cfg.schema, .gateway_url = gateway, .provider_timeout_ms = (int)cfg.timeout_ms};
+    api.pool =
+        ex_pgpool_new(cfg.database, cfg.schema, (int)cfg.pool, SHOP_API_STATEMENT_TIMEOUT_MS);
+    if (!api.pool) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return 1;
+    }
+    ex_httpd *server = NULL;
+    char err[512];
+    if (ex_httpd_start(cfg.listen, SHOP_API_BODY_MAX, shop_api_handle, &api, &server, err,
+                       sizeof err)) {
+        fprintf(stderr, PROG ": cannot listen on %s: %s\n", cfg.listen, err);
+        ex_pgpool_free(api.pool);
+        return 1;
+    }
+    char host[256];
+    snprintf(host, sizeof host, "%.*s", (int)strcspn(cfg.listen, ":"), cfg.listen);
+    printf("listening on %s:%d\n", host, ex_httpd_port(server));
+    fflush(stdout);
+    ex_log("schema %s, gateway %s (timeout %ld ms), pool %ld", cfg.schema, gateway, cfg.timeout_ms,
+           cfg.pool);
+
+    ex_wait_stop(-1);
+    ex_log("stopping: finishing the requests in progress");
+    ex_httpd_stop(server); /* stops accepting, waits for running handlers */
+    ex_pgpool_free(api.pool);
+    ex_log("stopped");
+    return 0;
+}
