@@ -11,7 +11,8 @@
 # nothing was lost and nothing happened twice.
 #
 # Environment: DEMO_ORDERS (1000), DEMO_CLIENTS (16), DEMO_TASKS (DEMO_ORDERS / 10),
-# DEMO_KILL_EVERY (seconds between kills, 3), DEMO_SHIPPING_RATE (shipments per second across
+# DEMO_KILL_EVERY (seconds between kills, 3), DEMO_CHAOS_S (how long the kills go on, from the
+# first order: 30, or until the orders are placed when that takes longer), DEMO_SHIPPING_RATE (shipments per second across
 # the queue, 60: the shop's own default is 4/s, which would make 1,000 shipments take over
 # four minutes), DEMO_FAULTS (1 = providers' faults on), DEMO_SEED (random), DEMO_KEEP=1
 # keeps the run's directory (logs, acknowledgements) for a look afterwards.
@@ -24,10 +25,11 @@ orders=${DEMO_ORDERS:-1000}
 clients=${DEMO_CLIENTS:-16}
 tasks=${DEMO_TASKS:-$((orders / 10))}
 kill_every=${DEMO_KILL_EVERY:-3}
+chaos_s=${DEMO_CHAOS_S:-30}
 ship_rate=${DEMO_SHIPPING_RATE:-60}
 faults=${DEMO_FAULTS:-1}
 seed=${DEMO_SEED:-$RANDOM$RANDOM}
-for v in orders clients tasks kill_every ship_rate faults seed; do
+for v in orders clients tasks kill_every chaos_s ship_rate faults seed; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "demo: ${v} must be a whole number (got '${!v}')" >&2; exit 2; }
 done
 ((orders >= 1 && clients >= 1 && kill_every >= 1 && ship_rate >= 1)) ||
@@ -61,7 +63,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-t0=$(date +%s%3N)
+t_start=$(date +%s%3N)
 say() { printf '%s demo: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
 say "starting private PostgreSQL and Redis in $dir/servers"
@@ -87,7 +89,7 @@ launch() {
     "$@" >>"$dir/$name.out" 2>>"$dir/$name.err" &
     echo $! >"$dir/$name.pid.tmp" && mv "$dir/$name.pid.tmp" "$dir/$name.pid"
     st=0
-    wait $! || st=$?
+    wait $! 2>/dev/null || st=$?
     echo "$st" >"$dir/$name.status"
   ) &
   while [[ ! -s $dir/$name.pid ]]; do sleep 0.01; done
@@ -166,6 +168,7 @@ chaos() {
   trap - EXIT INT TERM
   while :; do
     sleep "$kill_every"
+    [[ -e $dir/chaos.stop ]] && return 0 # never between a kill and its restart
     victim="worker-$((RANDOM % 2 + 1))"
     pid=$(cat "$dir/$victim.pid")
     kill -9 "$pid" 2>/dev/null || true
@@ -178,7 +181,9 @@ chaos() {
 }
 chaos &
 chaos_pid=$!
+chaos_until=$(($(date +%s) + chaos_s))
 
+t0=$(date +%s%3N) # the first order
 say "placing $orders orders from $clients clients, cancelling about 10%, assigning $tasks tasks"
 "$ex/shop-demo" load --api "$api" --orders "$orders" --clients "$clients" --cancel-rate 0.1 \
   --taskflow-url "$tf_api" --tasks "$tasks" --out "$dir/acks" --seed "$seed" 2>"$dir/load.err" ||
@@ -187,17 +192,25 @@ poison_line=$("$ex/shop-demo" poison --database "$DATABASE_URL" --redis "$REDIS_
   --taskflow-schema taskflow --taskflow-topic task.assigned.v1)
 echo "$poison_line"
 poison=$(sed -n 's/.*; \([0-9]*\) dead letters must follow/\1/p' <<<"$poison_line")
-sleep "$kill_every"
-kill "$chaos_pid" 2>/dev/null || true
+# the kills go on while the jobs are being processed, until everything drained or
+# DEMO_CHAOS_S passed since the first order
+reconcile_args=(--database "$DATABASE_URL" --redis "$REDIS_URL" --schema shop --fakes "$fakes"
+  --taskflow-schema taskflow --taskflow-prefix taskflow --taskflow-queue notifications
+  --taskflow-template task-assigned)
+say "orders placed; the kills go on while the jobs run"
+"$ex/shop-demo" reconcile "${reconcile_args[@]}" --wait-only --timeout-s "$chaos_s" >"$dir/drain.log" 2>&1 &
+drain_pid=$!
+while kill -0 "$drain_pid" 2>/dev/null && (($(date +%s) < chaos_until)); do sleep 0.5; done
+kill "$drain_pid" 2>/dev/null || true
+wait "$drain_pid" 2>/dev/null || true
+touch "$dir/chaos.stop"
 wait "$chaos_pid" 2>/dev/null || true
 chaos_pid=""
 say "chaos over after $(cat "$dir/kills" 2>/dev/null || echo 0) kills; waiting for the outbox and the queues to drain"
 
 rc=0
-"$ex/shop-demo" reconcile --database "$DATABASE_URL" --redis "$REDIS_URL" --schema shop \
-  --fakes "$fakes" --acks "$dir/acks" --poison "$poison" --since-ms "$t0" --timeout-s 150 \
-  --taskflow-schema taskflow --taskflow-prefix taskflow --taskflow-queue notifications \
-  --taskflow-template task-assigned || rc=$?
+"$ex/shop-demo" reconcile "${reconcile_args[@]}" --acks "$dir/acks" --poison "$poison" \
+  --since-ms "$t0" --timeout-s 150 || rc=$?
 
 # Graceful shutdown: SIGTERM drains and exits 0.
 for name in worker-1 worker-2 taskflow-worker api taskflow-api fakes; do
@@ -214,5 +227,5 @@ for name in worker-1 worker-2 taskflow-worker api taskflow-api fakes; do
     rc=1
   fi
 done
-say "everything stopped on SIGTERM; took $((($(date +%s%3N) - t0) / 1000)) s in all"
+say "everything stopped on SIGTERM; took $((($(date +%s%3N) - t_start) / 1000)) s in all"
 exit "$rc"

@@ -30,6 +30,7 @@ typedef struct rc_cfg {
     const char *tf_schema, *tf_prefix, *tf_queue, *tf_template;
     long poison, timeout_s;
     long long since_ms;
+    int wait_only;
 } rc_cfg;
 
 typedef struct tally {
@@ -93,10 +94,13 @@ static long long unsettled_payments(PGconn *db) {
     return n;
 }
 
-/* Returns 0 when drained, -1 when the time ran out (what is left was printed). */
-static int wait_drained(const rc_cfg *cfg, PGconn *db, ferry_queue **qs, size_t nq) {
+/* Returns 0 when drained, with *drained_ms = when it was first seen idle; -1 when the time
+ * ran out (what is left was printed). */
+static int wait_drained(const rc_cfg *cfg, PGconn *db, ferry_queue **qs, size_t nq,
+                        long long *drained_ms) {
     long long deadline = now_ms() + cfg->timeout_s * 1000, next_report = now_ms() + 5000;
     int calm = 0;
+    *drained_ms = now_ms();
     for (;;) {
         long long ob = unpublished(db, cfg->schema);
         long long tob = cfg->tf_schema ? unpublished(db, cfg->tf_schema) : 0;
@@ -111,6 +115,7 @@ static int wait_drained(const rc_cfg *cfg, PGconn *db, ferry_queue **qs, size_t 
                                         ferry_queue_name(qs[i]), n);
         }
         int idle = ob == 0 && tob == 0 && pay == 0 && jobs == 0;
+        if (idle && calm == 0) *drained_ms = now_ms();
         calm = idle ? calm + 1 : 0;
         if (calm >= 3) return 0; /* three looks in a row, a second apart */
         if (now_ms() > deadline) {
@@ -470,11 +475,13 @@ static const char reconcile_usage[] =
     "usage: shop-demo reconcile --database URL --redis URL --fakes URL [--schema public]\n"
     "         [--prefix shop] [--acks FILE] [--poison N] [--timeout-s 150] [--since-ms MS]\n"
     "         [--taskflow-schema S --taskflow-prefix P --taskflow-queue Q --taskflow-template T]\n"
+    "         [--wait-only]\n"
     "  --fakes URL       shop-fakes' base URL (its GET /ledger is read)\n"
     "  --acks FILE       what `shop-demo load --out FILE` recorded\n"
     "  --poison N        dead letters `shop-demo poison` said must follow\n"
     "  --timeout-s N     longest wait for the outbox and the queues to drain\n"
     "  --since-ms MS     when the run started (Unix ms), for the time and orders/s lines\n"
+    "  --wait-only       only wait for the drain (exit 0 once drained, 1 at the timeout)\n"
     "Exit 0 when everything reconciles (lost 0, double 0, every poison a dead letter and no\n"
     "other), 1 otherwise.\n";
 
@@ -497,6 +504,7 @@ int demo_reconcile(int argc, char **argv) {
                                          {"taskflow-prefix", required_argument, 0, 'X'},
                                          {"taskflow-queue", required_argument, 0, 'Q'},
                                          {"taskflow-template", required_argument, 0, 'M'},
+                                         {"wait-only", no_argument, 0, 'W'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
@@ -534,6 +542,9 @@ int demo_reconcile(int argc, char **argv) {
             break;
         case 'M':
             cfg.tf_template = optarg;
+            break;
+        case 'W':
+            cfg.wait_only = 1;
             break;
         case 'P':
         case 't':
@@ -590,10 +601,15 @@ int demo_reconcile(int argc, char **argv) {
         }
         nq++;
     }
-    int drained = wait_drained(&cfg, db, qs, nq);
-    long long drained_ms = now_ms();
+    long long drained_ms = 0;
+    int drained = wait_drained(&cfg, db, qs, nq, &drained_ms);
     for (size_t k = 0; k < nq; k++)
         ferry_queue_close(qs[k]);
+    if (cfg.wait_only) {
+        PQfinish(db);
+        if (drained == 0) printf("reconcile: drained\n");
+        return drained == 0 ? 0 : 1;
+    }
     json_t *ledger = get_ledger(cfg.fakes);
     redisContext *rds = demo_redis_connect(cfg.redis, err, sizeof err);
     if (!rds) fprintf(stderr, "shop-demo reconcile: %s (duplicates by jobId not counted)\n", err);
