@@ -22,6 +22,8 @@ void sp_db_put(const shop_ctx *c, PGconn *db) {
     ex_pgpool_put(c->pool, db);
 }
 
+static ferry_outcome vfail(ferry_job *job, ferry_outcome o, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 static ferry_outcome vfail(ferry_job *job, ferry_outcome o, const char *fmt, va_list ap) {
     char reason[SP_REASON_MAX];
     vsnprintf(reason, sizeof reason, fmt, ap);
