@@ -245,6 +245,51 @@ PGconn *ex_pg_connect(const char *url, const char *schema, int timeout_ms, int s
     return c;
 }
 
+int ex_schema_ensure(PGconn *c, const char *schema, const char *app, const char *sql, char *err,
+                     size_t cap) {
+    if (!schema || !*schema) schema = "public";
+    ferry_outbox_options oo;
+    ferry_outbox_options_init(&oo);
+    oo.schema = schema;
+    ferry_error fe = {0};
+    int version = 0;
+    if (ferry_outbox_schema_applied(c, &oo, &version, &fe) != 0) {
+        snprintf(err, cap, "cannot read ferry's schema version: %s", fe.message);
+        return -1;
+    }
+    if (version < ferry_outbox_schema_version()) {
+        snprintf(err, cap,
+                 "schema '%s' has ferry's tables at version %d, this build needs %d: run "
+                 "`ferry migrate --schema %s` (with the same database URL) first",
+                 schema, version, ferry_outbox_schema_version(), schema);
+        return -1;
+    }
+    char e[512], lock[160];
+    snprintf(lock, sizeof lock, "ferry-examples.%s.schema", app);
+    const char *p[] = {lock};
+    if (ex_pg_exec(c, "BEGIN", 0, NULL, e, sizeof e) < 0 ||
+        ex_pg_exec(c, "SET LOCAL client_min_messages = warning", 0, NULL, e, sizeof e) < 0 ||
+        ex_pg_exec(c, "SELECT pg_advisory_xact_lock(hashtext($1))", 1, p, e, sizeof e) < 0) {
+        snprintf(err, cap, "%s schema: %s", app, e);
+        ex_pg_exec(c, "ROLLBACK", 0, NULL, e, sizeof e);
+        return -1;
+    }
+    PGresult *r = PQexec(c, sql); /* several statements: the simple query protocol */
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_error_text(c, r, e, sizeof e);
+        snprintf(err, cap, "%s schema (its SQL file): %s", app, e);
+        PQclear(r);
+        ex_pg_exec(c, "ROLLBACK", 0, NULL, e, sizeof e);
+        return -1;
+    }
+    PQclear(r);
+    if (ex_pg_exec(c, "COMMIT", 0, NULL, e, sizeof e) < 0) {
+        snprintf(err, cap, "%s schema: %s", app, e);
+        return -1;
+    }
+    return 0;
+}
+
 struct ex_pgpool {
     pthread_mutex_t mu;
     pthread_cond_t cv;

@@ -65,6 +65,19 @@ long ex_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *para
 /* The SQLSTATE of res ("" when none). */
 const char *ex_pg_sqlstate(const PGresult *res);
 
+/* Make sure `schema` is ready for an example application: ferry's tables migrated to this
+ * library's version (`ferry migrate` does that; this call does not) and the application's
+ * own tables created by running `sql` (several statements; idempotent, IF NOT EXISTS) in one
+ * transaction under a transaction-scoped advisory lock named by `app`, so that processes
+ * starting together do not race. Unqualified names in `sql` go to the session's search_path
+ * (ex_pg_connect sets it to the schema).
+ * Returns: 0, or -1 with a message in err[cap]: ferry's tables missing or older (naming the
+ *   `ferry migrate` to run), or the SQL failing (SQLSTATE and PostgreSQL's primary message,
+ *   naming `app`). Blocks: a few statements under the session's statement_timeout.
+ * Threads: libpq's rule on c, which must be idle; it is left idle. */
+int ex_schema_ensure(PGconn *c, const char *schema, const char *app, const char *sql, char *err,
+                     size_t cap);
+
 /* A fixed-size pool of connections with the same settings, for handler threads. */
 typedef struct ex_pgpool ex_pgpool;
 /* Make a pool of up to size connections (opened on first use). Returns NULL on OOM. */

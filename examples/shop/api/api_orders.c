@@ -14,6 +14,7 @@
  * and the other sees its status (409 here, a skipped capture there). */
 #include "api.h"
 
+#include "ex_text.h"
 #include "order_parse.h"
 #include "shop_common.h"
 
@@ -44,7 +45,7 @@ static void db_unavailable(ex_httpd_resp *resp, const char *what, const char *er
 
 /* A path id: 400 naming "id" unless it is a UUID; lower-cased into out. */
 static int path_id(ex_httpd_resp *resp, const char *id, char out[37]) {
-    if (!shop_uuid_valid(id)) {
+    if (!ex_uuid_valid(id)) {
         ex_httpd_error(resp, 400, "id",
                        "the order id in the path must be a UUID (8-4-4-4-12 hexadecimal digits)");
         return -1;

@@ -4,6 +4,8 @@
  * jansson. */
 #include "order_parse.h"
 
+#include "ex_text.h"
+
 #include <jansson.h>
 
 #include <ctype.h>
@@ -145,26 +147,12 @@ static int parse_item(problem *p, const json_t *v, size_t index, shop_order_item
     return SHOP_ORDER_OK;
 }
 
-/* Canonical UUID text, 8-4-4-4-12 hex digits (shop_uuid_valid's rule, repeated here so the
- * parser needs nothing but jansson and can be compiled alone into a fuzz target). */
-static int uuid_text(const char *s, size_t n) {
-    if (n != 36) return 0;
-    for (size_t i = 0; i < 36; i++) {
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (s[i] != '-') return 0;
-        } else if (!isxdigit((unsigned char)s[i])) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int parse_customer(problem *p, const json_t *v, char out[37]) {
     if (!v) return fail(p, "customerId", "customerId is required");
     if (!json_is_string(v))
         return fail(p, "customerId", "customerId must be a string holding a UUID, got %s", kind(v));
     const char *s = json_string_value(v);
-    if (!uuid_text(s, json_string_length(v)))
+    if (json_string_length(v) != 36 || !ex_uuid_valid(s)) /* no NUL inside either */
         return fail(p, "customerId",
                     "customerId must be a UUID (8-4-4-4-12 hexadecimal digits, e.g. "
                     "6f9619ff-8b86-d011-b42d-00cf4fc964ff)");

@@ -2,24 +2,12 @@
  * answers). No I/O: see shop_messages.h. */
 #include "shop_messages.h"
 
+#include "ex_text.h"
+
 #include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Canonical UUID text (shop_common's shop_uuid_valid, repeated so that this file needs
- * nothing but jansson). */
-static int uuid_valid(const char *s) {
-    if (strlen(s) != 36) return 0;
-    for (int i = 0; i < 36; i++) {
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (s[i] != '-') return 0;
-        } else if (!isxdigit((unsigned char)s[i])) {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 static json_t *load_object(const char *json, const char *what, char *err, size_t cap) {
     if (!json) {
@@ -78,7 +66,7 @@ static int get_uuid(json_t *o, const char *what, const char *key, char out[37], 
                     size_t cap) {
     json_t *v = member(o, what, key, err, cap);
     if (!v) return -1;
-    if (!json_is_string(v) || !uuid_valid(json_string_value(v))) {
+    if (!json_is_string(v) || json_string_length(v) != 36 || !ex_uuid_valid(json_string_value(v))) {
         snprintf(err, cap, "%s: \"%s\" must be a UUID string (it is %s)", what, key,
                  json_is_string(v) ? "a string that is not a UUID" : type_name(v));
         return -1;

@@ -45,10 +45,6 @@ extern const char taskflow_sql_text[];
  *   c, which must be idle; it is left idle. */
 int taskflow_schema_ensure(PGconn *c, const char *schema, char *err, size_t cap);
 
-/* Predicate: 1 when s is a UUID in canonical text form (8-4-4-4-12 hex digits, either
- * case), else 0. NULL = 0. Pure. */
-int taskflow_uuid_valid(const char *s);
-
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,8 @@
 
 #include "taskflow_common.h"
 
+#include "ex_text.h"
+
 #include <jansson.h>
 
 #include <stdarg.h>
@@ -66,7 +68,7 @@ static int uuid_member(json_t *root, const char *name, char out[37], tf_problem 
     if (!v) return problem(p, name, "%s is required", name);
     if (!json_is_string(v)) return problem(p, name, "%s must be a string (a UUID)", name);
     const char *s = json_string_value(v);
-    if (json_string_length(v) != 36 || !taskflow_uuid_valid(s))
+    if (json_string_length(v) != 36 || !ex_uuid_valid(s))
         return problem(p, name, "%s must be a UUID (8-4-4-4-12 hexadecimal digits)", name);
     for (int i = 0; i < 36; i++) /* canonical text: lower case, as PostgreSQL prints it */
         out[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 'a' : s[i]);
@@ -151,7 +153,7 @@ int tf_route_match(const char *method, const char *path, tf_route *r) {
         char tmp[37];
         memcpy(tmp, id, 36);
         tmp[36] = '\0';
-        if (taskflow_uuid_valid(tmp)) {
+        if (ex_uuid_valid(tmp)) {
             for (int i = 0; i < 36; i++)
                 r->id[i] = (char)(tmp[i] >= 'A' && tmp[i] <= 'F' ? tmp[i] - 'A' + 'a' : tmp[i]);
             r->id[36] = '\0';
