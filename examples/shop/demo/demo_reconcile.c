@@ -348,7 +348,7 @@ static int reconcile(const rc_cfg *cfg, PGconn *db, redisContext *rds, json_t *l
         else
             fprintf(stderr, "shop-demo reconcile: cannot read %s\n", cfg->acks);
     }
-    long long task_deliveries = -1;
+    long long task_deliveries = -1, task_dupes = -1;
     if (cfg->tf_schema) {
         if (task_emails < tasks_acked)
             problem(&t, 0, "%lld task assignments without their email", tasks_acked - task_emails);
@@ -358,10 +358,16 @@ static int reconcile(const rc_cfg *cfg, PGconn *db, redisContext *rds, json_t *l
                                                                  : task_emails - tasks_acked);
         char sql[512];
         char *qs = PQescapeIdentifier(db, cfg->tf_schema, strlen(cfg->tf_schema));
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.notification_deliveries", qs);
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*), coalesce(sum(duplicates), 0) FROM %s.notification_deliveries",
+                 qs);
         PQfreemem(qs);
         PGresult *r = q0(db, sql);
-        if (r) task_deliveries = atoll(PQgetvalue(r, 0, 0)), PQclear(r);
+        if (r) {
+            task_deliveries = atoll(PQgetvalue(r, 0, 0));
+            task_dupes = atoll(PQgetvalue(r, 0, 1));
+            PQclear(r);
+        }
         if (task_deliveries >= 0 && task_deliveries != tasks_acked)
             problem(&t, task_deliveries > tasks_acked,
                     "%lld delivery rows for %ld acknowledged task assignments", task_deliveries,
@@ -424,15 +430,24 @@ static int reconcile(const rc_cfg *cfg, PGconn *db, redisContext *rds, json_t *l
         printf("task emails exactly once           %6lld   (%ld assignments acknowledged, %lld "
                "delivery rows)\n",
                task_emails, tasks_acked, task_deliveries);
+    /* each layer, 0 included: shop_duplicates' `how` (examples/shop/worker) */
+    static const char *const hows[][2] = {
+        {"inbox", "by the inbox (loyalty's processed_messages)"},
+        {"stored-result", "by stored results (the row said: done)"},
+        {"remote-state", "by remote state (the gateway said: captured)"},
+        {"lookup", "by carrier lookups (the shipment existed)"}};
     printf("duplicates absorbed\n");
-    printf("  by jobId (events the relay published again)   %lld\n", by_jobid);
-    for (int r = 0; dups && r < PQntuples(dups); r++)
-        printf("  by the consumers, %-28s %s\n", PQgetvalue(dups, r, 0), PQgetvalue(dups, r, 1));
-    printf("  by the providers' idempotency keys            gateway %lld, mailer %lld\n",
+    printf("  %-50s %lld\n", "by jobId (events the relay published again)", by_jobid);
+    for (size_t k = 0; k < sizeof hows / sizeof *hows; k++) {
+        long long n = 0;
+        for (int r = 0; dups && r < PQntuples(dups); r++)
+            if (!strcmp(PQgetvalue(dups, r, 0), hows[k][0])) n = atoll(PQgetvalue(dups, r, 1));
+        printf("  %-50s %lld\n", hows[k][1], n);
+    }
+    if (task_dupes >= 0) printf("  %-50s %lld\n", "by taskflow's delivery rows", task_dupes);
+    printf("  %-50s gateway %lld, mailer %lld\n", "by the providers' idempotency keys",
            (long long)json_integer_value(json_object_get(gw, "replays")),
            (long long)json_integer_value(json_object_get(mail, "replays")));
-    printf("  carrier lookups by reference                  %lld\n",
-           (long long)json_integer_value(json_object_get(car, "lookups")));
     printf(
         "faults injected                    errors %lld, slow %lld, throttled %lld, dropped %lld\n",
         (long long)json_integer_value(json_object_get(faults, "errors")),
