@@ -133,6 +133,24 @@ static inline void sp_kill(sp_proc *p) {
     p->pid = 0;
 }
 
+/* Wait up to timeout_ms for a child meant to exit by itself; returns its exit code (128 + the
+ * signal when one ended it). Kills it and fails the test when the time passes. */
+static inline int sp_wait_exit(sp_proc *p, int timeout_ms) {
+    long long deadline = th_mono_ms() + timeout_ms;
+    for (;;) {
+        int st;
+        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+            p->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        if (th_mono_ms() > deadline) {
+            sp_kill(p);
+            fail_msg("the program did not exit within %d ms", timeout_ms);
+        }
+        th_sleep_ms(10);
+    }
+}
+
 /* "http://127.0.0.1:PORT" + path into buf. Returns buf. */
 static inline const char *sp_url(const sp_proc *p, const char *path, char *buf, size_t cap) {
     snprintf(buf, cap, "http://127.0.0.1:%d%s", p->port, path ? path : "");

@@ -94,6 +94,27 @@ static inline long long sw_ledger_int(const char *section, const char *name) {
     return n;
 }
 
+/* ---- the file's fixtures ------------------------------------------------------------- */
+
+/* A test file's group setup: libcurl, the file's PostgreSQL session into *db (ob_pg), its
+ * shop-fakes. Returns 0, -1 when libcurl cannot be set up (cmocka then skips the group). */
+static inline int sw_group_setup(PGconn **db) {
+    if (ex_http_global_init() != 0) return -1;
+    *db = ob_pg();
+    sw_fakes_start();
+    return 0;
+}
+
+/* The matching group teardown: stops the fakes, drops the file's schemas, closes db and
+ * removes the temporary directory. Returns 0. */
+static inline int sw_group_teardown(PGconn *db) {
+    sw_fakes_stop();
+    ob_drop_schemas(db);
+    PQfinish(db);
+    th_tmpdir_remove();
+    return 0;
+}
+
 /* ---- the database -------------------------------------------------------------------- */
 
 typedef struct sw_env {
@@ -247,6 +268,14 @@ static inline char *sw_captured_event(sw_env *e, const sw_order *o, char id_out[
     char *payload = strdup(PQgetvalue(r, 0, 1));
     PQclear(r);
     return payload;
+}
+
+/* How many payment.captured events the outbox holds for the order order_id. */
+static inline long long sw_captured_count(PGconn *db, const char *order_id) {
+    return ob_ll(db,
+                 "SELECT count(*) FROM outbox_events WHERE topic = 'payment.captured' "
+                 "AND aggregate_id = '%s'",
+                 order_id);
 }
 
 /* SELECT text of the first column, first row (malloc'd; NULL when no row / NULL). */

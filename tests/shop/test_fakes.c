@@ -114,23 +114,6 @@ static void expect_400(const char *method, const char *path, const char *body, c
     json_decref(e);
 }
 
-/* Wait (up to 10 s) for a child that is meant to exit by itself; returns its exit code. */
-static int wait_exit(sp_proc *p) {
-    long long deadline = th_mono_ms() + 10000;
-    for (;;) {
-        int st;
-        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
-            p->pid = 0;
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        }
-        if (th_mono_ms() > deadline) {
-            sp_kill(p);
-            fail_msg("the program did not exit within 10 s");
-        }
-        th_sleep_ms(10);
-    }
-}
-
 static int start_fakes(void **state) {
     (void)state;
     static const char *const args[] = {"--listen", "127.0.0.1:0", NULL};
@@ -480,7 +463,7 @@ static void test_fault_rates_follow_the_seed(void **state) {
 static void bad_args(const char *const *args, const char *needle) {
     sp_proc p;
     sp_start(&p, "shop-fakes", args, NULL, SP_NONE);
-    assert_int_equal(wait_exit(&p), 2);
+    assert_int_equal(sp_wait_exit(&p, 10000), 2);
     if (!th_file_contains(p.err_path, needle)) {
         sp_dump(&p);
         fail_msg("%s %s: stderr does not say \"%s\"", args[0], args[1] ? args[1] : "", needle);

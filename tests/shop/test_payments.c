@@ -74,11 +74,7 @@ static void test_capture_twice_captures_once(void **state) {
     assert_int_equal(sw_ledger("gateway", "captures", o.id), 1);
     /* the second run did not even ask: the stored result answered */
     assert_int_equal(sw_ledger_int("gateway", "replays"), replays);
-    assert_int_equal(ob_ll(db,
-                           "SELECT count(*) FROM outbox_events WHERE topic = 'payment.captured' "
-                           "AND aggregate_id = '%s'",
-                           o.id),
-                     1);
+    assert_int_equal(sw_captured_count(db, o.id), 1);
     char *status = sw_text(db, "SELECT status FROM payments WHERE order_id = '%s'", o.id);
     assert_string_equal(status, "captured");
     free(status);
@@ -142,11 +138,7 @@ static void test_capture_dropped_then_retried(void **state) {
     free(status);
     /* the retry took the gateway's capture: absorbed by the remote state */
     assert_int_equal(dups(&e, SHOP_CONSUMER_CAPTURE, "remote-state", o.event_id), 1);
-    assert_int_equal(ob_ll(db,
-                           "SELECT count(*) FROM outbox_events WHERE topic = 'payment.captured' "
-                           "AND aggregate_id = '%s'",
-                           o.id),
-                     1);
+    assert_int_equal(sw_captured_count(db, o.id), 1);
     free(env);
     wt_fini(&t);
     sw_env_fini(&e);
@@ -363,11 +355,7 @@ static void test_relay_crash_effects_once(void **state) {
     assert_int_equal(sw_ledger("carrier", "shipments", o.id), 1);
     assert_int_equal(
         ob_ll(db, "SELECT points FROM loyalty_accounts WHERE customer_id = '%s'", o.customer), 33);
-    assert_int_equal(ob_ll(db,
-                           "SELECT count(*) FROM outbox_events WHERE topic = 'payment.captured' "
-                           "AND aggregate_id = '%s'",
-                           o.id),
-                     1);
+    assert_int_equal(sw_captured_count(db, o.id), 1);
     ferry__conn_close(rc);
     sw_env_fini(&e);
 }
@@ -510,19 +498,12 @@ static void test_outbox_cleanup_job(void **state) {
 
 static int group_setup(void **state) {
     (void)state;
-    if (ex_http_global_init() != 0) return -1;
-    db = ob_pg();
-    sw_fakes_start();
-    return 0;
+    return sw_group_setup(&db);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    sw_fakes_stop();
-    ob_drop_schemas(db);
-    PQfinish(db);
-    th_tmpdir_remove();
-    return 0;
+    return sw_group_teardown(db);
 }
 
 int main(void) {

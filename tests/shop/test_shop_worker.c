@@ -371,11 +371,7 @@ static void test_kill9_mid_capture_recovered(void **state) {
     assert_int_equal(sw_ledger("mailer", "messages", o.id), 1);
     assert_int_equal(
         ob_ll(db, "SELECT points FROM loyalty_accounts WHERE customer_id = '%s'", o.customer), 48);
-    assert_int_equal(ob_ll(db,
-                           "SELECT count(*) FROM outbox_events WHERE topic = 'payment.captured' "
-                           "AND aggregate_id = '%s'",
-                           o.id),
-                     1);
+    assert_int_equal(sw_captured_count(db, o.id), 1);
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM dead_letters"), 0);
     sw_env_fini(&e);
 }
@@ -418,19 +414,7 @@ static void test_outages_ridden_out(void **state) {
 
 static int run_to_exit(const char *const *args, sp_proc *p) {
     sp_start(p, "shop-worker", args, NULL, SP_NONE);
-    long long deadline = th_mono_ms() + 15000;
-    for (;;) {
-        int st;
-        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
-            p->pid = 0;
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        }
-        if (th_mono_ms() > deadline) {
-            sp_kill(p);
-            fail_msg("shop-worker did not exit");
-        }
-        th_sleep_ms(10);
-    }
+    return sp_wait_exit(p, 15000);
 }
 
 static void test_startup_failures(void **state) {
@@ -474,19 +458,12 @@ static void test_startup_failures(void **state) {
 
 static int group_setup(void **state) {
     (void)state;
-    if (ex_http_global_init() != 0) return -1;
-    db = ob_pg();
-    sw_fakes_start();
-    return 0;
+    return sw_group_setup(&db);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    sw_fakes_stop();
-    ob_drop_schemas(db);
-    PQfinish(db);
-    th_tmpdir_remove();
-    return 0;
+    return sw_group_teardown(db);
 }
 
 int main(void) {

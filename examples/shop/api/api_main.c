@@ -7,13 +7,13 @@
  * outbox rows it commits are moved to the queues by shop-worker's relay. */
 #include "api.h"
 
+#include "ex_flags.h"
 #include "ex_http.h"
 #include "shop_common.h"
 
 #include <ferry/outbox.h>
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +21,7 @@
 #define PROG "shop-api"
 
 /* The flags: parsing and --help come from this one table. */
-typedef struct flag {
-    const char *name, *arg, *help;
-} flag;
-
-static const flag flags[] = {
+static const ex_flag flags[] = {
     {"listen", "HOST:PORT", "address to listen on (default 127.0.0.1:8080; port 0 = any free)"},
     {"database", "URL", "PostgreSQL URL (default $DATABASE_URL, else libpq's defaults)"},
     {"schema", "NAME", "schema of ferry's and the shop's tables (default public)"},
@@ -40,12 +36,7 @@ static void usage(FILE *to) {
     fprintf(to, "usage: " PROG " [options]\n"
                 "The shop's HTTP API: POST /orders, GET /orders/{id}, POST /orders/{id}/cancel,\n"
                 "GET /healthz. Run `ferry migrate --schema NAME` first.\n\noptions:\n");
-    for (size_t i = 0; i < NFLAGS; i++) {
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
-                 flags[i].arg ? flags[i].arg : "");
-        fprintf(to, "  %-30s %s\n", left, flags[i].help);
-    }
+    ex_flags_print(to, flags, NFLAGS, 30);
     fprintf(to, "\nenvironment: DATABASE_URL, GATEWAY_URL (flags override them)\n");
 }
 
@@ -54,54 +45,46 @@ typedef struct config {
     long timeout_ms, pool;
 } config;
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, PROG ": ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(" PROG " --help shows the options)\n");
-    va_end(ap);
-    return 2;
-}
-
 /* Parse argv into cfg. Returns -1 to go on, else the exit code (0 after --help). */
 static int parse_flags(int argc, char **argv, config *cfg) {
     struct option longopts[NFLAGS + 1];
-    for (size_t i = 0; i < NFLAGS; i++)
-        longopts[i] = (struct option){flags[i].name, flags[i].arg ? required_argument : no_argument,
-                                      NULL, (int)i};
-    longopts[NFLAGS] = (struct option){0};
+    ex_flags_longopts(flags, NFLAGS, longopts);
     const char *f[NFLAGS] = {0};
     opterr = 0;
     int ch, idx;
     while ((ch = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
         if (ch == '?' || ch == ':')
-            return usage_error("%s: unknown option, or its value is missing", argv[optind - 1]);
+            return ex_usage_error(PROG, "%s: unknown option, or its value is missing",
+                                  argv[optind - 1]);
         if (!strcmp(flags[ch].name, "help")) {
             usage(stdout);
             return 0;
         }
         f[ch] = optarg;
     }
-    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (optind < argc) return ex_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     cfg->listen = ex_opt(f[0], NULL, "127.0.0.1:8080");
     cfg->database = ex_opt(f[1], "DATABASE_URL", "");
     cfg->schema = ex_opt(f[2], NULL, FERRY_OUTBOX_DEFAULT_SCHEMA);
     cfg->gateway = ex_opt(f[3], "GATEWAY_URL", NULL);
+    const ex_flag_number nums[] = {
+        {4, "2000", 1, 600000, &cfg->timeout_ms},
+        {5, "8", 1, 256, &cfg->pool},
+    };
     char err[256];
-    if (ex_parse_long(ex_opt(f[4], NULL, "2000"), 1, 600000, "--provider-timeout-ms",
-                      &cfg->timeout_ms, err, sizeof err) ||
-        ex_parse_long(ex_opt(f[5], NULL, "8"), 1, 256, "--pool", &cfg->pool, err, sizeof err))
-        return usage_error("%s", err);
-    if (!cfg->gateway) return usage_error("no gateway URL: set --gateway-url or GATEWAY_URL");
+    if (ex_flags_numbers(flags, f, nums, sizeof nums / sizeof nums[0], err, sizeof err))
+        return ex_usage_error(PROG, "%s", err);
+    if (!cfg->gateway)
+        return ex_usage_error(PROG, "no gateway URL: set --gateway-url or GATEWAY_URL");
     if (strncmp(cfg->gateway, "http://", 7) && strncmp(cfg->gateway, "https://", 8))
-        return usage_error("--gateway-url / GATEWAY_URL must be an http:// or https:// URL");
+        return ex_usage_error(PROG,
+                              "--gateway-url / GATEWAY_URL must be an http:// or https:// URL");
     if (!cfg->schema[0] || strlen(cfg->schema) > FERRY_OUTBOX_SCHEMA_MAX)
-        return usage_error("--schema: a schema name is 1 to %d bytes", FERRY_OUTBOX_SCHEMA_MAX);
+        return ex_usage_error(PROG, "--schema: a schema name is 1 to %d bytes",
+                              FERRY_OUTBOX_SCHEMA_MAX);
     ferry_error fe = {0};
     if (ferry_outbox_database_url_check(cfg->database, &fe))
-        return usage_error("--database / DATABASE_URL: %s", fe.message);
+        return ex_usage_error(PROG, "--database / DATABASE_URL: %s", fe.message);
     return -1;
 }
 

@@ -2,11 +2,11 @@
  * port (examples/shop/PROTOCOL.md). Parses the flags, starts the server, prints
  * "listening on HOST:PORT", and stops on SIGTERM/SIGINT (exit 0). Usage errors exit 2,
  * start-up failures 1. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ex_flags.h"
 #include "ex_httpd.h"
 #include "ex_util.h"
 #include "fakes_faults.h"
@@ -15,23 +15,24 @@
 
 #define FAKES_MAX_BODY (64u * 1024u) /* bytes of a request body; more gets 413 */
 
-typedef struct opt_def {
-    const char *name, *arg, *help;
-} opt_def;
+enum { OPT_LISTEN, OPT_SEED, OPT_FAULT, OPT_LEDGER_MAX, OPT_HELP };
 
-static const opt_def OPTS[] = {
-    {"--listen", "HOST:PORT", "where to listen (default 127.0.0.1:7071; port 0: any free port)"},
-    {"--seed", "N", "seed of the generator the fault rates draw from (default 1)"},
-    {"--fault", "OP:KEY=VALUE",
-     "a fault setting in force from the start, repeatable; OP is gateway.authorize,\n"
-     "      gateway.get, gateway.capture, gateway.void, carrier.lookup, carrier.create,\n"
-     "      mailer.send or '*' (all); KEY is error_rate, error_next, slow_rate, slow_next,\n"
-     "      slow_ms, throttle_rate, throttle_next, retry_after (seconds|date|both),\n"
-     "      retry_after_s, drop_rate or drop_next"},
-    {"--ledger-max", "N",
-     "most entries kept per ledger list and per idempotency-key space (default 1000000);\n"
-     "      beyond it the providers answer 507"},
-    {"--help", NULL, "show this help"},
+static const ex_flag OPTS[] = {
+    [OPT_LISTEN] = {"listen", "HOST:PORT",
+                    "where to listen (default 127.0.0.1:7071; port 0: any free port)"},
+    [OPT_SEED] = {"seed", "N", "seed of the generator the fault rates draw from (default 1)"},
+    [OPT_FAULT] =
+        {"fault", "OP:KEY=VALUE",
+         "a fault setting in force from the start, repeatable; OP is gateway.authorize,\n"
+         "      gateway.get, gateway.capture, gateway.void, carrier.lookup, carrier.create,\n"
+         "      mailer.send or '*' (all); KEY is error_rate, error_next, slow_rate, slow_next,\n"
+         "      slow_ms, throttle_rate, throttle_next, retry_after (seconds|date|both),\n"
+         "      retry_after_s, drop_rate or drop_next"},
+    [OPT_LEDGER_MAX] =
+        {"ledger-max", "N",
+         "most entries kept per ledger list and per idempotency-key space (default 1000000);\n"
+         "      beyond it the providers answer 507"},
+    [OPT_HELP] = {"help", NULL, "show this help"},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -41,20 +42,7 @@ static void usage(FILE *to) {
                 "The shop's fake providers on one port: /gateway, /carrier, /mailer, with\n"
                 "GET /ledger (what they really did), /faults (inject faults) and /healthz.\n"
                 "See examples/shop/PROTOCOL.md.\n\n");
-    for (size_t i = 0; i < NOPTS; i++)
-        fprintf(to, "  %s%s%s\n      %s\n", OPTS[i].name, OPTS[i].arg ? " " : "",
-                OPTS[i].arg ? OPTS[i].arg : "", OPTS[i].help);
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "shop-fakes: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(shop-fakes --help shows the options)\n");
-    va_end(ap);
-    return 2;
+    ex_flags_print(to, OPTS, NOPTS, EX_FLAGS_HELP_BELOW);
 }
 
 int main(int argc, char **argv) {
@@ -78,39 +66,32 @@ int main(int argc, char **argv) {
             free(fault_specs);
             return 0;
         }
-        const opt_def *o = NULL;
         const char *val = NULL;
-        for (size_t k = 0; k < NOPTS && !o; k++) {
-            size_t n = strlen(OPTS[k].name);
-            if (!OPTS[k].arg || strncmp(a, OPTS[k].name, n) != 0) continue;
-            if (a[n] == '=')
-                o = &OPTS[k], val = a + n + 1;
-            else if (a[n] == '\0')
-                o = &OPTS[k];
-        }
-        if (!o) {
+        int k = ex_flags_find(OPTS, NOPTS, a, &val);
+        if (k < 0 || !OPTS[k].arg) { /* --help was taken above */
             free(fault_specs);
-            return usage_error("unknown option %s", a);
+            return ex_usage_error("shop-fakes", "unknown option %s", a);
         }
         if (!val) {
             if (i + 1 >= argc) {
                 free(fault_specs);
-                return usage_error("%s needs a value (%s)", o->name, o->arg);
+                return ex_usage_error("shop-fakes", "--%s needs a value (%s)", OPTS[k].name,
+                                      OPTS[k].arg);
             }
             val = argv[++i];
         }
         int bad = 0;
-        if (strcmp(o->name, "--listen") == 0)
+        if (k == OPT_LISTEN)
             listen = val;
-        else if (strcmp(o->name, "--seed") == 0)
+        else if (k == OPT_SEED)
             bad = ex_parse_long(val, 0, 0x7fffffffffffffffL, "--seed", &seed, err, sizeof err);
-        else if (strcmp(o->name, "--ledger-max") == 0)
+        else if (k == OPT_LEDGER_MAX)
             bad = ex_parse_long(val, 1, 100000000L, "--ledger-max", &ledger_max, err, sizeof err);
         else
             fault_specs[nfaults++] = val;
         if (bad) {
             free(fault_specs);
-            return usage_error("%s", err);
+            return ex_usage_error("shop-fakes", "%s", err);
         }
     }
     const char *colon = strrchr(listen, ':');
@@ -118,13 +99,14 @@ int main(int argc, char **argv) {
     if (!colon || colon == listen ||
         ex_parse_long(colon + 1, 0, 65535, "the --listen port", &port, err, sizeof err) != 0) {
         free(fault_specs);
-        return usage_error("--listen %s: expected HOST:PORT (e.g. 127.0.0.1:7071)", listen);
+        return ex_usage_error("shop-fakes", "--listen %s: expected HOST:PORT (e.g. 127.0.0.1:7071)",
+                              listen);
     }
     fakes_faults_init(&faults, (uint64_t)seed);
     for (int i = 0; i < nfaults; i++)
         if (fakes_faults_parse_flag(&faults, fault_specs[i], err, sizeof err) != 0) {
             free(fault_specs);
-            return usage_error("--fault: %s", err);
+            return ex_usage_error("shop-fakes", "--fault: %s", err);
         }
     free(fault_specs);
 

@@ -17,6 +17,7 @@
 #include "shop_messages.h"
 #include "shop_processors.h"
 
+#include "ex_flags.h"
 #include "ex_http.h"
 #include "ex_util.h"
 
@@ -29,7 +30,6 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +65,7 @@ enum {
     NFLAGS
 };
 
-typedef struct flag {
-    const char *name, *arg, *help;
-} flag;
-
-static const flag flags[NFLAGS] = {
+static const ex_flag flags[NFLAGS] = {
     [FL_DATABASE] = {"database", "URL", "PostgreSQL URL (default $DATABASE_URL, else libpq's)"},
     [FL_REDIS] = {"redis", "URL", "Redis URL (default $REDIS_URL, else redis://127.0.0.1:6379)"},
     [FL_SCHEMA] = {"schema", "NAME", "schema of ferry's and the shop's tables (default public)"},
@@ -101,12 +97,7 @@ static void usage(FILE *to) {
                 "shipping, loyalty and maintenance workers, dead letters, the outbox-cleanup\n"
                 "scheduler. Prints \"ready\" once all run. Run `ferry migrate --schema NAME`\n"
                 "first.\n\noptions:\n");
-    for (int i = 0; i < NFLAGS; i++) {
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", flags[i].name, flags[i].arg ? " " : "",
-                 flags[i].arg ? flags[i].arg : "");
-        fprintf(to, "  %-28s %s\n", left, flags[i].help);
-    }
+    ex_flags_print(to, flags, NFLAGS, 28);
     fprintf(to, "\nenvironment: DATABASE_URL, REDIS_URL, GATEWAY_URL, CARRIER_URL, MAILER_URL\n"
                 "(flags override them)\n");
 }
@@ -118,17 +109,6 @@ typedef struct config {
     int relay, verbose;
 } config;
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, PROG ": ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(" PROG " --help shows the options)\n");
-    va_end(ap);
-    return 2;
-}
-
 static int word_ok(const char *s, size_t max) {
     size_t n = strlen(s);
     if (n == 0 || n > max) return 0;
@@ -139,30 +119,28 @@ static int word_ok(const char *s, size_t max) {
 
 static int check_url(const char *v, const char *what) {
     if (!v)
-        return usage_error("no %s URL: set --%s-url or %s", what, what,
-                           !strcmp(what, "gateway")   ? "GATEWAY_URL"
-                           : !strcmp(what, "carrier") ? "CARRIER_URL"
-                                                      : "MAILER_URL");
+        return ex_usage_error(PROG, "no %s URL: set --%s-url or %s", what, what,
+                              !strcmp(what, "gateway")   ? "GATEWAY_URL"
+                              : !strcmp(what, "carrier") ? "CARRIER_URL"
+                                                         : "MAILER_URL");
     if ((strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) || strlen(v) > 512)
-        return usage_error("the %s URL must be an http:// or https:// URL of at most 512 bytes",
-                           what);
+        return ex_usage_error(
+            PROG, "the %s URL must be an http:// or https:// URL of at most 512 bytes", what);
     return 0;
 }
 
 /* Parse argv into cfg. Returns -1 to go on, else the exit code (0 after --help). */
 static int parse_flags(int argc, char **argv, config *cfg, char *name_buf, size_t name_cap) {
     struct option longopts[NFLAGS + 1];
-    for (int i = 0; i < NFLAGS; i++)
-        longopts[i] =
-            (struct option){flags[i].name, flags[i].arg ? required_argument : no_argument, NULL, i};
-    longopts[NFLAGS] = (struct option){0};
+    ex_flags_longopts(flags, NFLAGS, longopts);
     const char *f[NFLAGS] = {0};
     int set[NFLAGS] = {0};
     opterr = 0;
     int ch, idx;
     while ((ch = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
         if (ch == '?' || ch == ':' || ch < 0 || ch >= NFLAGS)
-            return usage_error("%s: unknown option, or its value is missing", argv[optind - 1]);
+            return ex_usage_error(PROG, "%s: unknown option, or its value is missing",
+                                  argv[optind - 1]);
         if (ch == FL_HELP) {
             usage(stdout);
             return 0;
@@ -170,7 +148,7 @@ static int parse_flags(int argc, char **argv, config *cfg, char *name_buf, size_
         f[ch] = optarg;
         set[ch] = 1;
     }
-    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (optind < argc) return ex_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     cfg->database = ex_opt(f[FL_DATABASE], "DATABASE_URL", "");
     cfg->redis = ex_opt(f[FL_REDIS], "REDIS_URL", FERRY_DEFAULT_REDIS_URL);
     cfg->schema = ex_opt(f[FL_SCHEMA], NULL, FERRY_OUTBOX_DEFAULT_SCHEMA);
@@ -182,12 +160,7 @@ static int parse_flags(int argc, char **argv, config *cfg, char *name_buf, size_
     cfg->verbose = set[FL_VERBOSE];
     snprintf(name_buf, name_cap, PROG "-%ld", (long)getpid());
     cfg->name = ex_opt(f[FL_NAME], NULL, name_buf);
-    struct {
-        int flag;
-        const char *dflt;
-        long lo, hi;
-        long *out;
-    } nums[] = {
+    const ex_flag_number nums[] = {
         {FL_TIMEOUT, "2000", 1, 600000, &cfg->timeout_ms},
         {FL_SHIP_RATE, "4", 1, 100000, &cfg->ship_rate},
         {FL_LOCK, "30000", 100, 3600000, &cfg->lock_ms},
@@ -199,28 +172,25 @@ static int parse_flags(int argc, char **argv, config *cfg, char *name_buf, size_
         {FL_SETTLE, "5000", 1, 3600000, &cfg->settle_ms},
         {FL_POOL, "10", 1, 256, &cfg->pool},
     };
-    char err[256], what[64];
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-        snprintf(what, sizeof what, "--%s", flags[nums[i].flag].name);
-        if (ex_parse_long(ex_opt(f[nums[i].flag], NULL, nums[i].dflt), nums[i].lo, nums[i].hi, what,
-                          nums[i].out, err, sizeof err))
-            return usage_error("%s", err);
-    }
+    char err[256];
+    if (ex_flags_numbers(flags, f, nums, sizeof nums / sizeof nums[0], err, sizeof err))
+        return ex_usage_error(PROG, "%s", err);
     int rc;
     if ((rc = check_url(cfg->gateway, "gateway")) || (rc = check_url(cfg->carrier, "carrier")) ||
         (rc = check_url(cfg->mailer, "mailer")))
         return rc;
     if (!cfg->schema[0] || strlen(cfg->schema) > FERRY_OUTBOX_SCHEMA_MAX)
-        return usage_error("--schema: a schema name is 1 to %d bytes", FERRY_OUTBOX_SCHEMA_MAX);
+        return ex_usage_error(PROG, "--schema: a schema name is 1 to %d bytes",
+                              FERRY_OUTBOX_SCHEMA_MAX);
     if (!word_ok(cfg->prefix, 200))
-        return usage_error("--prefix: 1 to 200 printable ASCII characters without spaces");
+        return ex_usage_error(PROG, "--prefix: 1 to 200 printable ASCII characters without spaces");
     if (!word_ok(cfg->name, 200))
-        return usage_error("--name: 1 to 200 printable ASCII characters without spaces");
+        return ex_usage_error(PROG, "--name: 1 to 200 printable ASCII characters without spaces");
     ferry_error fe = {0};
     if (ferry_outbox_database_url_check(cfg->database, &fe))
-        return usage_error("--database / DATABASE_URL: %s", fe.message);
+        return ex_usage_error(PROG, "--database / DATABASE_URL: %s", fe.message);
     if (ferry_redis_url_check(cfg->redis, &fe))
-        return usage_error("--redis / REDIS_URL: %s", fe.message);
+        return ex_usage_error(PROG, "--redis / REDIS_URL: %s", fe.message);
     return -1;
 }
 

@@ -11,6 +11,7 @@
  * event exists exactly when its assignment does (no dual write). Assigning the assignee a
  * task already has changes nothing and writes no event (a retried request sends no second
  * email). Errors are JSON: 400 naming the field, 404, 405 with Allow, 413. */
+#include "ex_flags.h"
 #include "ex_httpd.h"
 #include "ex_util.h"
 #include "taskflow_common.h"
@@ -41,54 +42,36 @@ typedef struct config {
     const char *listen, *database, *schema;
 } config;
 
-typedef struct opt_def {
-    const char *name, *arg, *help;
-    size_t off; /* offset of the const char * in config */
-} opt_def;
+enum { OPT_LISTEN, OPT_DATABASE, OPT_SCHEMA, OPT_HELP, NOPTS };
 
-static const opt_def opts[] = {
-    {"--listen", "HOST:PORT", "address to listen on (default 127.0.0.1:8081; port 0 = any)",
-     offsetof(config, listen)},
-    {"--database", "URL", "PostgreSQL URL or conninfo (default $DATABASE_URL, else libpq's)",
-     offsetof(config, database)},
-    {"--schema", "NAME", "schema of ferry's and taskflow's tables (default " TASKFLOW_SCHEMA ")",
-     offsetof(config, schema)},
+static const ex_flag opts[NOPTS] = {
+    [OPT_LISTEN] = {"listen", "HOST:PORT",
+                    "address to listen on (default 127.0.0.1:8081; port 0 = any)"},
+    [OPT_DATABASE] = {"database", "URL",
+                      "PostgreSQL URL or conninfo (default $DATABASE_URL, else libpq's)"},
+    [OPT_SCHEMA] = {"schema", "NAME",
+                    "schema of ferry's and taskflow's tables (default " TASKFLOW_SCHEMA ")"},
+    [OPT_HELP] = {"help", NULL, "this text"},
 };
 
 static void usage(FILE *to) {
     fprintf(to, "usage: taskflow-api [options]\n"
                 "  The task API: POST /tasks, POST /tasks/{id}/assign, GET /tasks/{id}.\n"
                 "  Prints `listening on HOST:PORT` once it accepts connections; SIGTERM stops.\n");
-    char left[64];
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
-        snprintf(left, sizeof left, "%s %s", opts[i].name, opts[i].arg);
-        fprintf(to, "  %-20s %s\n", left, opts[i].help);
-    }
-    fprintf(to, "  %-20s %s\n", "--help", "this text");
+    ex_flags_print(to, opts, NOPTS, 20);
 }
 
 static int parse_args(int argc, char **argv, config *c) {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            exit(0);
-        }
-        size_t k = 0, n = sizeof opts / sizeof opts[0];
-        while (k < n && strcmp(argv[i], opts[k].name))
-            k++;
-        if (k == n) {
-            fprintf(stderr, "taskflow-api: unknown option %s (see --help)\n", argv[i]);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "taskflow-api: %s needs a value (%s)\n", opts[k].name, opts[k].arg);
-            return -1;
-        }
-        *(const char **)((char *)c + opts[k].off) = argv[++i];
+    const char *v[NOPTS];
+    int rc = ex_flags_scan("taskflow-api", opts, NOPTS, argc, argv, v, stderr);
+    if (rc == 1) {
+        usage(stdout);
+        exit(0);
     }
-    c->listen = ex_opt(c->listen, NULL, "127.0.0.1:8081");
-    c->database = ex_opt(c->database, "DATABASE_URL", NULL);
-    c->schema = ex_opt(c->schema, NULL, TASKFLOW_SCHEMA);
+    if (rc) return -1;
+    c->listen = ex_opt(v[OPT_LISTEN], NULL, "127.0.0.1:8081");
+    c->database = ex_opt(v[OPT_DATABASE], "DATABASE_URL", NULL);
+    c->schema = ex_opt(v[OPT_SCHEMA], NULL, TASKFLOW_SCHEMA);
     return 0;
 }
 

@@ -12,6 +12,7 @@
  * It prints `ready` once the relay thread and the worker are started. SIGTERM or SIGINT:
  * stop fetching, let running handlers finish, stop the relay after its batch, write the
  * pending dead letters, exit 0. Exit 1: start-up failure; 2: usage. */
+#include "ex_flags.h"
 #include "ex_http.h"
 #include "ex_util.h"
 #include "notify.h"
@@ -34,80 +35,79 @@
 /* ---- options: one table for parsing and --help ---------------------------------------- */
 
 typedef struct config {
-    const char *database, *redis, *schema, *prefix, *mailer_url, *mailer_timeout, *contracts,
-        *concurrency;
-    const char *no_relay; /* a flag: non-NULL when given */
+    const char *database, *redis, *schema, *prefix, *mailer_url, *contracts;
+    long mailer_timeout_ms, concurrency;
+    int no_relay;
 } config;
 
-typedef struct opt_def {
-    const char *name, *arg, *help; /* arg NULL: a flag */
-    size_t off;
-} opt_def;
-
-static const opt_def opts[] = {
-    {"--database", "URL", "PostgreSQL URL or conninfo (default $DATABASE_URL, else libpq's)",
-     offsetof(config, database)},
-    {"--redis", "URL", "Redis URL (default $REDIS_URL, else " FERRY_DEFAULT_REDIS_URL ")",
-     offsetof(config, redis)},
-    {"--schema", "NAME", "schema of ferry's and taskflow's tables (default " TASKFLOW_SCHEMA ")",
-     offsetof(config, schema)},
-    {"--prefix", "PREFIX", "Redis key prefix of the queues (default " TASKFLOW_PREFIX ")",
-     offsetof(config, prefix)},
-    {"--mailer-url", "URL",
-     "the mailer's base URL (default $MAILER_URL, else http://127.0.0.1:7071/mailer)",
-     offsetof(config, mailer_url)},
-    {"--mailer-timeout", "MS", "deadline of one mailer call (default 2000)",
-     offsetof(config, mailer_timeout)},
-    {"--contracts", "DIR", "payload contracts (default " TASKFLOW_CONTRACTS_DIR ")",
-     offsetof(config, contracts)},
-    {"--concurrency", "N", "handler threads of the notifications queue (default 10)",
-     offsetof(config, concurrency)},
-    {"--no-relay", NULL, "do not run the relay in this process", offsetof(config, no_relay)},
+enum {
+    OPT_DATABASE,
+    OPT_REDIS,
+    OPT_SCHEMA,
+    OPT_PREFIX,
+    OPT_MAILER_URL,
+    OPT_MAILER_TIMEOUT,
+    OPT_CONTRACTS,
+    OPT_CONCURRENCY,
+    OPT_NO_RELAY,
+    OPT_HELP,
+    NOPTS
 };
-#define NOPTS (sizeof opts / sizeof opts[0])
+
+static const ex_flag opts[NOPTS] = {
+    [OPT_DATABASE] = {"database", "URL",
+                      "PostgreSQL URL or conninfo (default $DATABASE_URL, else libpq's)"},
+    [OPT_REDIS] = {"redis", "URL",
+                   "Redis URL (default $REDIS_URL, else " FERRY_DEFAULT_REDIS_URL ")"},
+    [OPT_SCHEMA] = {"schema", "NAME",
+                    "schema of ferry's and taskflow's tables (default " TASKFLOW_SCHEMA ")"},
+    [OPT_PREFIX] = {"prefix", "PREFIX",
+                    "Redis key prefix of the queues (default " TASKFLOW_PREFIX ")"},
+    [OPT_MAILER_URL] = {"mailer-url", "URL",
+                        "the mailer's base URL (default $MAILER_URL, else "
+                        "http://127.0.0.1:7071/mailer)"},
+    [OPT_MAILER_TIMEOUT] = {"mailer-timeout", "MS", "deadline of one mailer call (default 2000)"},
+    [OPT_CONTRACTS] = {"contracts", "DIR",
+                       "payload contracts (default " TASKFLOW_CONTRACTS_DIR ")"},
+    [OPT_CONCURRENCY] = {"concurrency", "N",
+                         "handler threads of the notifications queue (default 10)"},
+    [OPT_NO_RELAY] = {"no-relay", NULL, "do not run the relay in this process"},
+    [OPT_HELP] = {"help", NULL, "this text"},
+};
 
 static void usage(FILE *to) {
     fprintf(to, "usage: taskflow-worker [options]\n"
                 "  Relays task.assigned.v1 events to the notifications queue and sends the\n"
                 "  task-assigned email for each, once. Prints `ready` once started; SIGTERM\n"
                 "  drains and exits 0.\n");
-    char left[64];
-    for (size_t i = 0; i < NOPTS; i++) {
-        snprintf(left, sizeof left, "%s %s", opts[i].name, opts[i].arg ? opts[i].arg : "");
-        fprintf(to, "  %-20s %s\n", left, opts[i].help);
-    }
-    fprintf(to, "  %-20s %s\n", "--help", "this text");
+    ex_flags_print(to, opts, NOPTS, 20);
 }
 
+/* Returns 0 to go on, or 2 after a usage error (printed); --help prints the usage and exits 0. */
 static int parse_args(int argc, char **argv, config *c) {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            exit(0);
-        }
-        size_t k = 0;
-        while (k < NOPTS && strcmp(argv[i], opts[k].name))
-            k++;
-        if (k == NOPTS) {
-            fprintf(stderr, "taskflow-worker: unknown option %s (see --help)\n", argv[i]);
-            return -1;
-        }
-        const char **dst = (const char **)((char *)c + opts[k].off);
-        if (!opts[k].arg) {
-            *dst = "1";
-        } else if (i + 1 >= argc) {
-            fprintf(stderr, "taskflow-worker: %s needs a value (%s)\n", opts[k].name, opts[k].arg);
-            return -1;
-        } else {
-            *dst = argv[++i];
-        }
+    const char *v[NOPTS];
+    int rc = ex_flags_scan("taskflow-worker", opts, NOPTS, argc, argv, v, stderr);
+    if (rc == 1) {
+        usage(stdout);
+        exit(0);
     }
-    c->database = ex_opt(c->database, "DATABASE_URL", NULL);
-    c->redis = ex_opt(c->redis, "REDIS_URL", FERRY_DEFAULT_REDIS_URL);
-    c->schema = ex_opt(c->schema, NULL, TASKFLOW_SCHEMA);
-    c->prefix = ex_opt(c->prefix, NULL, TASKFLOW_PREFIX);
-    c->mailer_url = ex_opt(c->mailer_url, "MAILER_URL", "http://127.0.0.1:7071/mailer");
-    c->contracts = ex_opt(c->contracts, NULL, TASKFLOW_CONTRACTS_DIR);
+    if (rc) return 2;
+    c->database = ex_opt(v[OPT_DATABASE], "DATABASE_URL", NULL);
+    c->redis = ex_opt(v[OPT_REDIS], "REDIS_URL", FERRY_DEFAULT_REDIS_URL);
+    c->schema = ex_opt(v[OPT_SCHEMA], NULL, TASKFLOW_SCHEMA);
+    c->prefix = ex_opt(v[OPT_PREFIX], NULL, TASKFLOW_PREFIX);
+    c->mailer_url = ex_opt(v[OPT_MAILER_URL], "MAILER_URL", "http://127.0.0.1:7071/mailer");
+    c->contracts = ex_opt(v[OPT_CONTRACTS], NULL, TASKFLOW_CONTRACTS_DIR);
+    c->no_relay = v[OPT_NO_RELAY] != NULL;
+    const ex_flag_number nums[] = {
+        {OPT_CONCURRENCY, "10", 1, FERRY_CONCURRENCY_MAX, &c->concurrency},
+        {OPT_MAILER_TIMEOUT, "2000", 1, 600000, &c->mailer_timeout_ms},
+    };
+    char err[1024];
+    if (ex_flags_numbers(opts, v, nums, sizeof nums / sizeof nums[0], err, sizeof err)) {
+        fprintf(stderr, "taskflow-worker: %s\n", err);
+        return 2;
+    }
     return 0;
 }
 
@@ -182,17 +182,11 @@ static void job_log(const ferry_job_log *rec, void *userdata) {
 
 int main(int argc, char **argv) {
     config cfg = {0};
-    if (parse_args(argc, argv, &cfg)) return 2;
-    long concurrency = 10, mailer_timeout = 2000;
+    int rc = parse_args(argc, argv, &cfg);
+    if (rc) return rc;
+    long concurrency = cfg.concurrency, mailer_timeout = cfg.mailer_timeout_ms;
     char err[1024];
     ferry_error fe = {0};
-    if ((cfg.concurrency && ex_parse_long(cfg.concurrency, 1, FERRY_CONCURRENCY_MAX,
-                                          "--concurrency", &concurrency, err, sizeof err)) ||
-        (cfg.mailer_timeout && ex_parse_long(cfg.mailer_timeout, 1, 600000, "--mailer-timeout",
-                                             &mailer_timeout, err, sizeof err))) {
-        fprintf(stderr, "taskflow-worker: %s\n", err);
-        return 2;
-    }
     if (ferry_redis_url_check(cfg.redis, &fe)) {
         fprintf(stderr, "taskflow-worker: --redis: %s\n", fe.message);
         return 2;
@@ -222,7 +216,7 @@ int main(int argc, char **argv) {
         ferry_contracts_free(contracts);
         return 1;
     }
-    int rc = taskflow_schema_ensure(c, cfg.schema, err, sizeof err);
+    rc = taskflow_schema_ensure(c, cfg.schema, err, sizeof err);
     PQfinish(c);
     if (rc) {
         ex_log("%s", err);
