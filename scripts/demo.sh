@@ -11,11 +11,13 @@
 # nothing was lost and nothing happened twice.
 #
 # Environment: DEMO_ORDERS (1000), DEMO_CLIENTS (16), DEMO_TASKS (DEMO_ORDERS / 10),
-# DEMO_KILL_EVERY (seconds between kills, 3), DEMO_CHAOS_S (how long the kills go on, from the
-# first order: 30, or until the orders are placed when that takes longer), DEMO_SHIPPING_RATE (shipments per second across
-# the queue, 60: the shop's own default is 4/s, which would make 1,000 shipments take over
-# four minutes), DEMO_FAULTS (1 = providers' faults on), DEMO_SEED (random), DEMO_KEEP=1
-# keeps the run's directory (logs, acknowledgements) for a look afterwards.
+# DEMO_KILL_EVERY (seconds between kills, 3), DEMO_RELAY_CRASH (the chance that a relay exits
+# right after publishing a batch and before marking it, 0.03), DEMO_CHAOS_S (how long the
+# kills go on at most, from the first order: 30; they stop earlier once everything drained),
+# DEMO_SHIPPING_RATE (shipments per second across the queue, 60: the shop's own default is
+# 4/s, which would make 1,000 shipments take over four minutes), DEMO_FAULTS (1 = providers'
+# faults on), DEMO_SEED (random), DEMO_KEEP=1 keeps the run's directory (logs,
+# acknowledgements) for a look afterwards.
 set -euo pipefail
 build="$(cd "${1:-build}" && pwd)"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,16 +25,20 @@ cd "$root"
 
 orders=${DEMO_ORDERS:-1000}
 clients=${DEMO_CLIENTS:-16}
-tasks=${DEMO_TASKS:-$((orders / 10))}
+tasks=${DEMO_TASKS:-default}
 kill_every=${DEMO_KILL_EVERY:-3}
+relay_crash=${DEMO_RELAY_CRASH:-0.03}
 chaos_s=${DEMO_CHAOS_S:-30}
-ship_rate=${DEMO_SHIPPING_RATE:-60}
+shipping_rate=${DEMO_SHIPPING_RATE:-60}
 faults=${DEMO_FAULTS:-1}
 seed=${DEMO_SEED:-$RANDOM$RANDOM}
-for v in orders clients tasks kill_every chaos_s ship_rate faults seed; do
-  [[ ${!v} =~ ^[0-9]+$ ]] || { echo "demo: ${v} must be a whole number (got '${!v}')" >&2; exit 2; }
+[[ $orders =~ ^[0-9]+$ && $tasks == default ]] && tasks=$((orders / 10))
+for v in orders clients tasks kill_every chaos_s shipping_rate faults seed; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || { echo "demo: DEMO_${v^^} must be a whole number (got '${!v}')" >&2; exit 2; }
 done
-((orders >= 1 && clients >= 1 && kill_every >= 1 && ship_rate >= 1)) ||
+[[ $relay_crash =~ ^(0(\.[0-9]+)?|1(\.0+)?)$ ]] ||
+  { echo "demo: DEMO_RELAY_CRASH must be a probability from 0 to 1 (got '$relay_crash')" >&2; exit 2; }
+((orders >= 1 && clients >= 1 && kill_every >= 1 && shipping_rate >= 1)) ||
   { echo "demo: DEMO_ORDERS, DEMO_CLIENTS, DEMO_KILL_EVERY and DEMO_SHIPPING_RATE must be at least 1" >&2; exit 2; }
 
 ex="$build/examples"
@@ -79,18 +85,27 @@ say "migrating (ferry migrate --schema shop, --schema taskflow)"
 
 # launch NAME PROGRAM ARGS...: run it in the background under a watcher subshell that records
 # its exit status in $dir/NAME.status; its own pid (the one to signal) goes to $dir/NAME.pid.
-# Its stdout and stderr are appended to $dir/NAME.{out,err}.
+# Its stdout and stderr are appended to $dir/NAME.{out,err}. With SUPERVISE=1 the watcher
+# starts it again after a crash (SIGKILL: 137; shop-worker's --crash-after-publish: 86) until
+# $dir/stopping exists, as a process supervisor would.
 launch() {
-  local name=$1
+  local name=$1 supervise=${SUPERVISE:-0}
   shift
   rm -f "$dir/$name.status" "$dir/$name.pid"
   (
     trap - EXIT INT TERM
-    "$@" >>"$dir/$name.out" 2>>"$dir/$name.err" &
-    echo $! >"$dir/$name.pid.tmp" && mv "$dir/$name.pid.tmp" "$dir/$name.pid"
-    st=0
-    wait $! 2>/dev/null || st=$?
-    echo "$st" >"$dir/$name.status"
+    while :; do
+      "$@" >>"$dir/$name.out" 2>>"$dir/$name.err" &
+      echo $! >"$dir/$name.pid.tmp" && mv "$dir/$name.pid.tmp" "$dir/$name.pid"
+      st=0
+      wait $! 2>/dev/null || st=$?
+      if ((supervise)) && [[ ! -e $dir/stopping ]] && ((st == 137 || st == 86)); then
+        echo "$(date -u +%H:%M:%S) $name exited with status $st, restarted" >>"$dir/restarts"
+        continue
+      fi
+      echo "$st" >"$dir/$name.status"
+      break
+    done
   ) &
   while [[ ! -s $dir/$name.pid ]]; do sleep 0.01; done
 }
@@ -130,10 +145,10 @@ start taskflow-api port "$ex/taskflow-api" --listen 127.0.0.1:0 --schema taskflo
 tf_api="http://127.0.0.1:$PORT"
 "$ex/shop-demo" prepare --redis "$REDIS_URL" --prefix shop --queue taskflow:notifications
 start taskflow-worker ready "$ex/taskflow-worker" --schema taskflow
-worker_args=(--schema shop --shipping-rate "$ship_rate" --lock-duration-ms 5000
-  --stalled-interval-ms 2000 --drain-timeout-ms 10000)
-start worker-1 ready "$ex/shop-worker" --name demo-worker-1 "${worker_args[@]}"
-start worker-2 ready "$ex/shop-worker" --name demo-worker-2 "${worker_args[@]}"
+worker_args=(--schema shop --shipping-rate "$shipping_rate" --lock-duration-ms 5000
+  --stalled-interval-ms 2000 --drain-timeout-ms 10000 --crash-after-publish "$relay_crash")
+SUPERVISE=1 start worker-1 ready "$ex/shop-worker" --name demo-worker-1 "${worker_args[@]}"
+SUPERVISE=1 start worker-2 ready "$ex/shop-worker" --name demo-worker-2 "${worker_args[@]}"
 say "shop-fakes $fakes, shop-api $api, taskflow-api $tf_api, two shop-workers, one taskflow-worker"
 
 cat <<EOF
@@ -161,21 +176,24 @@ if ((faults)); then
 fi
 
 # The chaos: every few seconds one shop-worker (its relay and its workers) is SIGKILLed and
-# started again at once; jobs it held come back as stalled, batches it was publishing are
-# published again (their jobIds absorb it).
+# its supervisor starts it again at once; jobs it held come back as stalled, batches it was
+# publishing are published again (their jobIds absorb it). Besides, each shop-worker's relay
+# crashes by itself now and then right after publishing a batch (--crash-after-publish).
 chaos() {
-  local n=0 victim pid
+  local n=0 victim pid i
   trap - EXIT INT TERM
   while :; do
     sleep "$kill_every"
-    [[ -e $dir/chaos.stop ]] && return 0 # never between a kill and its restart
+    [[ -e $dir/chaos.stop ]] && return 0
     victim="worker-$((RANDOM % 2 + 1))"
     pid=$(cat "$dir/$victim.pid")
     kill -9 "$pid" 2>/dev/null || true
-    while [[ ! -e $dir/$victim.status ]]; do sleep 0.01; done
+    for ((i = 0; i < 500; i++)); do # the supervisor has started the next one
+      [[ $(cat "$dir/$victim.pid" 2>/dev/null) != "$pid" ]] && break
+      sleep 0.01
+    done
     n=$((n + 1))
-    echo "$(date -u +%H:%M:%S) demo: chaos #$n: SIGKILL $victim (pid $pid), restarting"
-    launch "$victim" "$ex/shop-worker" --name "demo-$victim" "${worker_args[@]}"
+    echo "$(date -u +%H:%M:%S) demo: chaos #$n: SIGKILL $victim (pid $pid), restarted"
     echo "$n" >"$dir/kills"
   done
 }
@@ -206,13 +224,15 @@ wait "$drain_pid" 2>/dev/null || true
 touch "$dir/chaos.stop"
 wait "$chaos_pid" 2>/dev/null || true
 chaos_pid=""
-say "chaos over after $(cat "$dir/kills" 2>/dev/null || echo 0) kills; waiting for the outbox and the queues to drain"
+crashes=$(grep -c 'status 86' "$dir/restarts" 2>/dev/null || true)
+say "chaos over after $(cat "$dir/kills" 2>/dev/null || echo 0) kills and ${crashes:-0} relay crashes after publishing; waiting for the outbox and the queues to drain"
 
 rc=0
 "$ex/shop-demo" reconcile "${reconcile_args[@]}" --acks "$dir/acks" --poison "$poison" \
   --since-ms "$t0" --timeout-s 150 || rc=$?
 
 # Graceful shutdown: SIGTERM drains and exits 0.
+touch "$dir/stopping"
 for name in worker-1 worker-2 taskflow-worker api taskflow-api fakes; do
   pid=$(cat "$dir/$name.pid")
   kill -TERM "$pid" 2>/dev/null || true

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +62,7 @@ enum {
     FL_SETTLE,
     FL_POOL,
     FL_VERBOSE,
+    FL_CRASH_RATE,
     FL_HELP,
     NFLAGS
 };
@@ -88,6 +90,9 @@ static const ex_flag flags[NFLAGS] = {
                    "wait after a carrier create of unknown outcome before looking again (5000)"},
     [FL_POOL] = {"pool", "N", "PostgreSQL connections of the handlers, 1..256 (10)"},
     [FL_VERBOSE] = {"verbose", NULL, "log every job outcome and absorbed duplicate"},
+    [FL_CRASH_RATE] = {"crash-after-publish", "P",
+                       "for chaos runs: exit at once (status 86, as a crash) with probability P "
+                       "after the relay added a batch's jobs and before it marked them (0)"},
     [FL_HELP] = {"help", NULL, "show this help and exit"},
 };
 
@@ -107,6 +112,7 @@ typedef struct config {
     long timeout_ms, ship_rate, lock_ms, stalled_ms, max_stalled, drain_ms;
     long capped_base_ms, capped_cap_ms, settle_ms, pool;
     int relay, verbose;
+    double crash_rate;
 } config;
 
 static int word_ok(const char *s, size_t max) {
@@ -174,6 +180,10 @@ static int parse_flags(int argc, char **argv, config *cfg, char *name_buf, size_
     };
     char err[256];
     if (ex_flags_numbers(flags, f, nums, sizeof nums / sizeof nums[0], err, sizeof err))
+        return ex_usage_error(PROG, "%s", err);
+    cfg->crash_rate = 0;
+    if (f[FL_CRASH_RATE] &&
+        ex_parse_rate(f[FL_CRASH_RATE], "--crash-after-publish", &cfg->crash_rate, err, sizeof err))
         return ex_usage_error(PROG, "%s", err);
     int rc;
     if ((rc = check_url(cfg->gateway, "gateway")) || (rc = check_url(cfg->carrier, "carrier")) ||
@@ -380,6 +390,26 @@ static int upsert_scheduler(app *a) {
     return 0;
 }
 
+/* --crash-after-publish: the relay's test hook, called between adding a batch's jobs to Redis
+ * and committing its rows as published. Exiting there is the crash the relay's jobIds exist
+ * for: the next relay publishes the rows again and BullMQ absorbs the repeats. */
+static void crash_after_publish(const char *point, void *ud) {
+    const app *a = ud;
+    if (strcmp(point, "relay_after_publish") != 0) return;
+    unsigned char b[4];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) return;
+    double draw =
+        (double)((unsigned)b[0] << 24 | (unsigned)b[1] << 16 | (unsigned)b[2] << 8 | b[3]) /
+        4294967296.0;
+    if (draw < a->cfg.crash_rate) {
+        static const char msg[] = "shop-worker: --crash-after-publish: exiting after a batch was "
+                                  "published and before it was marked\n";
+        ssize_t n = write(2, msg, sizeof msg - 1);
+        (void)n;
+        _exit(86);
+    }
+}
+
 static int start_relay(app *a) {
     ferry_routes *routes = NULL;
     ferry_error e = {0};
@@ -401,6 +431,10 @@ static int start_relay(app *a) {
     ro.retention_s = -1; /* the outbox-cleanup scheduler deletes published rows (the seed's) */
     ro.log = relay_log;
     ro.log_userdata = a;
+    if (a->cfg.crash_rate > 0) {
+        ro.fault = crash_after_publish;
+        ro.fault_userdata = a;
+    }
     int rc = ferry_relay_create(&ro, &a->relay, &e);
     ferry_routes_free(routes);
     if (rc) {
