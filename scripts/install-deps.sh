@@ -15,10 +15,11 @@ pkgs=(
     redis-server redis-tools postgresql openssl ca-certificates locales
     iproute2 jq libpcre2-dev json-schema-test-suite
     libmicrohttpd-dev libcurl4-openssl-dev
+    prometheus # promtool: tests/unit/test_metrics_exposition.c checks the /metrics text with it
 )
 # Only what the build, the tests and the scripts use today; a library is added with the code
-# that links it. (libmicrohttpd, libcurl: the shop and taskflow examples' HTTP server and
-# client; tzdata: the scheduler's IANA zones; locales: the comma-decimal locale
+# that links it. (libmicrohttpd: the library's /metrics listener and the examples' HTTP
+# server; libcurl: the examples' HTTP client; tzdata: the scheduler's IANA zones; locales: the comma-decimal locale
 # test_numtext compiles; ca-certificates: npm's registry over TLS.
 # iproute2: `ss`, with which scripts/lib.sh finds free ports; jq: bench/run.sh. Both are
 # missing from minimal images such as containers and debootstrap --variant=minbase.

@@ -13,4 +13,5 @@
 #include "contract.h"
 #include "inbox.h"
 #include "deadletter.h"
+#include "metrics.h"
 #endif

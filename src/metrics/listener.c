@@ -1,0 +1,196 @@
+/* listener.c - the per-process /metrics endpoint: a libmicrohttpd daemon with its own thread
+ * on a socket bound here (so a bind failure says why), answering GET / HEAD /metrics with
+ * the registry's rendering, 404 for other paths and 405 for other methods. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "metrics/metrics_internal.h"
+#include "util/error.h"
+#include "util/printable.h"
+
+#define LISTEN_CONNECTIONS_MAX 16
+#define LISTEN_IDLE_TIMEOUT_S 10
+#define LISTEN_ADDR_MAX 80
+
+struct ferry_metrics_listener {
+    struct MHD_Daemon *daemon;
+    ferry_metrics *registry;
+    int port;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *body,
+                             const char *allow) {
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls) {
+    (void)version;
+    (void)upload_data;
+    struct ferry_metrics_listener *l = cls;
+    /* a request body (none is expected) is read and dropped before the answer */
+    static int first_call;
+    if (!*req_cls) {
+        *req_cls = &first_call;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(url, "/metrics") != 0) return reply(c, MHD_HTTP_NOT_FOUND, "not found\n", NULL);
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n", "GET, HEAD");
+    char *text;
+    size_t len;
+    if (ferry_metrics_render(l->registry, &text, &len, NULL) != 0)
+        return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render the metrics\n", NULL);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, FERRY_METRICS_CONTENT_TYPE);
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* "HOST:PORT" into a socket address: an IPv4 literal, "[IPv6]" or "localhost"; no lookup. */
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sl,
+                      ferry_error *err) {
+    char shown[LISTEN_ADDR_MAX + 16];
+    ferryx_printable(addr, shown, sizeof shown);
+    size_t n = strlen(addr);
+    if (n == 0 || n > LISTEN_ADDR_MAX)
+        return ferry__err(err, FERRY_EINVAL, "metrics listen: address \"%s\" is not HOST:PORT",
+                          shown);
+    const char *colon = strrchr(addr, ':');
+    if (!colon)
+        return ferry__err(err, FERRY_EINVAL,
+                          "metrics listen: address \"%s\" has no port (HOST:PORT)", shown);
+    char host[LISTEN_ADDR_MAX + 1];
+    size_t hn = (size_t)(colon - addr);
+    memcpy(host, addr, hn);
+    host[hn] = '\0';
+    const char *p = colon + 1;
+    long port = 0;
+    if (!*p || strlen(p) > 5)
+        return ferry__err(err, FERRY_EINVAL, "metrics listen: port of \"%s\" is not 0..65535",
+                          shown);
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return ferry__err(err, FERRY_EINVAL, "metrics listen: port of \"%s\" is not 0..65535",
+                              shown);
+        port = port * 10 + (*p - '0');
+    }
+    if (port > 65535)
+        return ferry__err(err, FERRY_EINVAL, "metrics listen: port of \"%s\" is not 0..65535",
+                          shown);
+    memset(ss, 0, sizeof *ss);
+    if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
+    if (hn >= 2 && host[0] == '[' && host[hn - 1] == ']') {
+        host[hn - 1] = '\0';
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+        if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
+            return ferry__err(err, FERRY_EINVAL,
+                              "metrics listen: \"%s\" is not an IPv6 literal in brackets", shown);
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *sl = sizeof *a6;
+        return 0;
+    }
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+        return ferry__err(err, FERRY_EINVAL,
+                          "metrics listen: host of \"%s\" is not an IPv4 literal, [IPv6] or "
+                          "localhost (no name is resolved)",
+                          shown);
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)port);
+    *sl = sizeof *a4;
+    return 0;
+}
+
+int ferry_metrics_listen(ferry_metrics *m, const char *addr, ferry_metrics_listener **out,
+                         ferry_error *err) {
+    if (!out) return ferry__err(err, FERRY_EINVAL, "metrics listen: out is NULL");
+    *out = NULL;
+    if (!m) return ferry__err(err, FERRY_EINVAL, "metrics listen: registry is NULL");
+    if (!addr) addr = FERRY_METRICS_LISTEN_DEFAULT;
+    struct sockaddr_storage ss;
+    socklen_t sl = 0;
+    int rc = parse_addr(addr, &ss, &sl, err);
+    if (rc) return rc;
+    char shown[LISTEN_ADDR_MAX + 16];
+    ferryx_printable(addr, shown, sizeof shown);
+
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ferry__err(err, FERRY_EIO, "metrics listen on %s: socket: %s", shown,
+                          strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ss.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, LISTEN_CONNECTIONS_MAX) != 0) {
+        int e = errno;
+        close(fd);
+        return ferry__err(err, FERRY_EIO, "metrics listen on %s: %s", shown, strerror(e));
+    }
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof bound;
+    int port = 0;
+    if (getsockname(fd, (struct sockaddr *)&bound, &bl) == 0)
+        port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                 : ((struct sockaddr_in *)&bound)->sin_port);
+
+    struct ferry_metrics_listener *l = calloc(1, sizeof *l);
+    if (!l) {
+        close(fd);
+        return ferry__err(err, FERRY_ENOMEM, "metrics listen: out of memory");
+    }
+    l->registry = m;
+    l->port = port;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    l->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)LISTEN_CONNECTIONS_MAX,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)LISTEN_IDLE_TIMEOUT_S,
+                                 MHD_OPTION_END);
+    if (!l->daemon) {
+        /* not closed here: libmicrohttpd closes the socket it was given when it fails past
+         * the options (mutexes, its thread), and a second close could hit a descriptor
+         * another thread has opened since */
+        free(l);
+        return ferry__err(err, FERRY_EIO, "metrics listen on %s: the HTTP server did not start",
+                          shown);
+    }
+    *out = l;
+    return 0;
+}
+
+int ferry_metrics_listener_port(const ferry_metrics_listener *l) {
+    return l ? l->port : 0;
+}
+
+void ferry_metrics_listener_stop(ferry_metrics_listener *l) {
+    if (!l) return;
+    MHD_stop_daemon(l->daemon); /* closes the listening socket too */
+    free(l);
+}
