@@ -126,6 +126,32 @@ static enum MHD_Result too_big(struct MHD_Connection *conn, size_t max) {
     return send_resp(conn, &r);
 }
 
+/* Percent-decoding of the path and the query arguments, except what would change their
+ * meaning: an encoded NUL would cut the path short ("/healthz%00x" would be "/healthz") and
+ * an encoded '/' would make a new path segment ("/orders/ID%2fcancel"), so both stay as
+ * written (and match no route). Decodes in place; returns the new length. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s) {
+    (void)cls;
+    (void)conn;
+    static const char hex[] = "0123456789abcdef0123456789ABCDEF";
+    char *out = s;
+    for (const char *p = s; *p; p++) {
+        const char *h1 = p[0] == '%' && p[1] ? strchr(hex, p[1]) : NULL;
+        const char *h2 = h1 && p[2] ? strchr(hex, p[2]) : NULL;
+        if (h1 && h2) {
+            int v = (int)((h1 - hex) % 16) * 16 + (int)((h2 - hex) % 16);
+            if (v != 0 && v != '/') {
+                *out++ = (char)v;
+                p += 2;
+                continue;
+            }
+        }
+        *out++ = *p;
+    }
+    *out = '\0';
+    return (size_t)(out - s);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls) {
@@ -178,7 +204,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         ex_httpd_error(&r, 503, NULL, "out of memory");
         return send_resp(conn, &r);
     }
-    ex_httpd_req req = {.method = method,
+    /* HEAD is GET without the body (MHD leaves the body out of the answer) */
+    ex_httpd_req req = {.method = strcmp(method, "HEAD") == 0 ? "GET" : method,
                         .path = url,
                         .body = rc->buf ? rc->buf : "",
                         .body_len = rc->len,
@@ -215,6 +242,24 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     /* what MHD says when a handler answers nothing: only the fakes' "drop" does that */
     if (strstr(msg, "Application reported internal error")) return;
+    /* a flood (connection limit reached) says the same thing per connection: once a second */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char last[512];
+    static time_t last_at;
+    static long repeats;
+    time_t now = time(NULL);
+    pthread_mutex_lock(&mu);
+    if (strcmp(msg, last) == 0 && now == last_at) {
+        repeats++;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    long skipped = repeats;
+    repeats = 0;
+    snprintf(last, sizeof last, "%s", msg);
+    last_at = now;
+    pthread_mutex_unlock(&mu);
+    if (skipped) ex_log("http server: (the previous message %ld more times)", skipped);
     ex_log("http server: %s", msg);
 }
 
@@ -256,13 +301,14 @@ int ex_httpd_start(const char *listen, size_t max_body, ex_httpd_handler h, void
     s->max_body = max_body;
     s->h = h;
     s->ud = userdata;
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
-                                MHD_USE_ERROR_LOG | MHD_USE_ITC,
-                            (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
-                            on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    s->d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+            MHD_USE_ITC,
+        (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)EX_HTTPD_IDLE_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)EX_HTTPD_CONNECTIONS_MAX,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512u << 10), MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, errcap, "cannot listen on %s: %s", listen,
                  errno ? strerror(errno) : "the HTTP server did not start");
@@ -279,8 +325,8 @@ int ex_httpd_port(const ex_httpd *s) {
     return s ? s->port : 0;
 }
 
-void ex_httpd_stop(ex_httpd *s) {
-    if (!s) return;
+int ex_httpd_stop(ex_httpd *s) {
+    if (!s) return 0;
     /* stop accepting, let the requests in progress finish and their answers go out (up to
      * 30 s), then close what is left (idle keep-alive connections) */
     MHD_socket fd = MHD_quiesce_daemon(s->d);
@@ -291,9 +337,17 @@ void ex_httpd_stop(ex_httpd *s) {
     pthread_mutex_lock(&s->mu);
     while (s->inflight > 0 && pthread_cond_timedwait(&s->idle, &s->mu, &until) == 0) {
     }
+    int left = s->inflight;
     pthread_mutex_unlock(&s->mu);
+    if (left > 0) {
+        /* MHD_stop_daemon would wait for those handlers, perhaps for ever (a database that
+         * does not answer): leave them to the process's exit */
+        ex_log("http server: %d request(s) still running after 30 s: abandoned", left);
+        return -1;
+    }
     MHD_stop_daemon(s->d);
     pthread_cond_destroy(&s->idle);
     pthread_mutex_destroy(&s->mu);
     free(s);
+    return 0;
 }

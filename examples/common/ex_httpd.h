@@ -15,10 +15,14 @@ extern "C" {
 
 #define EX_HTTPD_HEADERS_MAX 4 /* extra response headers per answer */
 #define EX_HTTPD_HEADER_VALUE_MAX 256
+#define EX_HTTPD_CONNECTIONS_MAX 4096 /* connections at once; more are refused */
+#define EX_HTTPD_IDLE_S 30            /* a connection silent this long is closed */
 
 typedef struct ex_httpd ex_httpd;
 
-/* A request as the handler sees it. Valid only during the handler call. */
+/* A request as the handler sees it. Valid only during the handler call. A HEAD request
+ * reaches the handler as GET (the answer goes out without its body). The path is
+ * percent-decoded except for %00 and %2F, which stay as written. */
 typedef struct ex_httpd_req {
     const char *method; /* "GET", "POST", ... */
     const char *path;   /* the URL path without the query, e.g. "/orders/1234" (decoded) */
@@ -71,9 +75,12 @@ int ex_httpd_port(const ex_httpd *s);
 
 /* Stop accepting (the listening socket is closed at once), let the requests in progress
  * finish and their answers go out (waiting up to 30 s), then close what is left (idle
- * keep-alive connections, and requests still running after 30 s) and free. NULL accepted.
- * Blocks: up to 30 s plus MHD's own shutdown. Threads: not from a handler. */
-void ex_httpd_stop(ex_httpd *s);
+ * keep-alive connections) and free.
+ * Returns: 0; -1 when requests were still running after 30 s: they are abandoned to the
+ *   process's exit (the server is then not freed), and a log line says how many.
+ * NULL accepted (returns 0). Blocks: up to 30 s plus MHD's own shutdown. Threads: not from a
+ * handler. */
+int ex_httpd_stop(ex_httpd *s);
 
 #ifdef __cplusplus
 }

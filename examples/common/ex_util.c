@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,9 +189,56 @@ static void pg_error_text(PGconn *c, const PGresult *res, char *err, size_t cap)
         err[--n] = '\0';
 }
 
+/* Client deadline of one statement (ms): the largest statement_timeout asked of
+ * ex_pg_connect, plus 2 s for the answer to come back. */
+static atomic_int g_pg_deadline_ms = 12000;
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+PGresult *ex_pg_exec_params(PGconn *c, const char *sql, int nparams, const Oid *types,
+                            const char *const *params, const int *lengths, const int *formats,
+                            int result_format) {
+    if (!PQsendQueryParams(c, sql, nparams, types, params, lengths, formats, result_format))
+        return NULL; /* PQerrorMessage says why; the caller reads it as a failed result */
+    int limit = atomic_load(&g_pg_deadline_ms);
+    long long deadline = mono_ms() + limit;
+    int sock = PQsocket(c), timed_out = 0;
+    for (;;) {
+        int flush = PQflush(c); /* 1: more to send (a large statement) */
+        if (flush < 0) break;
+        if (flush == 0 && !PQisBusy(c)) break;
+        long long left = deadline - mono_ms();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd p = {.fd = sock, .events = (short)(POLLIN | (flush ? POLLOUT : 0))};
+        int n = poll(&p, 1, left > 1000 ? 1000 : (int)left);
+        if (n < 0 && errno != EINTR) break;
+        if (n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(c)) break;
+    }
+    if (timed_out) {
+        /* libpq offers no way to abandon a statement on a connection; shutting its socket
+         * down makes the next read fail, which marks the connection broken */
+        ex_log("PostgreSQL gave no answer within %d ms: closing that connection", limit);
+        shutdown(sock, SHUT_RDWR);
+    }
+    PGresult *last = NULL, *r;
+    while ((r = PQgetResult(c)) != NULL) { /* as PQexecParams: the last result counts */
+        PQclear(last);
+        last = r;
+        if (PQstatus(c) == CONNECTION_BAD && PQresultStatus(r) == PGRES_FATAL_ERROR) break;
+    }
+    return last;
+}
+
 long ex_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params, char *err,
                 size_t cap) {
-    PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
+    PGresult *r = ex_pg_exec_params(c, sql, nparams, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         pg_error_text(c, r, err, cap);
@@ -212,8 +260,12 @@ PGconn *ex_pg_connect(const char *url, const char *schema, int timeout_ms, int s
     }
     char tmo[16];
     snprintf(tmo, sizeof tmo, "%d", ((timeout_ms > 0 ? timeout_ms : 5000) + 999) / 1000);
-    const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
-    const char *vals[] = {url ? url : "", tmo, "ferry-example", NULL};
+    /* keepalives and tcp_user_timeout: a server the network lost is noticed in seconds, not
+     * after the kernel's two hours (a stopped one is ex_pg_exec_params' deadline's job) */
+    const char *keys[] = {"dbname",           "connect_timeout",  "application_name",
+                          "keepalives",       "keepalives_idle",  "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", NULL};
+    const char *vals[] = {url ? url : "", tmo, "ferry-example", "1", "10", "5", "3", "20000", NULL};
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     char shown[256];
     ferry_outbox_database_url_display(url, shown, sizeof shown);
@@ -228,7 +280,12 @@ PGconn *ex_pg_connect(const char *url, const char *schema, int timeout_ms, int s
         return NULL;
     }
     char st[32];
-    snprintf(st, sizeof st, "%d", statement_timeout_ms > 0 ? statement_timeout_ms : 10000);
+    int stmt_ms = statement_timeout_ms > 0 ? statement_timeout_ms : 10000;
+    snprintf(st, sizeof st, "%d", stmt_ms);
+    for (int cur = atomic_load(&g_pg_deadline_ms);
+         stmt_ms + 2000 > cur &&
+         !atomic_compare_exchange_weak(&g_pg_deadline_ms, &cur, stmt_ms + 2000);)
+        ;
     const char *p1[] = {schema && *schema ? schema : "public"};
     const char *p2[] = {st};
     char e[512];
@@ -362,7 +419,7 @@ PGconn *ex_pgpool_get(ex_pgpool *p, int wait_ms, char *err, size_t cap) {
 void ex_pgpool_put(ex_pgpool *p, PGconn *c) {
     if (!p || !c) return;
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
-        PGresult *r = PQexec(c, "ROLLBACK");
+        PGresult *r = ex_pg_exec_params(c, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0);
         PQclear(r);
     }
     pthread_mutex_lock(&p->mu);

@@ -57,9 +57,20 @@ int ex_parse_rate(const char *s, const char *what, double *out, char *err, size_
 PGconn *ex_pg_connect(const char *url, const char *schema, int timeout_ms, int statement_timeout_ms,
                       char *err, size_t cap);
 
+/* PQexecParams with a client-side deadline: the session's statement_timeout plus 2 s (the
+ * largest one ex_pg_connect was asked for). A server that accepts the statement and then
+ * never answers (stopped, or gone without the network telling) is not waited for beyond it:
+ * the connection's socket is shut down, so libpq marks it broken (a pool then reopens it), the
+ * result is an error, and a log line says so. Same arguments and result as PQexecParams (free
+ * it with PQclear; NULL on out of memory or when the statement could not be sent).
+ * Blocks: up to the deadline. Threads: libpq's rule on c. */
+PGresult *ex_pg_exec_params(PGconn *c, const char *sql, int nparams, const Oid *types,
+                            const char *const *params, const int *lengths, const int *formats,
+                            int result_format);
+
 /* Run one statement with text parameters and no result rows wanted (BEGIN, COMMIT, UPDATE
- * ...). Returns the affected row count (>= 0), or -1 with "SQLSTATE: message" in err[cap].
- * The message is PostgreSQL's primary message only. */
+ * ...), with ex_pg_exec_params' deadline. Returns the affected row count (>= 0), or -1 with
+ * "SQLSTATE: message" in err[cap]. The message is PostgreSQL's primary message only. */
 long ex_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params, char *err,
                 size_t cap);
 /* The SQLSTATE of res ("" when none). */

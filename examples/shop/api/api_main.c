@@ -9,6 +9,7 @@
 
 #include "ex_flags.h"
 #include "ex_http.h"
+#include "ex_text.h"
 #include "shop_common.h"
 
 #include <ferry/outbox.h>
@@ -140,12 +141,15 @@ int main(int argc, char **argv) {
     snprintf(host, sizeof host, "%.*s", (int)strcspn(cfg.listen, ":"), cfg.listen);
     printf("listening on %s:%d\n", host, ex_httpd_port(server));
     fflush(stdout);
-    ex_log("schema %s, gateway %s (timeout %ld ms), pool %ld", cfg.schema, gateway, cfg.timeout_ms,
-           cfg.pool);
+    char shown[256];
+    ex_log("schema %s, gateway %s (timeout %ld ms), pool %ld", cfg.schema,
+           ex_url_display(gateway, shown, sizeof shown), cfg.timeout_ms, cfg.pool);
 
     ex_wait_stop(-1);
     ex_log("stopping: finishing the requests in progress");
-    ex_httpd_stop(server); /* stops accepting, waits for running handlers */
+    /* stops accepting, waits for running handlers (up to 30 s; then they are left behind and
+     * nothing more is freed) */
+    if (ex_httpd_stop(server) != 0) return 1;
     ex_pgpool_free(api.pool);
     ex_log("stopped");
     return 0;

@@ -223,11 +223,11 @@ void shop_api_cancel(shop_api *api, const ex_httpd_req *req, ex_httpd_resp *resp
     PGresult *r = NULL;
     char *view = NULL;
     if (ex_pg_exec(c, "BEGIN", 0, NULL, err, sizeof err) < 0) goto db_failed;
-    r = PQexecParams(c,
-                     "SELECT p.status, o.customer_id, p.authorization_id "
-                     "FROM orders o JOIN payments p ON p.order_id = o.id "
-                     "WHERE o.id = $1::uuid FOR UPDATE",
-                     1, NULL, params, NULL, NULL, 0);
+    r = ex_pg_exec_params(c,
+                          "SELECT p.status, o.customer_id, p.authorization_id "
+                          "FROM orders o JOIN payments p ON p.order_id = o.id "
+                          "WHERE o.id = $1::uuid FOR UPDATE",
+                          1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
         snprintf(err, sizeof err, "%s: %s", ex_pg_sqlstate(r), m ? m : PQerrorMessage(c));

@@ -82,7 +82,7 @@ static json_t *build(const PGresult *r) {
 int shop_api_view(PGconn *c, const char *id, char **json, char *err, size_t cap) {
     *json = NULL;
     const char *params[1] = {id};
-    PGresult *r = PQexecParams(c, view_sql, 1, NULL, params, NULL, NULL, 0);
+    PGresult *r = ex_pg_exec_params(c, view_sql, 1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
         snprintf(err, cap, "%s: %s", ex_pg_sqlstate(r), m ? m : PQerrorMessage(c));

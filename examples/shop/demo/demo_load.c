@@ -6,10 +6,12 @@
 #include "demo.h"
 
 #include "ex_http.h"
+#include "ex_text.h"
 #include "ex_util.h"
 
 #include <ferry/outbox.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -80,7 +82,9 @@ static int call(load_cfg *c, unsigned long long *rng, const char *method, const 
         int rc = ex_http_do(&req, res);
         if (!retryable(rc, res)) return rc;
         if (attempt >= RETRIES_MAX || ex_stopping()) {
-            ex_log("%s %s: giving up after %d attempts (%s)", method, url, attempt,
+            char shown[256];
+            ex_log("%s %s: giving up after %d attempts (%s)", method,
+                   ex_url_display(url, shown, sizeof shown), attempt,
                    rc ? res->error : "service unavailable");
             ex_http_response_free(res);
             return -1;
@@ -302,6 +306,10 @@ int demo_load(int argc, char **argv) {
     if (optind < argc + 1)
         return demo_usage_error("load", "unexpected argument '%.64s'", argv[optind - 1]);
     if (!c.api) return demo_usage_error("load", "--api URL is required");
+    if (strncmp(c.api, "http://", 7) && strncmp(c.api, "https://", 8))
+        return demo_usage_error("load", "--api: expected an http:// or https:// URL");
+    if (c.taskflow && strncmp(c.taskflow, "http://", 7) && strncmp(c.taskflow, "https://", 8))
+        return demo_usage_error("load", "--taskflow-url: expected an http:// or https:// URL");
     if (c.tasks && !c.taskflow) return demo_usage_error("load", "--tasks needs --taskflow-url");
     if (c.customers < 0) c.customers = c.orders / 5 > 0 ? c.orders / 5 : 1;
     c.customer_ids = calloc((size_t)c.customers, sizeof *c.customer_ids);
@@ -317,7 +325,7 @@ int demo_load(int argc, char **argv) {
     for (int i = 0; i < 4; i++)
         uuid4(&rng, c.tenant_ids[i]);
     if (out_path && !(c.out = fopen(out_path, "w"))) {
-        fprintf(stderr, "shop-demo load: cannot write %s\n", out_path);
+        fprintf(stderr, "shop-demo load: cannot write %s: %s\n", out_path, strerror(errno));
         return 1;
     }
     pthread_mutex_init(&c.out_mu, NULL);

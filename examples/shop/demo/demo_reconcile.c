@@ -17,6 +17,7 @@
 #include <ferry/outbox.h>
 #include <ferry/queue.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -87,8 +88,10 @@ static long long unpublished(PGconn *db, const char *schema) {
 }
 
 static long long unsettled_payments(PGconn *db) {
-    PGresult *r = PQexec(db, "SELECT count(*) FROM payments WHERE status IN "
-                             "('authorized','capturing','voiding')");
+    PGresult *r = ex_pg_exec_params(db,
+                                    "SELECT count(*) FROM payments WHERE status IN "
+                                    "('authorized','capturing','voiding')",
+                                    0, NULL, NULL, NULL, NULL, 0);
     long long n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoll(PQgetvalue(r, 0, 0)) : -1;
     PQclear(r);
     return n;
@@ -146,7 +149,8 @@ static json_t *get_ledger(const char *fakes) {
     if (ex_http_do(&req, &res) == 0 && res.status == 200)
         j = json_loads(res.body, 0, NULL);
     else
-        fprintf(stderr, "shop-demo reconcile: GET %s: %s %d\n", url, res.error, res.status);
+        fprintf(stderr, "shop-demo reconcile: GET %s: %s\n", url,
+                res.transport == EX_HTTP_OK ? "not a 200 answer" : res.error);
     ex_http_response_free(&res);
     return j;
 }
@@ -192,7 +196,7 @@ static long long duplicated_events(redisContext *rc, const char *prefix, const c
 /* ---- the reconciliation ----------------------------------------------------------------- */
 
 static PGresult *q0(PGconn *db, const char *sql) {
-    PGresult *r = PQexec(db, sql);
+    PGresult *r = ex_pg_exec_params(db, sql, 0, NULL, NULL, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         fprintf(stderr, "shop-demo reconcile: %s: %s", sql, PQerrorMessage(db));
         PQclear(r);
@@ -327,11 +331,20 @@ static int reconcile(const rc_cfg *cfg, PGconn *db, redisContext *rds, json_t *l
 
     /* acknowledged to the clients */
     long acked = 0, acked_missing = 0, tasks_acked = 0;
+    int bad_acks = 0;
     if (cfg->acks) {
         FILE *f = fopen(cfg->acks, "r");
         char line[512], kind[16], id[128], what[64];
         while (f && fgets(line, sizeof line, f)) {
-            if (sscanf(line, "%15s %127s %63s", kind, id, what) != 3) continue;
+            if (sscanf(line, "%15s %127s %63s", kind, id, what) != 3 ||
+                (strcmp(kind, "order") && strcmp(kind, "task"))) {
+                fprintf(stderr,
+                        "shop-demo reconcile: %s: not a line `shop-demo load --out` "
+                        "writes: %.80s",
+                        cfg->acks, line);
+                bad_acks = 1;
+                continue;
+            }
             if (!strcmp(kind, "order") && !strcmp(what, "placed")) {
                 acked++;
                 if (!json_object_get(db_orders, id)) {
@@ -483,7 +496,7 @@ static int reconcile(const rc_cfg *cfg, PGconn *db, redisContext *rds, json_t *l
     json_decref(db_orders);
     json_decref(expect_points);
     json_decref(have);
-    return t.lost || t.dbl ? 1 : 0;
+    return t.lost || t.dbl || bad_acks ? 1 : 0;
 }
 
 static const char reconcile_usage[] =
@@ -585,6 +598,14 @@ int demo_reconcile(int argc, char **argv) {
         return demo_usage_error("reconcile", "--database, --redis and --fakes are required");
     if (cfg.tf_schema && !cfg.tf_template)
         return demo_usage_error("reconcile", "--taskflow-schema needs --taskflow-template");
+    if (cfg.acks && !cfg.wait_only) {
+        FILE *f = fopen(cfg.acks, "r");
+        if (!f) {
+            fprintf(stderr, "shop-demo reconcile: --acks %s: %s\n", cfg.acks, strerror(errno));
+            return 1;
+        }
+        fclose(f);
+    }
     PGconn *db = ex_pg_connect(cfg.db_url, cfg.schema, 5000, 60000, err, sizeof err);
     if (!db) {
         fprintf(stderr, "shop-demo reconcile: %s\n", err);

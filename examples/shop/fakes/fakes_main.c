@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
 
     ex_wait_stop(-1);
     ex_log("stopping");
-    ex_httpd_stop(srv);
+    if (ex_httpd_stop(srv) != 0) return 1; /* handlers left running: the state stays */
     fakes_state_free(state);
     return 0;
 }

@@ -83,7 +83,7 @@ void sp_duplicate(const shop_ctx *c, const ferry_job *job, const char *consumer,
 
 PGresult *sp_query(PGconn *db, const char *sql, int n, const char *const *params, char *err,
                    size_t cap) {
-    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
+    PGresult *r = ex_pg_exec_params(db, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;

@@ -313,6 +313,42 @@ static int start_recorder(app *a) {
     return 0;
 }
 
+/* The recorder writes dead letters in the background, so a worker killed between a job's
+ * final failure (in Redis) and that write leaves the job only in BullMQ's failed set. At
+ * every start, record what such a crash left behind (ferry_dlq_sync: a failure that has its
+ * row already is not written twice). A failure here is logged; the worker still starts. */
+static void sync_dead_letters(app *a) {
+    char err[512];
+    PGconn *db = ex_pgpool_get(a->pool, 10000, err, sizeof err);
+    if (!db) {
+        ex_log("WARN dead letters not synced at start: %s", err);
+        return;
+    }
+    ferry_dlq_options dopt;
+    ferry_dlq_options_init(&dopt);
+    dopt.schema = a->cfg.schema;
+    for (size_t i = 0; i < NQUEUES; i++) {
+        ferry_queue_options qo;
+        ferry_queue_options_init(&qo);
+        qo.redis = &a->redis;
+        qo.prefix = a->cfg.prefix;
+        qo.skip_meta_update = 1;
+        ferry_queue *q = NULL;
+        ferry_error e = {0};
+        ferry_dlq_sync_stats st = {0};
+        if (ferry_queue_open(queue_defs[i].queue, &qo, &q, &e) ||
+            ferry_dlq_sync(db, &dopt, q, NULL, NULL, &st, &e))
+            ex_log("WARN dead letters of %s not synced at start: %s", queue_defs[i].queue,
+                   e.message);
+        else if (st.recorded)
+            ex_log("dead letters: %lld failed job(s) of %s had no row yet (a crash between the "
+                   "failure and its record): recorded",
+                   st.recorded, queue_defs[i].queue);
+        ferry_queue_close(q);
+    }
+    ex_pgpool_put(a->pool, db);
+}
+
 static int start_workers(app *a) {
     ferry_backoff_strategy capped = {"capped", ferry_backoff_capped, &a->capped};
     for (size_t i = 0; i < NQUEUES; i++) {
@@ -568,6 +604,7 @@ int main(int argc, char **argv) {
 
     int failed = start_recorder(&a) || start_workers(&a) || upsert_scheduler(&a) ||
                  (a.cfg.relay && start_relay(&a));
+    if (!failed && !ex_stopping()) sync_dead_letters(&a);
     if (failed) {
         stop_all(&a);
         return 1;

@@ -85,7 +85,7 @@ static int parse_args(int argc, char **argv, config *c) {
 /* Run one statement; NULL with "SQLSTATE: message" in err when it did not succeed. */
 static PGresult *query(PGconn *c, const char *sql, int n, const char *const *params, char *err,
                        size_t cap) {
-    PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+    PGresult *r = ex_pg_exec_params(c, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
     const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
@@ -329,7 +329,8 @@ int main(int argc, char **argv) {
     ex_log("listening on %s:%d (schema %s)", host, ex_httpd_port(srv), cfg.schema);
     ex_wait_stop(-1);
     ex_log("stopping");
-    ex_httpd_stop(srv); /* waits for the handlers running */
+    if (ex_httpd_stop(srv) != 0) return 1; /* handlers left running: nothing more is freed */
     ex_pgpool_free(a.pool);
+    ex_log("stopped");
     return 0;
 }

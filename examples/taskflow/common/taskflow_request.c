@@ -31,13 +31,36 @@ static const char *showable(const char *name) {
     return name;
 }
 
+/* What is wrong with a body jansson refused, in words that never quote it (its own text can). */
+static const char *json_problem(const json_error_t *je) {
+    switch (json_error_code(je)) {
+    case json_error_premature_end_of_input:
+        return "it ends before the JSON value does";
+    case json_error_end_of_input_expected:
+        return "there is text after the JSON value";
+    case json_error_invalid_utf8:
+        return "it is not valid UTF-8";
+    case json_error_null_character: /* a NUL byte, or a \u0000 escape */
+        return "it holds a NUL character";
+    case json_error_stack_overflow:
+        return "it is nested too deep";
+    case json_error_duplicate_key:
+        return "an object has the same key twice";
+    case json_error_numeric_overflow:
+        return "a number is too large";
+    default:
+        return "it is not valid JSON";
+    }
+}
+
 /* Load body as a JSON object; refuse members outside `known` (NULL-terminated). */
 static json_t *load_object(const char *body, size_t len, const char *const *known, tf_problem *p) {
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         /* je.text can quote the input: say where only */
-        problem(p, "", "body is not a JSON object (line %d, column %d)", je.line, je.column);
+        problem(p, "", "body is not a JSON object: %s (line %d, column %d)", json_problem(&je),
+                je.line, je.column);
         return NULL;
     }
     if (!json_is_object(root)) {

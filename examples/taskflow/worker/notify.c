@@ -40,7 +40,7 @@ static void set_return(ferry_job *job, const char *provider_id, int duplicate) {
 /* One statement; NULL with "SQLSTATE: message" in err when it did not succeed. */
 static PGresult *query(PGconn *c, const char *sql, int n, const char *const *params, char *err,
                        size_t cap) {
-    PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+    PGresult *r = ex_pg_exec_params(c, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
     snprintf(err, cap, "%s", ex_pg_sqlstate(r)); /* the message can quote a value: not kept */

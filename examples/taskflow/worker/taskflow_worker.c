@@ -14,6 +14,7 @@
  * pending dead letters, exit 0. Exit 1: start-up failure; 2: usage. */
 #include "ex_flags.h"
 #include "ex_http.h"
+#include "ex_text.h"
 #include "ex_util.h"
 #include "notify.h"
 #include "taskflow_common.h"
@@ -277,9 +278,10 @@ int main(int argc, char **argv) {
     } else {
         printf("ready\n");
         fflush(stdout);
+        char shown[256];
         ex_log("ready: queue %s:%s (concurrency %ld), relay %s, contracts %s, mailer %s",
                cfg.prefix, TASKFLOW_Q_NOTIFICATIONS, concurrency, cfg.no_relay ? "off" : "on",
-               cfg.contracts, mailer);
+               cfg.contracts, ex_url_display(mailer, shown, sizeof shown));
         ex_wait_stop(-1);
         ex_log("stopping");
     }
