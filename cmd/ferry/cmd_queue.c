@@ -1,5 +1,7 @@
-/* cmd_queue.c - `ferry queue add | counts | pause | resume | obliterate | rate-limit |
- * concurrency | global-rate-limit`: producer-side and queue-administration commands. */
+/* cmd_queue.c - `ferry queue add | add-bulk | counts | pause | resume | obliterate |
+ * rate-limit | concurrency | global-rate-limit`: producer-side commands and the queue's
+ * settings. The commands over many jobs (retry, promote, clean, drain, list, workers) are in
+ * cmd_queue_admin.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -15,6 +17,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "jsonw.h"
+#include "timetext.h"
 #include "util/printable.h"
 
 /* User text (a queue name) as messages show it. */

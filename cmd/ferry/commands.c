@@ -10,6 +10,8 @@ const cli_command cli_commands[] = {
     {"queue add", "Add a job and print its id.", &queue_add_cmd, CLI_NEEDS_REDIS},
     {"queue add-bulk", "Add jobs from NDJSON lines and print their ids.", &queue_add_bulk_cmd,
      CLI_NEEDS_REDIS},
+    {"queue list", "List the queues under a prefix, with their counts.", &queue_list_cmd,
+     CLI_NEEDS_REDIS},
     {"queue counts", "Show job counts by state.", &queue_counts_cmd,
      CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     {"queue pause", "Pause a queue for all workers.", &queue_pause_cmd, CLI_NEEDS_QUEUE},
@@ -22,11 +24,33 @@ const cli_command cli_commands[] = {
      &queue_concurrency_cmd, CLI_NEEDS_QUEUE},
     {"queue global-rate-limit", "Set, remove or show a queue's global rate limit.",
      &queue_global_rate_limit_cmd, CLI_NEEDS_QUEUE},
+    /* READS for retry / promote (here and under job): they write only when a job moves
+     * (then the events and their cap, as Node's scripts), so naming a queue that does not
+     * exist creates no key */
+    {"queue retry", "Retry the failed (or completed) jobs of a queue.", &queue_retry_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"queue promote", "Promote a queue's delayed jobs to run now.", &queue_promote_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    /* READS: clean writes only its `cleaned` events, drain nothing but deletions */
+    {"queue clean", "Delete a queue's jobs in one state older than a grace period.",
+     &queue_clean_cmd, CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"queue drain", "Delete every waiting (and optionally delayed) job of a queue.",
+     &queue_drain_cmd, CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"queue workers", "List the workers of a queue (Node's and ferry's).", &queue_workers_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     {"job show", "Show one job (all fields).", &job_show_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"job list", "List a page of the jobs in one state.", &job_list_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"job logs", "Print the log lines of one job.", &job_logs_cmd,
      CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     /* READS: removing writes no meta, and works on any queue that exists (Node may have made
      * one whose name ferry would not add jobs to) */
     {"job remove", "Remove one job.", &job_remove_cmd, CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"job retry", "Retry one failed or completed job.", &job_retry_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"job promote", "Promote one delayed job to run now.", &job_promote_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     {"worker", "Run a command for each job of a queue (exec worker).", &worker_cmd,
      CLI_NEEDS_REDIS},
     {"http-outcome", "Map an HTTP status (+ Retry-After) to a worker exit code.",

@@ -292,6 +292,202 @@ FERRY_API int ferry_queue_get_global_rate_limit(ferry_queue *q, long *max, long 
 FERRY_API const char *ferry_queue_name(const ferry_queue *q);
 FERRY_API const char *ferry_queue_prefix(const ferry_queue *q);
 
+/* ---- putting jobs back in line (BullMQ 6.7.0 Job.retry / Queue.retryJobs / Job.promote /
+ * Queue.promoteJobs) -------------------------------------------------------------------
+ * Each writes what Node's method writes on the same state (docs/queue.md "Retry, promote,
+ * clean, drain, list, logs"): the same lists and sets, hash fields, marker and `waiting`
+ * events, so Node and ferry workers pick the jobs up alike. Single-job calls are one script;
+ * they are not retried after a lost reply (a second run would report the wrong state). */
+
+/* ferry_queue_retry_job flags: also forget the attempts made (atm) / started (ats), as
+ * Node's job.retry(state, {resetAttemptsMade, resetAttemptsStarted}). Without them the
+ * counts stay, so a job with no attempts left fails for good at its next error. */
+#define FERRY_RETRY_RESET_ATTEMPTS 1u
+#define FERRY_RETRY_RESET_STARTED 2u
+
+/* Most jobs one ferry_queue_retry_jobs / ferry_queue_promote_jobs call moves (its limit). */
+#define FERRY_QUEUE_MOVE_MAX 1000000000LL
+
+/* Retry one finished job (Job.retry): out of the failed (or completed) set, finishedOn,
+ * processedOn and failedReason (or returnvalue) deleted (the stacktrace and, without flags,
+ * the attempt counts stay), then to the head of wait (its tail when the job's opts say
+ * lifo) or to prioritized when it has a priority, marker unless the queue is paused or at
+ * its global concurrency, event `waiting {jobId, prev: <state>}`. A flow child becomes a
+ * pending dependency of its parent again.
+ * state: "failed", "completed", or NULL for whichever of the two the job is in.
+ * flags: FERRY_RETRY_RESET_* or 0.
+ * Returns: 0; *from (may be NULL) = "failed" or "completed" (static strings), the state it
+ *   left.
+ * Errors: FERRY_ENOTFOUND when no such job; FERRY_ESTATE (nothing changed) when it is not in
+ *   that state (NULL: in neither); FERRY_EINVAL for a bad id (as ferry_queue_get_job),
+ *   state or flags.
+ * Blocks: one round trip. */
+FERRY_API int ferry_queue_retry_job(ferry_queue *q, const char *job_id, const char *state,
+                                    unsigned flags, const char **from, ferry_error *err);
+
+/* Retry the queue's finished jobs (Queue.retryJobs({state})): every job of the failed (or
+ * completed) set that finished before the call started, oldest first, at most `limit`
+ * (0 = all, up to FERRY_QUEUE_MOVE_MAX), goes to the head of wait (so the oldest runs
+ * first) - whatever its priority or lifo, as BullMQ does - with the fields and events of
+ * ferry_queue_retry_job and the attempt counts kept. Runs in chunks of 1000 jobs (BullMQ's
+ * count), one script call each.
+ * state: "failed" or "completed"; NULL = "failed".
+ * Returns: 0; *moved (may be NULL) = how many jobs went back, also after a failure midway
+ *   (a chunk whose reply was lost is retried once and is then missing from the count).
+ * Errors: FERRY_EINVAL for a bad state or limit.
+ * Blocks: one round trip per chunk, each within the queue's budget; the handle's mutex is
+ *   held throughout. */
+FERRY_API int ferry_queue_retry_jobs(ferry_queue *q, const char *state, long long limit,
+                                     long long *moved, ferry_error *err);
+
+/* Promote one delayed job to run now (Job.promote): out of delayed, to the head of wait
+ * (lifo does not apply) or to prioritized when it has a priority, its `delay` set to 0,
+ * marker unless paused or at the global concurrency, event `waiting {prev: delayed}`.
+ * Returns: 0.
+ * Errors: FERRY_ENOTFOUND when no such job; FERRY_ESTATE (nothing changed) when it is not
+ *   delayed; FERRY_EINVAL for a bad id.
+ * Blocks: one round trip. */
+FERRY_API int ferry_queue_promote_job(ferry_queue *q, const char *job_id, ferry_error *err);
+
+/* Promote the delayed jobs (Queue.promoteJobs()): soonest due first, at most `limit` (0 =
+ * all, up to FERRY_QUEUE_MOVE_MAX), each to the head of wait - whatever its priority, and
+ * keeping its `delay` field, as BullMQ's bulk promotion does (unlike
+ * ferry_queue_promote_job) - with events `waiting {prev: delayed}` and the marker. Chunks
+ * of 1000 as ferry_queue_retry_jobs.
+ * Returns: 0; *moved (may be NULL) = how many were promoted, also after a failure midway.
+ * Errors: FERRY_EINVAL for a bad limit; FERRY_ETOOBIG after 10^6 chunks (something adds
+ *   delayed jobs as fast as they are promoted).
+ * Blocks: as ferry_queue_retry_jobs. */
+FERRY_API int ferry_queue_promote_jobs(ferry_queue *q, long long limit, long long *moved,
+                                       ferry_error *err);
+
+/* ---- deleting jobs in bulk (BullMQ 6.7.0 Queue.clean / Queue.drain) ------------------
+ * Jobs are deleted as Node deletes them there: hash and sub-keys, the deduplication key
+ * they own, and their flow-parent link (a parent in the same queue left without pending
+ * children is deleted too; one in another queue goes to wait); no `removed` events. The
+ * pending iteration of a live job scheduler is never deleted. */
+
+/* Delete the jobs of one state older than grace_ms (Queue.clean(grace, limit, state)):
+ * completed / failed jobs finished at least grace_ms ago; wait / paused jobs (from the
+ * oldest end) whose finishedOn, else processedOn, else timestamp is that old; delayed by
+ * processedOn, else timestamp; prioritized by timestamp. At most `limit` jobs (0 = all, up
+ * to FERRY_QUEUE_MOVE_MAX), in calls of at most 10000 jobs (BullMQ's), each writing event
+ * `cleaned {count}` (also for 0, as Node). As in BullMQ, each call looks only at the
+ * 10000 (or `limit`) jobs of its end of the state: for delayed and prioritized, older jobs
+ * beyond younger ones there stay. Unlike Node, a limit over 10000 is kept exactly.
+ * state: "completed", "failed", "delayed", "wait" (or "waiting"), "paused" (the legacy
+ *   list) or "prioritized". grace_ms: 0..FERRY_LIMIT_MS_MAX.
+ * Returns: 0; *n = how many were deleted, also after a failure midway; when ids is not
+ *   NULL, *ids = their ids (NULL when none), in the order deleted.
+ * Errors: FERRY_EINVAL for a bad state, grace or limit.
+ * Blocks: one round trip per call, within the queue's budget each; not retried after a
+ *   lost reply; the handle's mutex is held throughout.
+ * Ownership: free *ids with ferry_queue_job_ids_free(*ids, *n). */
+FERRY_API int ferry_queue_clean(ferry_queue *q, const char *state, long long grace_ms,
+                                long long limit, char ***ids, size_t *n, ferry_error *err);
+
+/* Delete every waiting job (Queue.drain(delayed)): the wait list, the legacy paused list,
+ * prioritized, and with delayed != 0 the delayed set; active, completed and failed jobs
+ * stay. No event, marker untouched (as Node). Node does it in one script; ferry runs 1000
+ * jobs per script call, so jobs added meanwhile may or may not be deleted. Unlike Node,
+ * the scheduler iterations it keeps in wait keep their place (Node can lose one there).
+ * Returns: 0; *removed (may be NULL) = how many jobs were deleted, also after a failure
+ *   midway.
+ * Blocks: one round trip per chunk (a chunk retried once after a transport failure); the
+ *   handle's mutex is held throughout. */
+FERRY_API int ferry_queue_drain(ferry_queue *q, int delayed, long long *removed, ferry_error *err);
+
+/* A page of the jobs of one state as BullMQ 6.7.0's Queue.getJobs([state], start, end, asc)
+ * returns it: positions start..end (0-based, inclusive; end -1 = FERRY_QUEUE_IDS_MAX from
+ * start) in the order of ferry_queue_job_ids (newest first; ascending = 1 oldest first), but
+ * only ids whose job exists: an id whose hash is gone is skipped and the page is filled up
+ * from the positions after it (at most 5 reads of the state, as Node). Read atomically, so
+ * every id was a job at that moment (it may be gone by the time it is read again).
+ * state: as ferry_queue_job_ids, or "waiting" for "wait". start: 0..FERRY_QUEUE_MOVE_MAX.
+ * Returns: 0 with *ids (NULL when none) and *n.
+ * Errors: FERRY_EINVAL for an unknown state or a bad range (naming it).
+ * Blocks: one round trip (read: retried once on a fresh connection).
+ * Ownership: free *ids with ferry_queue_job_ids_free(*ids, *n). */
+FERRY_API int ferry_queue_job_page(ferry_queue *q, const char *state, long long start,
+                                   long long end, int ascending, char ***ids, size_t *n,
+                                   ferry_error *err);
+
+/* Most queue names one ferry_queue_names call returns. */
+#define FERRY_QUEUE_NAMES_MAX 100000
+
+/* The names of the queues under `prefix` (NULL = "bull"): every <prefix>:<name>:meta key,
+ * the key each BullMQ queue, Node's or ferry's, writes when opened (a queue that was only
+ * ever read with skip_meta_update has none). Redis has no index of queues, so this is a
+ * bounded SCAN: pages of about 1000 keys, at most 10^4 pages (10^7 keys) and `max` names
+ * (1..FERRY_QUEUE_NAMES_MAX); a queue added or deleted meanwhile may or may not be seen.
+ * Opens its own connection with `redis` (NULL = defaults) and closes it.
+ * Returns: 0 with *names sorted and without repeats (NULL when none), *n, and *complete
+ *   (may be NULL) = 1 when the whole keyspace was scanned, 0 when a bound stopped it.
+ * Errors: FERRY_EINVAL for a bad prefix or max; connect errors; transport errors.
+ * Blocks: the connect, then one command timeout per page. Threads: any.
+ * Ownership: free *names with ferry_queue_job_ids_free(*names, *n). */
+FERRY_API int ferry_queue_names(const ferry_redis_options *redis, const char *prefix, size_t max,
+                                char ***names, size_t *n, int *complete, ferry_error *err);
+
+/* ---- job logs (BullMQ 6.7.0 Job.log / Queue.addJobLog / Queue.getJobLogs) ------------ */
+
+#define FERRY_JOB_LOG_LINE_MAX (1024 * 1024) /* bytes of one log line */
+#define FERRY_LOG_KEEP_JOB (-1LL)            /* keep: the job's own keepLogs option */
+
+/* Append `line` to job job_id's log (the list <job>:logs), as Node's job.log(line) (keep =
+ * FERRY_LOG_KEEP_JOB: the job's keepLogs option, none = every line) or
+ * queue.addJobLog(id, line, keep) (keep 0 = every line, N = only the newest N stay, up to
+ * FERRY_LIMIT_COUNT_MAX). Node's Job.getLogs / bull-board show it.
+ * Returns: 0; *count (may be NULL) = the lines the log holds now.
+ * Errors: FERRY_ENOTFOUND when no such job; FERRY_ETOOBIG for a line over
+ *   FERRY_JOB_LOG_LINE_MAX; FERRY_EINVAL for a bad id or keep. Not retried after a lost
+ *   reply (the line could be added twice).
+ * Blocks: one round trip. */
+FERRY_API int ferry_queue_add_log(ferry_queue *q, const char *job_id, const char *line,
+                                  long long keep, long long *count, ferry_error *err);
+
+/* Read lines of job job_id's log with their total, as Node's queue.getJobLogs(id, start,
+ * end, asc): ascending = 1 oldest first, positions start..end; 0 newest first, positions
+ * counted from the newest. end -1 = FERRY_QUEUE_IDS_MAX lines from start; at most that many
+ * per call. A job without a log (or without a hash: Node does not check either) gives none.
+ * A NUL byte in a stored line ends that line here (C strings).
+ * Returns: 0 with *lines (NULL when none), *n, and *count (may be NULL) = every line the log
+ *   holds, read in the same script.
+ * Errors: FERRY_EINVAL for a bad id or range.
+ * Blocks: one round trip (read: retried once on a fresh connection).
+ * Ownership: free *lines with ferry_queue_job_ids_free(*lines, *n). */
+FERRY_API int ferry_queue_job_logs(ferry_queue *q, const char *job_id, long long start,
+                                   long long end, int ascending, char ***lines, size_t *n,
+                                   long long *count, ferry_error *err);
+
+/* ---- workers (BullMQ 6.7.0 Queue.getWorkers) ------------------------------------------ */
+
+#define FERRY_QUEUE_WORKERS_MAX 10000 /* workers one ferry_queue_workers call reports */
+
+/* One worker of a queue: a Redis client named as BullMQ workers name their blocking
+ * connection. Strings are NUL-terminated and owned by the array. */
+typedef struct ferry_queue_worker {
+    char *id;          /* Redis client id */
+    char *addr;        /* client address "ip:port" (NULL when Redis did not say) */
+    char *rawname;     /* the client name, "<prefix>:<base64(queue)>[:w:<name>]" */
+    char *worker_name; /* the part after ":w:", NULL for an unnamed worker */
+    long long age_s;   /* seconds connected (-1 when Redis did not say) */
+    long long idle_s;  /* seconds since its last command (-1 likewise) */
+} ferry_queue_worker;
+
+/* The queue's workers, Node's and ferry's, as Queue.getWorkers() finds them: every client in
+ * CLIENT LIST whose name is "<prefix>:<base64(queue)>" or starts with that and ":w:". A
+ * worker has one such connection (its blocking one) while it runs. Redis without CLIENT
+ * LIST (some hosted services refuse it) gives FERRY_EREDIS.
+ * Returns: 0 with *out (NULL when none) and *n, in CLIENT LIST order.
+ * Errors: FERRY_ETOOBIG over FERRY_QUEUE_WORKERS_MAX workers; FERRY_EREDIS when refused.
+ * Blocks: one round trip (read: retried once on a fresh connection).
+ * Ownership: free *out with ferry_queue_workers_free(*out, *n). */
+FERRY_API int ferry_queue_workers(ferry_queue *q, ferry_queue_worker **out, size_t *n,
+                                  ferry_error *err);
+/* Free what ferry_queue_workers returned (NULL accepted). Threads: any. Blocks: no. */
+FERRY_API void ferry_queue_workers_free(ferry_queue_worker *w, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

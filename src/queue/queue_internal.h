@@ -41,6 +41,12 @@ int ferry__queue_defaults_load_flags(const char *src, const char *what, int flag
  * parsed default options but no connection (q->conn NULL). With `for_adding`, a name
  * ferry__queue_name_check refuses is an error; without, the handle records it (name_unsafe)
  * and refuses adds. *out is freed with ferry_queue_close. No I/O. */
+/* The key of job `job_id` of q, plus `suffix` (NULL = none, e.g. ":logs"), malloc'd into
+ * *key, after checking the id as get and remove do (not empty, at most
+ * FERRY_JOB_FOREIGN_ID_MAX bytes, not one of the queue's own key names). Errors name `what`
+ * (NULL = nothing in front): FERRY_EINVAL, FERRY_ENOMEM. */
+int ferry__queue_job_key(const ferry_queue *q, const char *what, const char *job_id,
+                         const char *suffix, char **key, ferry_error *err);
 int ferry__queue_new(const char *name, const ferry_queue_options *opts, int for_adding,
                      ferry_queue **out, ferry_error *err);
 

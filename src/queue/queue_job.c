@@ -19,26 +19,34 @@
 _Static_assert(READ_ID_MAX == FERRY_SCHEDULER_FOREIGN_ID_MAX + 32, "room for repeat:<id>:<ms>");
 #define SHOWN_ID_MAX 256 /* a job id as error messages show it (escaped, cut) */
 
-/* The job's key (malloc'd into *key) after checking the id; 0 or an error. */
-static int check_id(const ferry_queue *q, const char *job_id, char **key, ferry_error *err) {
+int ferry__queue_job_key(const ferry_queue *q, const char *what, const char *job_id,
+                         const char *suffix, char **key, ferry_error *err) {
     *key = NULL;
-    if (!job_id || !*job_id) return ferry__err(err, FERRY_EINVAL, "job id is empty");
+    const char *w = what ? what : "", *sep = what ? ": " : "";
+    if (!job_id || !*job_id) return ferry__err(err, FERRY_EINVAL, "%s%sjob id is empty", w, sep);
     size_t len = strlen(job_id);
     if (len > READ_ID_MAX)
-        return ferry__err(err, FERRY_EINVAL, "job id longer than %d bytes", READ_ID_MAX);
+        return ferry__err(err, FERRY_EINVAL, "%s%sjob id longer than %d bytes", w, sep,
+                          READ_ID_MAX);
     const char *reserved = ferry__job_id_reserved(job_id);
     if (reserved)
         return ferry__err(err, FERRY_EINVAL,
-                          "job id '%s' is the name of one of queue %s's own keys, not a job",
-                          reserved, q->shown);
-    size_t cap = q->keys.base_len + len + 1;
+                          "%s%sjob id '%s' is the name of one of queue %s's own keys, not a job", w,
+                          sep, reserved, q->shown);
+    size_t slen = suffix ? strlen(suffix) : 0, cap = q->keys.base_len + len + slen + 1;
     if (!(*key = malloc(cap))) return ferry__err(err, FERRY_ENOMEM, "out of memory");
-    if (!ferry__key(&q->keys, job_id, *key, cap)) {
+    if (!ferry__key(&q->keys, job_id, *key, cap - slen)) {
         free(*key);
         *key = NULL;
-        return ferry__err(err, FERRY_EINVAL, "job key too long");
+        return ferry__err(err, FERRY_EINVAL, "%s%sjob key too long", w, sep);
     }
+    if (suffix) memcpy(*key + strlen(*key), suffix, slen + 1);
     return 0;
+}
+
+/* The job's key (malloc'd into *key) after checking the id; 0 or an error. */
+static int check_id(const ferry_queue *q, const char *job_id, char **key, ferry_error *err) {
+    return ferry__queue_job_key(q, NULL, job_id, NULL, key, err);
 }
 
 /* Integer field as written by BullMQ (plain decimal; tolerate "1.7e12" from Lua numbers). */

@@ -329,11 +329,14 @@ static void test_admin(void **state) {
     reset_log();
     set_user("admin", ADMIN, NULL, 0);
     set_user("producer", PRODUCER, NULL, 0);
-    const char *u = user_url("admin");
+    /* user_url's strings rotate through a few slots: keep copies */
+    char u[256], producer[256];
+    snprintf(u, sizeof u, "%s", user_url("admin"));
+    snprintf(producer, sizeof producer, "%s", user_url("producer"));
     cli_run r;
-    CLI(r, "queue", "add", "acla", "x", "{}", "--redis", user_url("producer"), "--prefix", prefix);
+    CLI(r, "queue", "add", "acla", "x", "{}", "--redis", producer, "--prefix", prefix);
     ok_run(&r);
-    CLI(r, "queue", "add", "acla", "x", "{}", "--redis", user_url("producer"), "--prefix", prefix);
+    CLI(r, "queue", "add", "acla", "x", "{}", "--redis", producer, "--prefix", prefix);
     ok_run(&r);
     CLI(r, "queue", "pause", "acla", "--redis", u, "--prefix", prefix);
     ok_run(&r);
@@ -349,6 +352,34 @@ static void test_admin(void **state) {
     CLI(r, "queue", "rate-limit", "acla", "--redis", u, "--prefix", prefix);
     ok_run(&r);
     CLI(r, "job", "remove", "acla", "1", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    /* the queue administration commands over many jobs */
+    CLI(r, "queue", "add", "acla", "x", "{}", "--opts", "{\"delay\":600000}", "--job-id", "later",
+        "--redis", producer, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "add", "acla", "x", "{}", "--opts", "{\"delay\":600000}", "--redis", producer,
+        "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "job", "promote", "acla", "later", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "promote", "acla", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "job", "list", "acla", "--state", "wait", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "job", "logs", "acla", "later", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "retry", "acla", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "retry", "acla", "--state", "completed", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "clean", "acla", "--state", "wait", "--grace", "0", "--limit", "1", "--redis",
+        u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "drain", "acla", "--delayed", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "list", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "workers", "acla", "--redis", u, "--prefix", prefix);
     ok_run(&r);
     CLI(r, "queue", "obliterate", "acla", "--yes", "--redis", u, "--prefix", prefix);
     ok_run(&r);
