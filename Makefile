@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test test-fast test-asan demo quickstart bench bench-relay bench-consumer install uninstall clean format
+.PHONY: all deps test test-fast test-asan demo quickstart bench bench-relay bench-consumer bench-metrics install uninstall clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -57,6 +57,10 @@ bench-relay: deps
 bench-consumer: deps
 	@$(MAKE) --no-print-directory all
 	@bench/consumer/run.sh $(BUILD)
+
+bench-metrics: deps
+	@$(MAKE) --no-print-directory all
+	@bench/metrics/run.sh $(BUILD)
 
 # PREFIX applies at install time too (the build directory may have been configured earlier);
 # DESTDIR is honoured. Quiet: one summary line instead of one per file (errors still show);

@@ -174,6 +174,7 @@ static int migrate_main(int argc, char **argv) {
 
 typedef struct relay_opts {
     const char *routes, *default_job_opts;
+    const char *metrics_listen; /* --metrics-listen ADDR:PORT */
     long long batch, batch_bytes, poll_ms, max_backoff_ms, retention_days, retention_interval_ms,
         retention_batch, unknown_ms, max_envelope;
 } relay_opts;
@@ -215,6 +216,10 @@ static const opt_def relay_defs[] = {
      (long long)FERRY_RELAY_MAX_ENVELOPE_LIMIT,
      "Largest job data written (default 2097152); larger rows are set aside (quarantined_at) "
      "and reported, never retried."},
+    {"metrics-listen", OPT_STRING, "ADDR:PORT", offsetof(relay_opts, metrics_listen), 0, 0,
+     "Serve Prometheus metrics (GET /metrics) on ADDR:PORT: ADDR an IPv4 literal, [IPv6] or "
+     "localhost, PORT 0 for any free one (the log line at start says which). Nothing is "
+     "served without it. A port that cannot be bound exits 3. See docs/metrics.md."},
 };
 
 static const cmd_spec relay_spec = {
@@ -235,7 +240,8 @@ static const cmd_spec relay_spec = {
     "SIGTERM/SIGINT/SIGHUP: finish the current batch and exit 0 (a second signal exits at\n"
     "once).\n"
     "Exit status: 0 stopped by a signal, 2 bad arguments or routes file, 3 could not start\n"
-    "(database or Redis unreachable, schema not migrated), 1 other failures.\n",
+    "(database or Redis unreachable, schema not migrated, --metrics-listen port taken), 1\n"
+    "other failures.\n",
     0,
     0,
     0,
@@ -293,7 +299,39 @@ static long long fault_count(void) {
     return *end || v < 1 ? -1 : v;
 }
 
-static int relay_run(int argc, char **argv, db_opts *d) {
+/* --metrics-listen: a registry with ferry_build_info served on `addr` (nothing when NULL).
+ * 0; a malformed address is a usage error (its exit code), one that cannot be bound
+ * CLI_EXIT_STARTUP, both said on stderr. */
+static int metrics_start(const char *addr, ferry_metrics **m, ferry_metrics_listener **l) {
+    *m = NULL;
+    *l = NULL;
+    if (!addr) return 0;
+    /* the listener's thread must not take the stop signals: only the sigwait thread may */
+    cli_signals_block();
+    ferry_error err = {0};
+    int rc = ferry_metrics_create(NULL, m, &err);
+    if (!rc) rc = ferry_metrics_build_info(*m, &err);
+    if (!rc) rc = ferry_metrics_listen(*m, addr, l, &err);
+    if (rc) {
+        ferry_metrics_destroy(*m);
+        *m = NULL;
+        char shown[2 * FERRY_ERROR_MESSAGE_MAX];
+        ferryx_printable(err.message, shown, sizeof shown);
+        if (rc == FERRY_EINVAL) return opts_usage_error(&relay_spec, "--metrics-listen: %s", shown);
+        logline("relay", "--metrics-listen: %s", shown);
+        return CLI_EXIT_STARTUP;
+    }
+    const char *colon = strrchr(addr, ':');
+    char host[256];
+    ferryx_printable(addr, host, sizeof host);
+    if (colon && (size_t)(colon - addr) < sizeof host) host[colon - addr] = '\0';
+    logline("relay", "metrics: serving http://%s:%d/metrics", host,
+            ferry_metrics_listener_port(*l));
+    return 0;
+}
+
+static int relay_run_with(int argc, char **argv, db_opts *d, ferry_metrics **metrics,
+                          ferry_metrics_listener **listener) {
     cli_conn conn = {0};
     relay_opts o = {.retention_days = -1};
     opt_group groups[] = {{"Options", relay_defs, sizeof relay_defs / sizeof relay_defs[0], &o},
@@ -312,6 +350,10 @@ static int relay_run(int argc, char **argv, db_opts *d) {
 
     ferry_routes *routes = NULL;
     if ((rc = load_routes(&relay_spec, o.routes, &routes))) return rc;
+    if ((rc = metrics_start(o.metrics_listen, metrics, listener))) {
+        ferry_routes_free(routes);
+        return rc;
+    }
 
     ferry_relay_options ro;
     ferry_relay_options_init(&ro);
@@ -336,6 +378,7 @@ static int relay_run(int argc, char **argv, db_opts *d) {
     ro.max_envelope_bytes = (size_t)o.max_envelope;
     ro.log = relay_log;
     ro.log_userdata = (void *)d->url;
+    ro.metrics = *metrics;
     if (fault.remaining) {
         ro.fault = relay_fault;
         ro.fault_userdata = &fault;
@@ -375,6 +418,16 @@ static int relay_run(int argc, char **argv, db_opts *d) {
                 "failed batch(es)",
                 stats.published, stats.batches, stats.jobs_added, stats.failed_batches);
     ferry_relay_free(relay);
+    return rc;
+}
+
+/* The relay is freed before the listener stops and the registry goes. */
+static int relay_run(int argc, char **argv, db_opts *d) {
+    ferry_metrics *metrics = NULL;
+    ferry_metrics_listener *listener = NULL;
+    int rc = relay_run_with(argc, argv, d, &metrics, &listener);
+    ferry_metrics_listener_stop(listener);
+    ferry_metrics_destroy(metrics);
     return rc;
 }
 

@@ -41,9 +41,11 @@ typedef struct worker_opts {
         shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
         max_started, retry_later_default, lanes, connect_timeout, max_payload;
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
-    const char *pass_env;  /* the last --pass-env; all of them: pass_env_names() */
-    const char *contracts; /* --contracts DIR */
-    int no_dead_letters;   /* --no-dead-letters */
+    const char *pass_env;       /* the last --pass-env; all of them: pass_env_names() */
+    const char *contracts;      /* --contracts DIR */
+    int no_dead_letters;        /* --no-dead-letters */
+    const char *metrics_listen; /* --metrics-listen ADDR:PORT */
+    int metrics_no_job_name;    /* --metrics-no-job-name */
 } worker_opts;
 
 enum { LOG_TEXT, LOG_JSON, LOG_NONE };
@@ -126,6 +128,13 @@ static const opt_def worker_defs[] = {
     {"pass-env", OPT_STRING, "NAME", offsetof(worker_opts, pass_env), 0, 0,
      "Keep the credential variable NAME (REDIS_URL, DATABASE_URL, PGPASSWORD or FERRY_*_URL) "
      "in the commands' environment, which otherwise lacks them. Repeatable."},
+    {"metrics-listen", OPT_STRING, "ADDR:PORT", offsetof(worker_opts, metrics_listen), 0, 0,
+     "Serve Prometheus metrics (GET /metrics) on ADDR:PORT: ADDR an IPv4 literal, [IPv6] or "
+     "localhost, PORT 0 for any free one (the log line at start says which). Nothing is "
+     "served without it. See docs/metrics.md."},
+    {"metrics-no-job-name", OPT_FLAG, NULL, offsetof(worker_opts, metrics_no_job_name), 0, 0,
+     "Leave the job name out of the metrics (their name label is \"\"): for queues whose job "
+     "names are not a small fixed set."},
 };
 
 static const cmd_spec worker_spec = {
@@ -720,6 +729,45 @@ static int worker_check(const worker_opts *o, cli_conn *conn, char **cmd, int *l
     return 0;
 }
 
+/* --metrics-listen: a registry with ferry_build_info served on `addr` (nothing when NULL).
+ * 0; a malformed address is a usage error (its exit code), one that cannot be bound
+ * CLI_EXIT_RUNTIME, both said on stderr. */
+static int metrics_start(const char *addr, ferry_metrics **m, ferry_metrics_listener **l) {
+    *m = NULL;
+    *l = NULL;
+    if (!addr) return 0;
+    /* the listener's thread must not take the stop signals: only the sigwait thread may */
+    cli_signals_block();
+    ferry_error err = {0};
+    int rc = ferry_metrics_create(NULL, m, &err);
+    if (!rc) rc = ferry_metrics_build_info(*m, &err);
+    if (!rc) rc = ferry_metrics_listen(*m, addr, l, &err);
+    if (rc) {
+        ferry_metrics_destroy(*m);
+        *m = NULL;
+        char shown[2 * FERRY_ERROR_MESSAGE_MAX];
+        ferryx_printable(err.message, shown, sizeof shown);
+        if (rc == FERRY_EINVAL)
+            return opts_usage_error(&worker_spec, "--metrics-listen: %s", shown);
+        logline("worker", "--metrics-listen: %s", shown);
+        return CLI_EXIT_RUNTIME;
+    }
+    const char *colon = strrchr(addr, ':');
+    char host[256];
+    ferryx_printable(addr, host, sizeof host);
+    if (colon && (size_t)(colon - addr) < sizeof host) host[colon - addr] = '\0';
+    logline("worker", "metrics: serving http://%s:%d/metrics", host,
+            ferry_metrics_listener_port(*l));
+    return 0;
+}
+
+/* The listener stops first (it renders the registry). The registry is kept when handlers
+ * may still run (abandoned: they update it); the process is leaving then. */
+static void metrics_stop(ferry_metrics *m, ferry_metrics_listener *l, int abandoned) {
+    ferry_metrics_listener_stop(l);
+    if (!abandoned) ferry_metrics_destroy(m);
+}
+
 /* The library's worker options for what the command line says; callbacks get `xw`. */
 static void worker_options_fill(ferry_worker_options *wo, const worker_opts *o,
                                 const cli_conn *conn, exec_worker *xw) {
@@ -842,6 +890,13 @@ static int worker_main(int argc, char **argv) {
         free(pass);
         return rc;
     }
+    ferry_metrics *metrics = NULL;
+    ferry_metrics_listener *listener = NULL;
+    if ((rc = metrics_start(o.metrics_listen, &metrics, &listener))) {
+        free(pass);
+        db_opts_free(&d);
+        return rc;
+    }
 
     exec_worker xw = {.queue = queue,
                       .cmd = cmd,
@@ -860,6 +915,7 @@ static int worker_main(int argc, char **argv) {
     cli_signals_block();
     if (build_base_env(&xw)) {
         logline("worker", "out of memory");
+        metrics_stop(metrics, listener, 0);
         exec_worker_release(&xw);
         return CLI_EXIT_RUNTIME;
     }
@@ -870,6 +926,7 @@ static int worker_main(int argc, char **argv) {
         char shown[2 * FERRY_ERROR_MESSAGE_MAX];
         rc = opts_usage_error(&worker_spec, "--contracts: %s",
                               ferryx_printable(err.message, shown, sizeof shown));
+        metrics_stop(metrics, listener, 0);
         exec_worker_release(&xw);
         return rc;
     }
@@ -887,14 +944,15 @@ static int worker_main(int argc, char **argv) {
         if (ferry_dlq_recorder_start(&ro, &recorder, &err) != 0) {
             rc = db_report(&worker_spec, d.url, &err);
             ferry_contracts_free(contracts);
+            metrics_stop(metrics, listener, 0);
             exec_worker_release(&xw);
             db_opts_free(&d);
             return rc;
         }
         char where[512];
         db_display(&d, where, sizeof where);
-        logline("worker", "dead letters: final failures will be recorded in database %s (%s)", where,
-                d.url_source);
+        logline("worker", "dead letters: final failures will be recorded in database %s (%s)",
+                where, d.url_source);
     }
 
     ferry_worker_options wo;
@@ -907,6 +965,8 @@ static int worker_main(int argc, char **argv) {
         wo.check = ferry_contracts_job_check;
         wo.check_userdata = contracts;
     }
+    wo.metrics = metrics;
+    wo.metrics_no_job_name = o.metrics_no_job_name;
     ferry_worker *w = NULL;
     cli_signals sigs = {0};
     int abandoned = 0;
@@ -929,6 +989,7 @@ static int worker_main(int argc, char **argv) {
         ferry_dlq_recorder_close(recorder, 5000);
     }
     cli_signals_stop(&sigs);
+    metrics_stop(metrics, listener, abandoned);
     exec_worker_release(&xw);
     db_opts_free(&d);
     return rc;

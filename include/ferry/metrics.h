@@ -197,7 +197,8 @@ FERRY_API int ferry_metrics_render_to(ferry_metrics *m, char *buf, size_t cap, s
  * IPv4 literal, "[IPv6 literal]" or "localhost", PORT 0..65535 (0 = any free port; see
  * ferry_metrics_listener_port); NULL = FERRY_METRICS_LISTEN_DEFAULT, loopback. No name is
  * resolved. Other paths answer 404, other methods 405. One thread of its own (libmicrohttpd),
- * at most 16 connections at once, 10 s idle timeout per connection.
+ * at most 16 connections at once, 10 s idle timeout per connection. That thread blocks every
+ * signal, so a program's own SIGTERM handling is never taken over by it.
  * Returns: 0 and the listener in *out, stopped and freed with ferry_metrics_listener_stop.
  * Errors: FERRY_EINVAL for a malformed address; FERRY_EIO when the socket cannot be bound
  *   (the reason in the message); FERRY_ENOMEM.

@@ -26,6 +26,7 @@
 #define FERRY_OUTBOX_H
 
 #include "common.h"
+#include "metrics.h"
 #include "redis.h"
 
 /* libpq's PGconn, from libpq's own header: a second typedef of it here would be an error in
@@ -362,6 +363,11 @@ typedef struct ferry_relay_options {
      * queue once. Copied at create. NULL/0 = every queue uses default_job_opts. */
     const ferry_relay_queue_defaults *queue_defaults;
     size_t nqueue_defaults;
+    /* Prometheus metrics (ferry/metrics.h; docs/metrics.md "The relay's metrics"): the relay
+     * registers its families here (or uses them when another relay of the process did) at
+     * ferry_relay_create and updates them as batches commit. NULL = none. Not owned: it must
+     * outlive the relay (ferry_relay_free). */
+    ferry_metrics *metrics;
 } ferry_relay_options;
 
 /* Fill *o with defaults (all zero / NULL; NULL accepted). Threads: any. Blocks: no; no

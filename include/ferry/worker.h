@@ -14,6 +14,7 @@
 #define FERRY_WORKER_H
 
 #include "common.h"
+#include "metrics.h"
 #include "redis.h"
 
 #ifdef __cplusplus
@@ -354,6 +355,17 @@ typedef struct ferry_worker_options {
      * this one also holds for jobs other producers wrote. 0 = no limit; at most
      * FERRY_MAX_PAYLOAD_LIMIT. */
     size_t max_payload_bytes;
+    /* Prometheus metrics (ferry/metrics.h; docs/metrics.md "The worker's metrics" lists
+     * them): the worker registers its families in this registry, or uses them when another
+     * worker of the process registered them already (several workers share one registry;
+     * their series add up), and updates them as jobs finish. NULL = no metrics: nothing is
+     * registered or looked up, nothing is updated. Not owned: it must outlive the worker
+     * (ferry_worker_free), and abandoned handlers after a timed-out close. */
+    ferry_metrics *metrics;
+    /* 1 = the `name` label of the per-job-name families is "" for every job (the label is
+     * kept, so a family's label set is the same whatever each worker says: for queues
+     * whose job names are not a small fixed set). 0 = the job's name. */
+    int metrics_no_job_name;
 } ferry_worker_options;
 
 /* Fill *o (not NULL) with defaults (all zero / NULL).

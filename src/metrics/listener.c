@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,10 +171,17 @@ int ferry_metrics_listen(ferry_metrics *m, const char *addr, ferry_metrics_liste
     l->port = port;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    /* libmicrohttpd's thread takes the signal mask of the thread that starts it: start it with
+     * every signal blocked, so that a SIGTERM the program means to handle (on a thread of its
+     * own, by sigwait, or by a handler on the main thread) never lands on it */
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
     l->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)LISTEN_CONNECTIONS_MAX,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)LISTEN_IDLE_TIMEOUT_S,
                                  MHD_OPTION_END);
+    if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!l->daemon) {
         /* not closed here: libmicrohttpd closes the socket it was given when it fails past
          * the options (mutexes, its thread), and a second close could hit a descriptor

@@ -124,6 +124,7 @@ static ferry_outcome run_one(ferry__lane *lane, ferry_job *j) {
         if (lane->check(j, reason, sizeof reason, lane->check_ud) != 0) {
             reason[sizeof reason - 1] = '\0';
             ferry_job_set_failure(j, reason[0] ? reason : "check failed", NULL);
+            j->fail_class = FERRY__FC_CHECK;
             return FERRY_FAILED_PERMANENT;
         }
     }
@@ -138,6 +139,7 @@ void *ferry__handler_main(void *arg) {
     for (;;) {
         if (!j && !(j = ready_take(lane))) break;
         atomic_fetch_add(&lane->busy, 1);
+        if (lane->m.on) ferry_metrics_gauge_add(lane->m.busy, 1);
         int64_t t0 = ferry__now_us();
         ferry_outcome oc = run_one(lane, j);
         int64_t took = ferry__now_us() - t0;
@@ -156,6 +158,7 @@ void *ferry__handler_main(void *arg) {
         j->run_us = took;
         ferry__job_plan(j, oc, &cache);
         atomic_fetch_sub(&lane->busy, 1);
+        if (lane->m.on) ferry_metrics_gauge_add(lane->m.busy, -1);
         push_done(lane, j);
         j = NULL;
         /* More fetched jobs waiting means more completions are imminent: leave this result

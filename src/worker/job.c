@@ -347,12 +347,21 @@ ferry_outcome ferry_job_http_outcome(ferry_job *j, const ferry_http_verdict *v,
 static char *dup_printf(const char *fmt, ...) FERRY_PRINTF(1, 2);
 
 const char *ferry__job_unrunnable(ferry_job *j) {
-    if (j->defa) return j->defa;
-    if (j->lane->max_started_attempts > 0 && j->lane->max_started_attempts < j->attempts_started)
+    if (j->defa) {
+        /* moveStalledJobsToWait's text, as BullMQ's */
+        j->fail_class = strcmp(j->defa, "job stalled more than allowable limit")
+                            ? FERRY__FC_DEFERRED
+                            : FERRY__FC_STALLED;
+        return j->defa;
+    }
+    if (j->lane->max_started_attempts > 0 && j->lane->max_started_attempts < j->attempts_started) {
+        j->fail_class = FERRY__FC_MAX_STARTED;
         return "job started more than allowable limit";
+    }
     size_t max = j->lane->max_payload_bytes, n = 0;
     if (max && j->data && (n = strlen(j->data)) > max) { /* no strlen when there is no limit */
         static const char fallback[] = "job data is over this worker's limit (max_payload_bytes)";
+        j->fail_class = FERRY__FC_PAYLOAD;
         if (!j->too_big)
             j->too_big = dup_printf("job data is %zu bytes, over this worker's limit of %zu bytes "
                                     "(max_payload_bytes)",
@@ -485,6 +494,7 @@ static void plan_return_too_big(ferry_job *j) {
     j->reason = why;
     j->stack = NULL;
     j->outcome = FERRY_FAILED;
+    j->fail_class = FERRY__FC_RETURN_TOO_BIG;
 }
 
 static void plan_completion(ferry_job *j, const ferry__job_opts *o) {
@@ -593,6 +603,7 @@ void ferry__job_plan_unsendable(ferry_job *j, const char *why) {
     j->reason = dup_printf("result not written: %s", why);
     j->stack = NULL;
     j->outcome = FERRY_FAILED_PERMANENT;
+    j->fail_class = FERRY__FC_UNSENDABLE;
     ferry__job_plan(j, FERRY_FAILED_PERMANENT, NULL);
     free(j->stacktrace);
     j->stacktrace = NULL;
@@ -613,6 +624,7 @@ int ferry__job_plan_refused(ferry_job *j, int code) {
     j->reason = msg; /* ENOMEM: NULL, planned as "failed" */
     j->stack = stack;
     j->outcome = code == -4 ? FERRY_FAILED : FERRY_FAILED_PERMANENT;
+    j->fail_class = FERRY__FC_CHILDREN;
     ferry__job_plan(j, j->outcome, NULL);
     return 1;
 }

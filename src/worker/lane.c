@@ -87,6 +87,7 @@ static void destroy(ferry__lane *lane) {
     free(lane->client_name);
     ferry__redis_options_release(&lane->redis);
     free(lane->key.block);
+    ferry__wm_free(&lane->m);
     pthread_mutex_destroy(&lane->mu);
     ferry__cbgate_drop(lane->cbg);
     pthread_mutex_destroy(&lane->rq_mu);
@@ -259,6 +260,10 @@ int ferry__lane_create(const char *queue, const ferry_worker_options *opts, int 
     if (find_scripts(&lane->script) != 0) {
         destroy(lane);
         return ferry__err(err, FERRY_EINVAL, "worker: embedded scripts missing (build problem)");
+    }
+    if ((rc = ferry__wm_init(&lane->m, opts->metrics, queue, opts->metrics_no_job_name, err))) {
+        destroy(lane);
+        return rc;
     }
     *out = lane;
     return 0;

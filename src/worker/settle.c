@@ -54,6 +54,7 @@ static void settle_written_ok(ferry__lane *lane, ferry_job *j, deltas *dl) {
     switch (j->kind) {
     case FERRY__FIN_COMPLETE:
         dl->completed++;
+        ferry__wm_settled(lane, j, FERRY__WM_COMPLETED);
         if (lane->cb.completed && ferry__cb_enter(lane) == 0) {
             lane->cb.completed(j, j->value, lane->cb_ud);
             ferry__cb_leave(lane);
@@ -62,9 +63,11 @@ static void settle_written_ok(ferry__lane *lane, ferry_job *j, deltas *dl) {
     case FERRY__FIN_RETRY_LATER:
         /* BullMQ's DelayedError / RateLimitError: no failed event */
         dl->retried_later++;
+        ferry__wm_settled(lane, j, FERRY__WM_RETRIED_LATER);
         break;
     case FERRY__FIN_THROTTLE:
         dl->throttled++;
+        ferry__wm_settled(lane, j, FERRY__WM_THROTTLED);
         break;
     case FERRY__FIN_FAIL:
     default: {
@@ -73,6 +76,7 @@ static void settle_written_ok(ferry__lane *lane, ferry_job *j, deltas *dl) {
             dl->failed++;
         else
             dl->retried++;
+        ferry__wm_settled(lane, j, final ? FERRY__WM_FAILED : FERRY__WM_RETRIED);
         if (lane->cb.failed && ferry__cb_enter(lane) == 0) {
             lane->cb.failed(j, j->value ? j->value : "", final, lane->cb_ud);
             ferry__cb_leave(lane);
@@ -109,6 +113,7 @@ static int settle_answer(ferry__lane *lane, ferry_job *j, int code, const ferry_
         if (++j->send_tries < SCRIPT_ERROR_RETRIES) return SETTLE_RESEND_LATER;
         /* not written: its lock expires and it runs again elsewhere, as after a lost lock */
         ferry__job_log_emit(lane, j, "lock-lost");
+        ferry__wm_settled(lane, j, FERRY__WM_LOCK_LOST);
         ferry__lane_report(
             lane, FERRY_EREDIS,
             "worker %s: job %s: %s given up after %d script errors (%s); its lock expires and "
@@ -119,6 +124,7 @@ static int settle_answer(ferry__lane *lane, ferry_job *j, int code, const ferry_
     }
     if ((code == -2 || code == -6) && !j->lock_lost) dl->lock_lost++;
     ferry__job_log_emit(lane, j, "lock-lost");
+    ferry__wm_settled(lane, j, FERRY__WM_LOCK_LOST);
     ferry__lane_report(
         lane, code == -2 || code == -6 ? FERRY_ELOCK : FERRY_ESTATE,
         "worker %s: job %s: %s refused (%d: %s)%s", lane->queue, j->id,

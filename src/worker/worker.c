@@ -103,6 +103,20 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
 
 static int close_lanes(ferry_worker *w, int deadline_ms);
 
+/* ferry_worker_slots: + the worker's concurrency once it runs, - again at close. */
+static void count_slots(ferry_worker *w, int on) {
+    if (!w->lanes[0]->m.on) return;
+    pthread_mutex_lock(&w->mu);
+    int change = on != w->slots_counted;
+    w->slots_counted = on;
+    pthread_mutex_unlock(&w->mu);
+    if (!change) return;
+    int total = 0;
+    for (int i = 0; i < w->nlanes; i++)
+        total += w->lanes[i]->concurrency;
+    ferry_metrics_gauge_add(w->lanes[0]->m.slots, on ? total : -total);
+}
+
 static void set_started(ferry_worker *w, int v) {
     pthread_mutex_lock(&w->mu);
     w->started = v;
@@ -154,6 +168,7 @@ int ferry_worker_start_within(ferry_worker *w, int timeout_ms, ferry_error *err)
         close_lanes(w, 5000);
         return rc;
     }
+    count_slots(w, 1);
     return 0;
 }
 
@@ -199,6 +214,7 @@ int ferry_worker_close(ferry_worker *w, int deadline_ms) {
     w->closed = 1;
     pthread_mutex_unlock(&w->mu);
     int rc = close_lanes(w, deadline_ms);
+    count_slots(w, 0);
     pthread_mutex_lock(&w->mu);
     w->close_rc = rc;
     pthread_mutex_unlock(&w->mu);

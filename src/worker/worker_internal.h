@@ -15,6 +15,7 @@
  *   waiter.c    the waiter thread (owns the blocking connection): BZPOPMIN on the marker
  *   job.c       ferry_job: accessors, parsing a fetched job, planning its finish
  *   joblog.c    callbacks.job_log records and ferry_job_log_format
+ *   wmetrics.c  the worker's Prometheus series (ferry_worker_options.metrics)
  *   link.c      the worker's view of its Redis link (REDIS_LOST / REDIS_RESTORED)
  *   backoff.c   retry delays (built-in and registered strategies)
  *   keep_check.c  ferry_keep_jobs_check (a removeOnComplete/removeOnFail value, checked)
@@ -34,6 +35,7 @@
 #include <time.h>
 
 #include "envelope/envelope.h"
+#include "ferry/metrics.h"
 #include "ferry/worker.h"
 #include "queue/job_opts.h"
 #include "queue/keys.h"
@@ -81,6 +83,58 @@ typedef enum ferry__fin_kind {
     FERRY__FIN_THROTTLE,    /* throttleJob: queue limiter + back to the front of wait */
 } ferry__fin_kind;
 
+/* Why a job failed, for ferry_jobs_failed_total's reason_class (wmetrics.c): set where the
+ * cause is known; FERRY__FC_OUTCOME = from the outcome (FERRY_FAILED: transient, else
+ * permanent). */
+typedef enum ferry__fail_class {
+    FERRY__FC_OUTCOME = 0,
+    FERRY__FC_CHECK,          /* ferry_worker_options.check refused the job */
+    FERRY__FC_STALLED,        /* stalled more than max_stalled_count times */
+    FERRY__FC_MAX_STARTED,    /* started more than max_started_attempts times */
+    FERRY__FC_PAYLOAD,        /* data over max_payload_bytes */
+    FERRY__FC_DEFERRED,       /* another deferred failure (`defa`) */
+    FERRY__FC_RETURN_TOO_BIG, /* return value over FERRY_RETURN_MAX_BYTES */
+    FERRY__FC_CHILDREN,       /* completion refused: pending or failed children */
+    FERRY__FC_UNSENDABLE,     /* the result could not be sent to Redis */
+    FERRY__FC_TRANSIENT,      /* (derived) FERRY_FAILED */
+    FERRY__FC_PERMANENT,      /* (derived) FERRY_FAILED_PERMANENT */
+    FERRY__FC_COUNT
+} ferry__fail_class;
+
+/* ferry_jobs_processed_total's outcome label values. */
+typedef enum ferry__wm_outcome {
+    FERRY__WM_COMPLETED,
+    FERRY__WM_FAILED,
+    FERRY__WM_RETRIED,
+    FERRY__WM_RETRIED_LATER,
+    FERRY__WM_THROTTLED,
+    FERRY__WM_LOCK_LOST,
+    FERRY__WM_OUTCOMES
+} ferry__wm_outcome;
+
+/* Job names whose series a lane keeps at hand (a direct-mapped cache: a name meeting
+ * another in its slot takes the slot; the registry still has both). */
+#define FERRY__WM_NAMES 64
+
+/* The series of one job name (wmetrics.c). failed[][] is looked up on first use. */
+typedef struct ferry__wm_name {
+    char *name; /* NULL = empty slot */
+    ferry_metrics_counter *processed[FERRY__WM_OUTCOMES];
+    ferry_metrics_counter *failed[FERRY__FC_COUNT][2]; /* [class][final] */
+    ferry_metrics_histogram *duration;
+} ferry__wm_name;
+
+/* A lane's metrics: on = 0 when ferry_worker_options.metrics is NULL (nothing else is
+ * set then). Families and per-queue series are set at create and read-only after; the
+ * name cache is [disp]. */
+typedef struct ferry__wmetrics {
+    int on, no_name;
+    ferry_metrics_family *processed, *failed, *duration;
+    ferry_metrics_histogram *wait, *attempts;
+    ferry_metrics_gauge *slots, *busy;
+    ferry__wm_name names[FERRY__WM_NAMES];
+} ferry__wmetrics;
+
 struct ferry_job {
     struct ferry_job *next; /* link in done / pending / fetched lists */
     ferry__lane *lane;
@@ -106,9 +160,10 @@ struct ferry_job {
     int req_delay_set;
 
     /* Written by the handler thread after the run (read when the result is settled). */
-    ferry_outcome outcome; /* as returned (an invalid value became FAILED_PERMANENT) */
-    int ran;               /* the handler ran (0: failed at fetch without running) */
-    int64_t run_us;        /* handler run time */
+    ferry_outcome outcome;    /* as returned (an invalid value became FAILED_PERMANENT) */
+    int ran;                  /* the handler ran (0: failed at fetch without running) */
+    unsigned char fail_class; /* a ferry__fail_class (metrics only) */
+    int64_t run_us;           /* handler run time */
     /* The envelope of the data (ferry__job_envelope, on the thread about to run or fail the
      * job, before anything reads it): env_done set once parsed; payload owned, NULL when
      * the data is not an envelope (ferry_job_payload returns data then). */
@@ -195,7 +250,7 @@ struct ferry__lane {
     char *name;                /* NULL = none */
     int concurrency, lock_duration_ms, stalled_interval_ms, max_stalled_count;
     int max_started_attempts, drain_delay_ms, fetch_batch;
-    size_t max_payload_bytes; /* 0 = none */
+    size_t max_payload_bytes;             /* 0 = none */
     int limiter_max, limiter_duration_ms; /* 0 = no worker limiter */
     ferry__backoff_custom *backoffs;      /* registered strategies, owned */
     size_t nbackoffs;
@@ -229,6 +284,7 @@ struct ferry__lane {
      * after ferry_worker_close returns (see ferry__cb_enter, gate.c). Shared by the lanes
      * of one worker. */
     ferry__cbgate *cbg;
+    ferry__wmetrics m; /* Prometheus series (wmetrics.c) */
 
     /* ---- guarded by mu ------------------------------------------------------------- */
     pthread_mutex_t mu;
@@ -298,6 +354,9 @@ struct ferry_worker {
     /* start got past connecting and launches threads / start was called off before that
      * (ferry_worker_abort_start) */
     int launching, start_aborted;
+    /* the lanes' concurrency is counted in ferry_worker_slots (from a successful start to
+     * close) */
+    int slots_counted;
 };
 
 /* ---- job.c ---------------------------------------------------------------------- */
@@ -363,6 +422,18 @@ int ferry__job_envelope(ferry_job *j);
 /* Call callbacks.job_log (if set) for a settled job: `outcome` is one of the names in
  * ferry_job_log. Runs the callback under ferry__cb_enter. */
 void ferry__job_log_emit(ferry__lane *lane, const ferry_job *j, const char *outcome);
+
+/* ---- wmetrics.c ------------------------------------------------------------------ */
+
+/* Register (or find) the worker's families in reg and look up the per-queue series of
+ * `queue` into *m; reg NULL leaves m off. 0, or FERRY_EINVAL / FERRY_ENOMEM (a family
+ * registered by someone else with another kind; out of memory). */
+int ferry__wm_init(ferry__wmetrics *m, ferry_metrics *reg, const char *queue, int no_name,
+                   ferry_error *err);
+void ferry__wm_free(ferry__wmetrics *m);
+/* A settled job (its finish written, or given up as lock-lost): the counters and
+ * histograms of its outcome. [disp] */
+void ferry__wm_settled(ferry__lane *lane, const ferry_job *j, ferry__wm_outcome oc);
 
 /* ---- batch.c -------------------------------------------------------------------- */
 

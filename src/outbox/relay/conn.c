@@ -104,7 +104,8 @@ int ferry__relay_claim_sql(char *out, size_t cap, const char *qs) {
         "claimed AS (UPDATE %s.outbox_events AS o SET published_at = now() "
         "WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM kept)) AND o.published_at IS NULL "
         "RETURNING o.id, o.topic, o.payload, o.trace_id, o.created_at) "
-        "SELECT id, topic, payload, trace_id, (SELECT count(*) FROM locked) FROM claimed "
+        "SELECT id, topic, payload, trace_id, (SELECT count(*) FROM locked), "
+        "extract(epoch FROM created_at)::float8 FROM claimed "
         "ORDER BY created_at, id",
         qs, qs, qs);
     return n >= 0 && (size_t)n < cap ? 0 : -1;

@@ -220,6 +220,7 @@ int ferry_relay_create(const ferry_relay_options *o, ferry_relay **out, ferry_er
     }
     if (!rc) rc = index_queues(r, err);
     if (!rc) rc = index_queue_defaults(r, o, err);
+    if (!rc) rc = ferry__relay_metrics_init(r, o->metrics, err);
     if (!rc && pipe(r->stop_pipe) != 0)
         rc = ferry__err(err, FERRY_EIO, "relay: pipe: %s", strerror(errno));
     if (!rc)
@@ -444,6 +445,8 @@ static void relay_loop(ferry_relay *r) {
             relay_batch_rc brc = ferry__relay_drain(r, &rows, &more, &e);
             if (brc == RELAY_BATCH_NARROWED) continue; /* a claim timed out: logged, retry now */
             if (brc == RELAY_BATCH_OK) {
+                if (r->m_last_success)
+                    ferry_metrics_gauge_set(r->m_last_success, (double)ferry__now_ms() / 1e3);
                 if (backoff) {
                     ferry__relay_log(r, FERRY_LOG_INFO, "relay: publishing again");
                     set_backing_off(r, 0);

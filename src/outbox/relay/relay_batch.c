@@ -39,10 +39,11 @@
 
 typedef struct batch_row {
     const char *id;
-    long topic;     /* routes index, -1 = not ours (put back) */
-    char *envelope; /* job data, until its jobs were sent (NULL when set aside or put back) */
-    size_t size;    /* job data bytes */
-    int publish;    /* becomes jobs (else set aside or put back) */
+    long topic;       /* routes index, -1 = not ours (put back) */
+    char *envelope;   /* job data, until its jobs were sent (NULL when set aside or put back) */
+    size_t size;      /* job data bytes */
+    int publish;      /* becomes jobs (else set aside or put back) */
+    double created_s; /* the row's created_at, seconds since the epoch */
     char reason[200];
 } batch_row;
 
@@ -53,6 +54,7 @@ typedef struct batch {
     int left_behind; /* it locked rows past the byte budget (they wait for the next batch) */
     batch_row *rows;
     size_t published, quarantined, put_back, jobs;
+    int64_t claim_sent_us; /* mono µs when its claim was sent */
 } batch;
 
 static void batch_free(batch *b) {
@@ -70,6 +72,7 @@ static int build_rows(ferry_relay *r, batch *b, ferry_error *err) {
     for (int i = 0; i < b->n; i++) {
         batch_row *row = &b->rows[i];
         row->id = PQgetvalue(b->res, i, 0);
+        row->created_s = atof(PQgetvalue(b->res, i, 5));
         row->topic = ferry__routes_find(r->routes, PQgetvalue(b->res, i, 1));
         if (row->topic < 0) { /* the claim filters topics; defensive only */
             b->put_back++;
@@ -425,6 +428,7 @@ typedef struct lane {
     ferry__pg_stmt st[LANE_STMTS];
     int commit_at, claim_at, alone_at; /* their index in st, -1 = not sent */
     int claim_limit;                   /* the LIMIT of the claim sent */
+    int64_t claim_sent_us;             /* mono µs when it was sent */
 } lane;
 
 static void count_failure(ferry_relay *r) {
@@ -448,6 +452,15 @@ static void committed(ferry_relay *r, lane *l) {
     r->stats.quarantined += b->quarantined;
     r->stats.batches++;
     pthread_mutex_unlock(&r->mu);
+    ferry__relay_metrics_committed(r, b->published, b->claim_sent_us);
+}
+
+/* The batch's jobs are in Redis: each published row's age (ferry_relay_commit_to_enqueue). */
+static void observe_enqueued(ferry_relay *r, const batch *b) {
+    if (!r->m_commit_to_enqueue) return;
+    int64_t now_ms = ferry__now_ms();
+    for (int i = 0; i < b->n; i++)
+        if (b->rows[i].publish) ferry__relay_metrics_enqueued(r, now_ms, b->rows[i].created_s);
 }
 
 /* Send, without waiting: with commit, the lane's batch's put-backs and COMMIT (one
@@ -491,6 +504,7 @@ static int lane_send(ferry_relay *r, lane *l, int commit, int claim, ferry_error
         l->st[k++] = (ferry__pg_stmt){"begin", RELAY_ST_ASYNC, NULL, 0, NULL};
         l->claim_at = (int)k;
         l->claim_limit = r->claim_limit;
+        l->claim_sent_us = ferry__relay_mono_us();
         l->st[k++] = (ferry__pg_stmt){"claim batch", RELAY_ST_CLAIM, NULL, 3, claim_params};
         l->st[k++] = (ferry__pg_stmt){"claim batch", RELAY_ST_AFTER_CLAIM, NULL, 0, NULL};
         /* on the connection that holds our shared lock, once in a while */
@@ -549,6 +563,7 @@ static int lane_recv(ferry_relay *r, lane *l, ferry_error *err) {
             l->b.res = c;
             l->b.n = PQntuples(c);
             l->b.limit = l->claim_limit;
+            l->b.claim_sent_us = l->claim_sent_us;
             /* rows locked (and visible) but not marked: left behind for the budget */
             l->b.left_behind = l->b.n > 0 && atoll(PQgetvalue(c, 0, 4)) > l->b.n;
             adapt_claim_limit(r, &l->b);
@@ -746,6 +761,7 @@ relay_batch_rc ferry__relay_drain(ferry_relay *r, int *rows, int *more, ferry_er
         }
         r->refused_row[0] = '\0';
         r->refusing = 0;
+        observe_enqueued(r, b);
         if (r->fault) r->fault("relay_after_publish", r->fault_userdata);
         c->added = 1;
         if (os.rc) {

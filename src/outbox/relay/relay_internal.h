@@ -1,7 +1,7 @@
 /* relay_internal.h - the ferry_relay object shared by relay.c (life cycle, the wait/wake
  * loop, backoff, reconnects, unknown-topic reports), relay_batch.c (publishing batches),
- * relay_claim_limit.c (rows per claim, claims that time out) and relay_retention.c (the
- * retention thread). */
+ * relay_claim_limit.c (rows per claim, claims that time out), relay_retention.c (the
+ * retention thread) and relay_metrics.c (the Prometheus series). */
 #ifndef FERRY_OUTBOX_RELAY_INTERNAL_H
 #define FERRY_OUTBOX_RELAY_INTERNAL_H
 
@@ -82,7 +82,27 @@ struct ferry_relay {
     pthread_mutex_t mu; /* stats */
     pthread_mutex_t log_mu; /* one log callback at a time (separate: a callback may read stats) */
     ferry_relay_stats stats;
+
+    /* Prometheus series (relay_metrics.c); all NULL without ferry_relay_options.metrics
+     * (every update is then a no-op). Updated on the run thread only. */
+    ferry_metrics_counter *m_published;
+    ferry_metrics_histogram *m_batch_duration, *m_commit_to_enqueue;
+    ferry_metrics_gauge *m_last_success;
 };
+
+/* ---- relay_metrics.c ------------------------------------------------------------------ */
+
+/* Register (or find, when another relay of the process did) the relay's families in reg
+ * and look up their series into r->m_*; reg NULL leaves them NULL. 0, or FERRY_EINVAL /
+ * FERRY_ENOMEM. */
+int ferry__relay_metrics_init(ferry_relay *r, ferry_metrics *reg, ferry_error *err);
+/* Monotonic µs, for batch durations. */
+int64_t ferry__relay_mono_us(void);
+/* A batch with rows committed: `published` rows, its claim sent at claim_sent_us. */
+void ferry__relay_metrics_committed(ferry_relay *r, size_t published, int64_t claim_sent_us);
+/* A published row's jobs are in Redis at now_ms (wall): its age since created_s (the row's
+ * created_at, epoch seconds; the relay's clock against PostgreSQL's, 0 when negative). */
+void ferry__relay_metrics_enqueued(ferry_relay *r, int64_t now_ms, double created_s);
 
 /* ---- conn.c: connections, statements, waiting (calls nothing else of the relay) ------- */
 
