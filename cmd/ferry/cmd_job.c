@@ -1,5 +1,6 @@
-/* cmd_job.c - `ferry job show | remove | retry | promote | list | logs`: inspect, delete,
- * retry or promote one job, read its log; list a page of a state's jobs. */
+/* cmd_job.c - `ferry job show | remove | retry | promote | list | logs | find`: inspect,
+ * delete, retry or promote one job, read its log; list a page of a state's jobs; find jobs
+ * by name or data (a bounded scan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,3 +485,109 @@ const cli_setup job_logs_cmd = {.spec = &logs_spec,
                                 .opts = &logs_o,
                                 .check = job_logs_check,
                                 .body = job_logs};
+
+/* ---- job find ------------------------------------------------------------------------- */
+
+typedef struct find_opts {
+    const char *state, *name, *data_contains;
+    long long limit, scan_max;
+    int json;
+} find_opts;
+
+static find_opts find_o;
+
+static const opt_def find_defs[] = {
+    {"state", OPT_STRING, "STATE", offsetof(find_opts, state), 0, 0,
+     "Look only at the jobs in STATE: wait (or waiting), prioritized, delayed, active, "
+     "waiting-children, paused, failed or completed. Default: every state, in that order."},
+    {"name", OPT_STRING, "NAME", offsetof(find_opts, name), 0, 0, "Jobs named exactly NAME."},
+    {"data-contains", OPT_STRING, "TEXT", offsetof(find_opts, data_contains), 0, 0,
+     "Jobs whose data (its JSON text, as stored) contains TEXT (bytes, case-sensitive; at "
+     "most 4096)."},
+    {"limit", OPT_INT, "N", offsetof(find_opts, limit), 1, FERRY_QUEUE_FIND_LIMIT_MAX,
+     "Stop after N matches (default 100000)."},
+    {"scan-max", OPT_INT, "N", offsetof(find_opts, scan_max), 1, FERRY_QUEUE_FIND_SCAN_MAX,
+     "Look at N jobs at most (default 100000), then stop and say so."},
+    {"json", OPT_FLAG, NULL, offsetof(find_opts, json), 0, 0,
+     "One object per match and line: {\"id\", \"name\", \"state\"}."},
+};
+
+static const cmd_spec find_spec = {
+    "job find",
+    "QUEUE [--state S] [--name N] [--data-contains TEXT]",
+    "Find the jobs of QUEUE by name and/or text in their data: a bounded scan, since BullMQ "
+    "keeps no index for either.",
+    "Reads the ids of a state 1000 at a time (newest first, as job list) and the name\n"
+    "and data of each page's jobs in one pipelined round trip, and prints one line per\n"
+    "match: id, name, state. A progress line goes to stderr after every page. It stops\n"
+    "after --scan-max jobs (default 100000) and says so on stderr; jobs that move while\n"
+    "it runs may be missed or shown twice.\n",
+    1,
+    1,
+    0,
+    0};
+
+static int job_find_check(cli_ctx *x) {
+    const find_opts *fo = x->opts;
+    if (fo->data_contains && strlen(fo->data_contains) > FERRY_QUEUE_FIND_DATA_TEXT_MAX)
+        return opts_usage_error(x->spec, "--data-contains: at most %d bytes (got %zu)",
+                                FERRY_QUEUE_FIND_DATA_TEXT_MAX, strlen(fo->data_contains));
+    if (fo->data_contains && !fo->data_contains[0])
+        return opts_usage_error(x->spec, "--data-contains: empty text");
+    return 0;
+}
+
+static void find_progress(void *ctx, const char *state, long long scanned, long long matched) {
+    const cli_ctx *x = ctx;
+    fprintf(stderr, "ferry %s: scanned %lld job%s (now in %s), %lld match%s\n", x->spec->name,
+            scanned, scanned == 1 ? "" : "s", state, matched, matched == 1 ? "" : "es");
+}
+
+static int job_find(cli_ctx *x) {
+    const find_opts *fo = x->opts;
+    ferry_queue_find_options o = {.state = fo->state,
+                                  .name = fo->name,
+                                  .data_contains = fo->data_contains,
+                                  .limit = fo->limit,
+                                  .scan_max = fo->scan_max,
+                                  .progress = find_progress,
+                                  .progress_ctx = x};
+    ferry_error err = {0};
+    ferry_queue_found_job *jobs = NULL;
+    size_t n = 0;
+    int complete = 0;
+    if (ferry_queue_find_jobs(x->q, &o, &jobs, &n, &complete, &err) != 0)
+        return cli_report(x->spec, &x->conn, NULL, &err);
+    for (size_t i = 0; i < n; i++) {
+        if (fo->json) {
+            jsonw w;
+            jsonw_begin(&w, stdout);
+            jsonw_str(&w, "id", jobs[i].id);
+            jsonw_str(&w, "name", jobs[i].name);
+            jsonw_str(&w, "state", jobs[i].state);
+            jsonw_end(&w);
+        } else {
+            print_escaped(jobs[i].id);
+            fputs("  ", stdout);
+            print_escaped(jobs[i].name ? jobs[i].name : "-");
+            printf("  %s\n", jobs[i].state);
+        }
+    }
+    long long limit = fo->limit ? fo->limit : FERRY_QUEUE_FIND_LIMIT_MAX;
+    if (!complete && (long long)n >= limit)
+        fprintf(stderr, "ferry %s: stopped at --limit %lld matches\n", x->spec->name, limit);
+    else if (!complete)
+        fprintf(stderr,
+                "ferry %s: stopped after scanning %lld jobs (--scan-max); the rest were not "
+                "looked at\n",
+                x->spec->name, fo->scan_max ? fo->scan_max : FERRY_QUEUE_FIND_SCAN_DEFAULT);
+    ferry_queue_found_jobs_free(jobs, n);
+    return CLI_EXIT_OK;
+}
+
+const cli_setup job_find_cmd = {.spec = &find_spec,
+                                .defs = find_defs,
+                                .ndefs = sizeof find_defs / sizeof find_defs[0],
+                                .opts = &find_o,
+                                .check = job_find_check,
+                                .body = job_find};

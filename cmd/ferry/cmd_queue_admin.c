@@ -1,8 +1,9 @@
-/* cmd_queue_admin.c - `ferry queue retry | promote | clean | drain | list | workers`: the
- * queue administration commands over many jobs, each Node BullMQ 6.7.0's Queue method of
- * the same name in effect (docs/cli.md, docs/queue.md). */
+/* cmd_queue_admin.c - `ferry queue retry | promote | clean | drain | list | workers |
+ * events`: the queue administration commands over many jobs, each Node BullMQ 6.7.0's Queue
+ * method of the same name in effect (docs/cli.md, docs/queue.md). */
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,3 +510,120 @@ const cli_setup queue_workers_cmd = {.spec = &workers_spec,
                                      .ndefs = sizeof workers_defs / sizeof workers_defs[0],
                                      .opts = &workers_o,
                                      .body = queue_workers};
+
+/* ---- queue events --------------------------------------------------------------------- */
+
+typedef struct events_opts {
+    int follow, json;
+    const char *from;
+    long long count;
+} events_opts;
+
+static events_opts events_o = {.count = 100};
+
+#define EVENTS_FOLLOW_BLOCK_MS 1000 /* one XREAD BLOCK: how soon a stop signal is seen */
+#define EVENTS_FOLLOW_COUNT 1000    /* events one follow read takes at most */
+
+static const opt_def events_defs[] = {
+    {"follow", OPT_FLAG, NULL, offsetof(events_opts, follow), 0, 0,
+     "After the events already there, wait for new ones and print them as they come, until "
+     "SIGINT or SIGTERM (then exit 0)."},
+    {"json", OPT_FLAG, NULL, offsetof(events_opts, json), 0, 0,
+     "One object per line: {\"id\", \"event\", and every other field of the entry as a "
+     "string}."},
+    {"from", OPT_STRING, "ID", offsetof(events_opts, from), 0, 0,
+     "Start after stream id ID (<ms> or <ms>-<seq>; 0 = from the oldest, $ = only new "
+     "ones), instead of with the newest --count events."},
+    {"count", OPT_INT, "N", offsetof(events_opts, count), 1, FERRY_QUEUE_EVENTS_MAX,
+     "At most N events before --follow goes on (default 100)."},
+};
+
+static const cmd_spec events_spec = {
+    "queue events",
+    "QUEUE",
+    "Print the events of QUEUE (its <prefix>:<queue>:events stream), as Node BullMQ's "
+    "QueueEvents sees them.",
+    "One line per event, oldest first: the stream id, the event name (added, waiting,\n"
+    "active, completed, failed, delayed, progress, removed, drained, ...) and its fields\n"
+    "(jobId, returnvalue, failedReason, prev, delay, ...) as name=value, values escaped\n"
+    "and cut at 4 KiB (--json gives them whole). Without --from, the newest --count events;\n"
+    "with it, up to --count events after that id. The stream is capped by BullMQ (meta\n"
+    "opts.maxLenEvents, default 10000), so older events are gone. --follow then waits for\n"
+    "new events (XREAD BLOCK, 1 s at a time) until SIGINT or SIGTERM and exits 0.\n",
+    1,
+    1,
+    0,
+    0};
+
+static volatile sig_atomic_t events_stop;
+
+static void events_on_signal(int sig) {
+    events_stop = sig;
+}
+
+static void events_print(const events_opts *eo, const ferry_queue_event *ev, size_t n) {
+    static char value[4096];
+    char name[256];
+    for (size_t i = 0; i < n; i++) {
+        if (eo->json) {
+            fputs("{\"id\":", stdout);
+            jsonw_write_string(stdout, ev[i].id);
+            fputs(",\"event\":", stdout);
+            jsonw_write_string(stdout, ev[i].event);
+            for (size_t j = 0; j < ev[i].nfields; j++) {
+                /* "id" and "event" are ours; a field of that name would repeat a key */
+                if (!strcmp(ev[i].names[j], "id") || !strcmp(ev[i].names[j], "event")) continue;
+                fputc(',', stdout);
+                jsonw_write_string(stdout, ev[i].names[j]);
+                fputc(':', stdout);
+                jsonw_write_string(stdout, ev[i].values[j]);
+            }
+            fputs("}\n", stdout);
+        } else {
+            printf("%s %s", ev[i].id, SHOWN(ev[i].event, name));
+            for (size_t j = 0; j < ev[i].nfields; j++) {
+                printf(" %s=", SHOWN(ev[i].names[j], name));
+                fputs(SHOWN(ev[i].values[j], value), stdout);
+            }
+            fputc('\n', stdout);
+        }
+    }
+    fflush(stdout);
+}
+
+static int queue_events(cli_ctx *x) {
+    const events_opts *eo = x->opts;
+    ferry_error err = {0};
+    ferry_queue_event *ev = NULL;
+    size_t n = 0;
+    char last[FERRY_QUEUE_EVENT_ID_MAX];
+    if (eo->follow) {
+        struct sigaction sa = {0};
+        sa.sa_handler = events_on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+    }
+    if (ferry_queue_events_read(x->q, eo->from, (size_t)eo->count, 0, &ev, &n, last, &err) != 0)
+        return cli_report(x->spec, &x->conn, NULL, &err);
+    events_print(eo, ev, n);
+    ferry_queue_events_free(ev, n);
+    while (eo->follow && !events_stop) {
+        ev = NULL;
+        n = 0;
+        if (ferry_queue_events_read(x->q, last, EVENTS_FOLLOW_COUNT, EVENTS_FOLLOW_BLOCK_MS, &ev,
+                                    &n, last, &err) != 0) {
+            if (events_stop) break; /* the read was cut short by the stop signal */
+            return cli_report(x->spec, &x->conn, NULL, &err);
+        }
+        events_print(eo, ev, n);
+        ferry_queue_events_free(ev, n);
+    }
+    return CLI_EXIT_OK;
+}
+
+const cli_setup queue_events_cmd = {.spec = &events_spec,
+                                    .defs = events_defs,
+                                    .ndefs = sizeof events_defs / sizeof events_defs[0],
+                                    .opts = &events_o,
+                                    .body = queue_events};

@@ -38,11 +38,15 @@ const cli_command cli_commands[] = {
      &queue_drain_cmd, CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     {"queue workers", "List the workers of a queue (Node's and ferry's).", &queue_workers_cmd,
      CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"queue events", "Print a queue's events (as QueueEvents), optionally following them.",
+     &queue_events_cmd, CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     {"job show", "Show one job (all fields).", &job_show_cmd,
      CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     {"job list", "List a page of the jobs in one state.", &job_list_cmd,
      CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     {"job logs", "Print the log lines of one job.", &job_logs_cmd,
+     CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
+    {"job find", "Find jobs by name or data text (a bounded scan).", &job_find_cmd,
      CLI_NEEDS_QUEUE | CLI_QUEUE_READS_ONLY},
     /* READS: removing writes no meta, and works on any queue that exists (Node may have made
      * one whose name ferry would not add jobs to) */

@@ -65,9 +65,9 @@ int cli_command_run(const cli_command *c, int argc, char **argv);
 extern const cli_setup queue_add_cmd, queue_add_bulk_cmd, queue_counts_cmd, queue_pause_cmd,
     queue_resume_cmd, queue_obliterate_cmd, queue_rate_limit_cmd, queue_concurrency_cmd,
     queue_global_rate_limit_cmd, queue_retry_cmd, queue_promote_cmd, queue_clean_cmd,
-    queue_drain_cmd, queue_list_cmd, queue_workers_cmd;
+    queue_drain_cmd, queue_list_cmd, queue_workers_cmd, queue_events_cmd;
 extern const cli_setup job_show_cmd, job_remove_cmd, job_retry_cmd, job_promote_cmd, job_list_cmd,
-    job_logs_cmd;
+    job_logs_cmd, job_find_cmd;
 extern const cli_setup worker_cmd, http_outcome_cmd;
 extern const cli_setup scheduler_upsert_cmd, scheduler_list_cmd, scheduler_remove_cmd;
 extern const cli_setup migrate_cmd, relay_cmd, outbox_status_cmd, outbox_cleanup_cmd;

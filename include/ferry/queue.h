@@ -488,6 +488,97 @@ FERRY_API int ferry_queue_workers(ferry_queue *q, ferry_queue_worker **out, size
 /* Free what ferry_queue_workers returned (NULL accepted). Threads: any. Blocks: no. */
 FERRY_API void ferry_queue_workers_free(ferry_queue_worker *w, size_t n);
 
+/* ---- events (BullMQ 6.7.0's <prefix>:<queue>:events stream, as QueueEvents reads it) -- */
+
+#define FERRY_QUEUE_EVENTS_MAX 10000       /* events one ferry_queue_events_read returns */
+#define FERRY_QUEUE_EVENTS_BLOCK_MAX 60000 /* ms one blocking read may wait */
+#define FERRY_QUEUE_EVENT_ID_MAX 64        /* bytes of a stream entry id, NUL included */
+#define FERRY_QUEUE_EVENT_FIELDS_MAX 64    /* fields of one event, "event" not counted */
+
+/* One entry of the events stream: its id ("<ms>-<seq>"), its event name (the "event"
+ * field: added, waiting, active, completed, failed, delayed, progress, removed, ...; "" when
+ * the entry has none) and its other fields in stream order (jobId, returnvalue,
+ * failedReason, prev, delay, data, attemptsMade, ...), every value as stored (a string;
+ * returnvalue and data are JSON text). Strings are NUL-terminated and owned by the array;
+ * a NUL byte in a stored value ends it here. */
+typedef struct ferry_queue_event {
+    char *id;
+    char *event;
+    size_t nfields;
+    char **names;
+    char **values;
+} ferry_queue_event;
+
+/* Read the queue's events stream, oldest first.
+ * from_id NULL: the newest `count` entries (XREVRANGE, returned oldest first); block_ms is
+ *   not used. from_id "<ms>[-<seq>]" (or "0" = from the start, "$" = only entries added
+ *   from now on): up to `count` entries with an id after from_id (XREAD, exclusive, as
+ *   QueueEvents); with block_ms > 0 and none there yet, waits up to block_ms (XREAD BLOCK)
+ *   for one. count: 1..FERRY_QUEUE_EVENTS_MAX; block_ms: 0..FERRY_QUEUE_EVENTS_BLOCK_MAX.
+ * last_id (may be NULL; FERRY_QUEUE_EVENT_ID_MAX bytes): the id of the last entry returned;
+ *   when none, from_id as given ("0" when from_id was NULL or "$"), so a loop can pass it
+ *   back as the next from_id (after "$" with nothing, keep passing "$").
+ * Returns: 0 with *out (NULL when none) and *n. A stream that does not exist gives none.
+ * Errors: FERRY_EINVAL for a bad id, count or block (naming it); FERRY_EPROTO for an entry
+ *   that is not a stream entry or has over FERRY_QUEUE_EVENT_FIELDS_MAX fields.
+ * Blocks: one round trip within the queue's command timeout plus block_ms (read: retried
+ *   once on a fresh connection); the handle's mutex is held throughout, so other calls on
+ *   the same handle wait for a blocking read to end.
+ * Ownership: free *out with ferry_queue_events_free(*out, *n). */
+FERRY_API int ferry_queue_events_read(ferry_queue *q, const char *from_id, size_t count,
+                                      int block_ms, ferry_queue_event **out, size_t *n,
+                                      char *last_id, ferry_error *err);
+/* Free what ferry_queue_events_read returned (NULL accepted). Threads: any. Blocks: no. */
+FERRY_API void ferry_queue_events_free(ferry_queue_event *ev, size_t n);
+
+/* ---- finding jobs (a bounded scan: BullMQ keeps no index by name or data) ------------- */
+
+#define FERRY_QUEUE_FIND_SCAN_DEFAULT 100000  /* jobs a find looks at by default */
+#define FERRY_QUEUE_FIND_SCAN_MAX 100000000LL /* most jobs a find may look at */
+#define FERRY_QUEUE_FIND_PAGE 1000            /* jobs read per page */
+#define FERRY_QUEUE_FIND_LIMIT_MAX 100000     /* matches one find returns at most */
+#define FERRY_QUEUE_FIND_DATA_TEXT_MAX 4096   /* bytes of data_contains */
+
+/* What ferry_queue_find_jobs looks for; a zeroed struct finds every job. */
+typedef struct ferry_queue_find_options {
+    const char *state;         /* one state as ferry_queue_job_page takes, NULL = all */
+    const char *name;          /* the job's name equals this; NULL = any */
+    const char *data_contains; /* the job's data JSON text contains this; NULL = any */
+    long long limit;           /* stop after this many matches (0 = FERRY_QUEUE_FIND_LIMIT_MAX) */
+    long long scan_max;        /* stop after looking at this many jobs (0 = the default) */
+    /* Called after every page (may be NULL), on the calling thread: the state being read, jobs
+     * looked at and matches so far. */
+    void (*progress)(void *ctx, const char *state, long long scanned, long long matched);
+    void *progress_ctx;
+} ferry_queue_find_options;
+
+/* One job a find matched. Strings owned by the array; state is static text. */
+typedef struct ferry_queue_found_job {
+    char *id;
+    char *name; /* NULL when the hash has none */
+    const char *state;
+} ferry_queue_found_job;
+
+/* Find jobs by name and/or a substring of their data JSON. BullMQ has no index for this, so
+ * it is a scan, bounded: the state's ids a page (FERRY_QUEUE_FIND_PAGE) at a time in
+ * ferry_queue_job_ids order (newest first), and per page one pipelined HMGET name data of
+ * every job; with state NULL the states wait, prioritized, delayed, active, waiting-children,
+ * paused, failed, completed in turn. It stops after scan_max jobs looked at (*complete = 0)
+ * or limit matches. Jobs that move or are added while it runs may be missed or seen twice
+ * (each page is read atomically, the walk is not); an id whose hash is gone is skipped
+ *   (but counts as looked at).
+ * Returns: 0 with *out (NULL when none), *n, and *complete (may be NULL) = 1 when every job
+ *   of the state(s) was looked at, 0 when scan_max or limit stopped it.
+ * Errors: FERRY_EINVAL for a bad state, limit, scan_max or data_contains over
+ *   FERRY_QUEUE_FIND_DATA_TEXT_MAX bytes; transport errors (what was found before is freed).
+ * Blocks: two round trips per page, each within the queue's budget (reads: retried once).
+ * Ownership: free *out with ferry_queue_found_jobs_free(*out, *n). */
+FERRY_API int ferry_queue_find_jobs(ferry_queue *q, const ferry_queue_find_options *opts,
+                                    ferry_queue_found_job **out, size_t *n, int *complete,
+                                    ferry_error *err);
+/* Free what ferry_queue_find_jobs returned (NULL accepted). Threads: any. Blocks: no. */
+FERRY_API void ferry_queue_found_jobs_free(ferry_queue_found_job *jobs, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -381,6 +381,12 @@ static void test_admin(void **state) {
     ok_run(&r);
     CLI(r, "queue", "workers", "acla", "--redis", u, "--prefix", prefix);
     ok_run(&r);
+    CLI(r, "queue", "events", "acla", "--count", "5", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "queue", "events", "acla", "--from", "0", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
+    CLI(r, "job", "find", "acla", "--data-contains", "x", "--redis", u, "--prefix", prefix);
+    ok_run(&r);
     CLI(r, "queue", "obliterate", "acla", "--yes", "--redis", u, "--prefix", prefix);
     ok_run(&r);
     redisReply *k = th_cmd(rds, "EXISTS %s:acla:meta %s:acla:2", prefix, prefix);
