@@ -23,6 +23,7 @@
 #include "db_opts.h"
 #include "ferry/outbox.h"
 #include "logline.h"
+#include "metrics_opt.h"
 #include "signals.h"
 #include "util/printable.h"
 
@@ -299,37 +300,6 @@ static long long fault_count(void) {
     return *end || v < 1 ? -1 : v;
 }
 
-/* --metrics-listen: a registry with ferry_build_info served on `addr` (nothing when NULL).
- * 0; a malformed address is a usage error (its exit code), one that cannot be bound
- * CLI_EXIT_STARTUP, both said on stderr. */
-static int metrics_start(const char *addr, ferry_metrics **m, ferry_metrics_listener **l) {
-    *m = NULL;
-    *l = NULL;
-    if (!addr) return 0;
-    /* the listener's thread must not take the stop signals: only the sigwait thread may */
-    cli_signals_block();
-    ferry_error err = {0};
-    int rc = ferry_metrics_create(NULL, m, &err);
-    if (!rc) rc = ferry_metrics_build_info(*m, &err);
-    if (!rc) rc = ferry_metrics_listen(*m, addr, l, &err);
-    if (rc) {
-        ferry_metrics_destroy(*m);
-        *m = NULL;
-        char shown[2 * FERRY_ERROR_MESSAGE_MAX];
-        ferryx_printable(err.message, shown, sizeof shown);
-        if (rc == FERRY_EINVAL) return opts_usage_error(&relay_spec, "--metrics-listen: %s", shown);
-        logline("relay", "--metrics-listen: %s", shown);
-        return CLI_EXIT_STARTUP;
-    }
-    const char *colon = strrchr(addr, ':');
-    char host[256];
-    ferryx_printable(addr, host, sizeof host);
-    if (colon && (size_t)(colon - addr) < sizeof host) host[colon - addr] = '\0';
-    logline("relay", "metrics: serving http://%s:%d/metrics", host,
-            ferry_metrics_listener_port(*l));
-    return 0;
-}
-
 static int relay_run_with(int argc, char **argv, db_opts *d, ferry_metrics **metrics,
                           ferry_metrics_listener **listener) {
     cli_conn conn = {0};
@@ -350,7 +320,8 @@ static int relay_run_with(int argc, char **argv, db_opts *d, ferry_metrics **met
 
     ferry_routes *routes = NULL;
     if ((rc = load_routes(&relay_spec, o.routes, &routes))) return rc;
-    if ((rc = metrics_start(o.metrics_listen, metrics, listener))) {
+    if ((rc = cli_metrics_start(&relay_spec, "relay", o.metrics_listen, CLI_EXIT_STARTUP, metrics,
+                                listener))) {
         ferry_routes_free(routes);
         return rc;
     }

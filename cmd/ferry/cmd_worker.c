@@ -28,6 +28,7 @@
 #include "job_outcome.h"
 #include "jsonw.h"
 #include "logline.h"
+#include "metrics_opt.h"
 #include "signals.h"
 #include "util/json_text.h"
 #include "util/printable.h"
@@ -729,38 +730,6 @@ static int worker_check(const worker_opts *o, cli_conn *conn, char **cmd, int *l
     return 0;
 }
 
-/* --metrics-listen: a registry with ferry_build_info served on `addr` (nothing when NULL).
- * 0; a malformed address is a usage error (its exit code), one that cannot be bound
- * CLI_EXIT_RUNTIME, both said on stderr. */
-static int metrics_start(const char *addr, ferry_metrics **m, ferry_metrics_listener **l) {
-    *m = NULL;
-    *l = NULL;
-    if (!addr) return 0;
-    /* the listener's thread must not take the stop signals: only the sigwait thread may */
-    cli_signals_block();
-    ferry_error err = {0};
-    int rc = ferry_metrics_create(NULL, m, &err);
-    if (!rc) rc = ferry_metrics_build_info(*m, &err);
-    if (!rc) rc = ferry_metrics_listen(*m, addr, l, &err);
-    if (rc) {
-        ferry_metrics_destroy(*m);
-        *m = NULL;
-        char shown[2 * FERRY_ERROR_MESSAGE_MAX];
-        ferryx_printable(err.message, shown, sizeof shown);
-        if (rc == FERRY_EINVAL)
-            return opts_usage_error(&worker_spec, "--metrics-listen: %s", shown);
-        logline("worker", "--metrics-listen: %s", shown);
-        return CLI_EXIT_RUNTIME;
-    }
-    const char *colon = strrchr(addr, ':');
-    char host[256];
-    ferryx_printable(addr, host, sizeof host);
-    if (colon && (size_t)(colon - addr) < sizeof host) host[colon - addr] = '\0';
-    logline("worker", "metrics: serving http://%s:%d/metrics", host,
-            ferry_metrics_listener_port(*l));
-    return 0;
-}
-
 /* The listener stops first (it renders the registry). The registry is kept when handlers
  * may still run (abandoned: they update it); the process is leaving then. */
 static void metrics_stop(ferry_metrics *m, ferry_metrics_listener *l, int abandoned) {
@@ -892,7 +861,8 @@ static int worker_main(int argc, char **argv) {
     }
     ferry_metrics *metrics = NULL;
     ferry_metrics_listener *listener = NULL;
-    if ((rc = metrics_start(o.metrics_listen, &metrics, &listener))) {
+    if ((rc = cli_metrics_start(&worker_spec, "worker", o.metrics_listen, CLI_EXIT_RUNTIME,
+                                &metrics, &listener))) {
         free(pass);
         db_opts_free(&d);
         return rc;

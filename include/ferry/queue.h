@@ -194,9 +194,10 @@ FERRY_API void ferry_job_info_free(ferry_job_info *info);
  * Queue.getJobs([state], start, end, asc) orders them: by default newest first (lists
  * wait / paused / active from the head; sorted sets by descending score: completed and
  * failed by finish time, delayed by due time, prioritized by priority), ascending = 1 for
- * oldest first. state: "wait", "paused", "active", "delayed", "prioritized", "completed",
- * "failed" or "waiting-children". To page through a state that changes meanwhile, read
- * newest first: jobs added during the walk only make it see some ids twice.
+ * oldest first. state: "wait" (or Node's "waiting"), "paused", "active", "delayed",
+ * "prioritized", "completed", "failed" or "waiting-children". To page through a state that
+ * changes meanwhile, read newest first: jobs added during the walk only make it see some ids
+ * twice.
  * Returns: 0 with *ids (NULL when none) and *n.
  * Errors: FERRY_EINVAL for an unknown state or a bad range (naming it); transport errors.
  * Blocks: one round trip (read: retried once on a fresh connection).

@@ -12,55 +12,25 @@
 /* BullMQ's GET_JOBS_MAX_BACKFILL_ITERATIONS: reads of the state per page at most. */
 #define PAGE_ROUNDS "5"
 
-static const struct {
-    const char *state;
-    enum ferry__qkey key;
-    int list;
-} PAGE_STATES[] = {
-    {"wait", QK_WAIT, 1},
-    {"waiting", QK_WAIT, 1}, /* Node's name for it */
-    {"paused", QK_PAUSED, 1},
-    {"active", QK_ACTIVE, 1},
-    {"delayed", QK_DELAYED, 0},
-    {"prioritized", QK_PRIORITIZED, 0},
-    {"completed", QK_COMPLETED, 0},
-    {"failed", QK_FAILED, 0},
-    {"waiting-children", QK_WAITING_CHILDREN, 0},
-};
-#define NPAGE_STATES (sizeof PAGE_STATES / sizeof PAGE_STATES[0])
-
 int ferry_queue_job_page(ferry_queue *q, const char *state, long long start, long long end,
                          int ascending, char ***ids, size_t *n, ferry_error *err) {
     if (ids) *ids = NULL;
     if (n) *n = 0;
     if (!q || !state || !ids || !n)
         return ferry__err(err, FERRY_EINVAL, "ferry_queue_job_page: NULL argument");
-    size_t s = 0;
-    while (s < NPAGE_STATES && strcmp(PAGE_STATES[s].state, state) != 0)
-        s++;
-    if (s == NPAGE_STATES)
-        return ferry__err(err, FERRY_EINVAL,
-                          "job page: unknown state (expected wait, paused, active, delayed, "
-                          "prioritized, completed, failed or waiting-children)");
-    if (start < 0 || end < -1 || (end >= 0 && end < start))
-        return ferry__err(err, FERRY_EINVAL,
-                          "job page: range %lld..%lld: start must be >= 0 and end >= start (or "
-                          "-1 for the last)",
-                          start, end);
     if (start > FERRY_QUEUE_MOVE_MAX)
         return ferry__err(err, FERRY_EINVAL, "job page: start %lld over %lld", start,
                           (long long)FERRY_QUEUE_MOVE_MAX);
-    if (end >= 0 && end - start >= FERRY_QUEUE_IDS_MAX)
-        return ferry__err(err, FERRY_EINVAL, "job page: at most %d jobs per call (asked %lld)",
-                          FERRY_QUEUE_IDS_MAX, end - start + 1);
-    if (end < 0) end = start + FERRY_QUEUE_IDS_MAX - 1;
+    enum ferry__qkey qk;
+    int list;
+    int rc0 = ferry__queue_state_range("job page", state, start, &end, &qk, &list, err);
+    if (rc0) return rc0;
     char a_start[32], a_end[32];
     snprintf(a_start, sizeof a_start, "%lld", start);
     snprintf(a_end, sizeof a_end, "%lld", end);
-    const char *keys[] = {q->key[PAGE_STATES[s].key]};
-    const char *args[] = {
-        q->keys.base, PAGE_STATES[s].list ? "list" : "zset", a_start, a_end, ascending ? "1" : "0",
-        PAGE_ROUNDS};
+    const char *keys[] = {q->key[qk]};
+    const char *args[] = {q->keys.base, list ? "list" : "zset", a_start,
+                          a_end,        ascending ? "1" : "0",  PAGE_ROUNDS};
     redisReply *r = NULL;
     pthread_mutex_lock(&q->mu);
     int rc = ferry__queue_eval(q, "getJobs", 1, keys, 6, args, NULL, 1, &r, err);

@@ -41,6 +41,13 @@ int ferry__queue_defaults_load_flags(const char *src, const char *what, int flag
  * parsed default options but no connection (q->conn NULL). With `for_adding`, a name
  * ferry__queue_name_check refuses is an error; without, the handle records it (name_unsafe)
  * and refuses adds. *out is freed with ferry_queue_close. No I/O. */
+/* Check a state name ("wait" or "waiting", "paused", "active", "delayed", "prioritized",
+ * "completed", "failed", "waiting-children") and a range start..*end (*end -1 = as many as
+ * one call takes: set to start + FERRY_QUEUE_IDS_MAX - 1), naming `what` in errors; gives the
+ * state's key and whether it is a list (else a sorted set). 0 or FERRY_EINVAL. */
+int ferry__queue_state_range(const char *what, const char *state, long long start,
+                             long long *end, enum ferry__qkey *key, int *list, ferry_error *err);
+
 /* The key of job `job_id` of q, plus `suffix` (NULL = none, e.g. ":logs"), malloc'd into
  * *key, after checking the id as get and remove do (not empty, at most
  * FERRY_JOB_FOREIGN_ID_MAX bytes, not one of the queue's own key names). Errors name `what`

@@ -17,6 +17,7 @@ static const struct {
     int list;
 } STATES[] = {
     {"wait", QK_WAIT, 1},
+    {"waiting", QK_WAIT, 1}, /* Node's name for it */
     {"paused", QK_PAUSED, 1},
     {"active", QK_ACTIVE, 1},
     {"delayed", QK_DELAYED, 0},
@@ -26,6 +27,30 @@ static const struct {
     {"waiting-children", QK_WAITING_CHILDREN, 0},
 };
 #define NSTATES (sizeof STATES / sizeof STATES[0])
+
+int ferry__queue_state_range(const char *what, const char *state, long long start, long long *end,
+                             enum ferry__qkey *key, int *list, ferry_error *err) {
+    size_t s = 0;
+    while (s < NSTATES && strcmp(STATES[s].state, state) != 0)
+        s++;
+    if (s == NSTATES)
+        return ferry__err(err, FERRY_EINVAL,
+                          "%s: unknown state (expected wait, paused, active, delayed, "
+                          "prioritized, completed, failed or waiting-children)",
+                          what);
+    if (start < 0 || *end < -1 || (*end >= 0 && *end < start))
+        return ferry__err(err, FERRY_EINVAL,
+                          "%s: range %lld..%lld: start must be >= 0 and end >= start "
+                          "(or -1 for the last)",
+                          what, start, *end);
+    if (*end >= 0 && *end - start >= FERRY_QUEUE_IDS_MAX)
+        return ferry__err(err, FERRY_EINVAL, "%s: at most %d per call (asked %lld)", what,
+                          FERRY_QUEUE_IDS_MAX, *end - start + 1);
+    if (*end < 0) *end = start + FERRY_QUEUE_IDS_MAX - 1;
+    *key = STATES[s].key;
+    *list = STATES[s].list;
+    return 0;
+}
 
 struct list_ctx {
     const char *argv[4];
@@ -44,25 +69,13 @@ int ferry_queue_job_ids(ferry_queue *q, const char *state, long long start, long
     if (n) *n = 0;
     if (!q || !state || !ids || !n)
         return ferry__err(err, FERRY_EINVAL, "ferry_queue_job_ids: NULL argument");
-    size_t s = 0;
-    while (s < NSTATES && strcmp(STATES[s].state, state) != 0)
-        s++;
-    if (s == NSTATES)
-        return ferry__err(err, FERRY_EINVAL,
-                          "job ids: unknown state (expected wait, paused, active, delayed, "
-                          "prioritized, completed, failed or waiting-children)");
-    if (start < 0 || end < -1 || (end >= 0 && end < start))
-        return ferry__err(err, FERRY_EINVAL,
-                          "job ids: range %lld..%lld: start must be >= 0 and end >= start "
-                          "(or -1 for the last)",
-                          start, end);
-    if (end >= 0 && end - start >= FERRY_QUEUE_IDS_MAX)
-        return ferry__err(err, FERRY_EINVAL, "job ids: at most %d ids per call (asked %lld)",
-                          FERRY_QUEUE_IDS_MAX, end - start + 1);
-    if (end < 0) end = start + FERRY_QUEUE_IDS_MAX - 1;
+    enum ferry__qkey qk;
+    int list;
+    int rc0 = ferry__queue_state_range("job ids", state, start, &end, &qk, &list, err);
+    if (rc0) return rc0;
     struct list_ctx c;
-    const char *key = ferry__queue_key(q, STATES[s].key);
-    if (STATES[s].list && ascending) {
+    const char *key = ferry__queue_key(q, qk);
+    if (list && ascending) {
         /* oldest first: from the tail of the list, read back to front below */
         snprintf(c.a1, sizeof c.a1, "%lld", -(end + 1));
         snprintf(c.a2, sizeof c.a2, "%lld", -(start + 1));
@@ -70,7 +83,7 @@ int ferry_queue_job_ids(ferry_queue *q, const char *state, long long start, long
         snprintf(c.a1, sizeof c.a1, "%lld", start);
         snprintf(c.a2, sizeof c.a2, "%lld", end);
     }
-    c.argv[0] = STATES[s].list ? "LRANGE" : ascending ? "ZRANGE" : "ZREVRANGE";
+    c.argv[0] = list ? "LRANGE" : ascending ? "ZRANGE" : "ZREVRANGE";
     c.argv[1] = key;
     c.argv[2] = c.a1;
     c.argv[3] = c.a2;
@@ -92,7 +105,7 @@ int ferry_queue_job_ids(ferry_queue *q, const char *state, long long start, long
         if (!out) rc = ferry__err(err, FERRY_ENOMEM, "job ids: out of memory");
         for (size_t i = 0; rc == 0 && i < r->elements; i++) {
             /* a list read from its tail is in oldest-last order: turn it around */
-            size_t from = STATES[s].list && ascending ? r->elements - 1 - i : i;
+            size_t from = list && ascending ? r->elements - 1 - i : i;
             out[i] = strdup(r->element[from]->str);
             if (!out[i]) rc = ferry__err(err, FERRY_ENOMEM, "job ids: out of memory");
         }

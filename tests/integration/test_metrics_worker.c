@@ -18,6 +18,7 @@
 #include "ferry/ferry.h"
 #include "support/cli.h"
 #include "support/ob.h"
+#include "support/pm.h"
 #include "support/wt.h"
 
 static PGconn *db;
@@ -48,36 +49,6 @@ static double sample(const char *text, const char *series) {
     for (const char *p = text; (p = strstr(p, series)); p += n)
         if ((p == text || p[-1] == '\n') && p[n] == ' ') return strtod(p + n + 1, NULL);
     return -1;
-}
-
-static const char *promtool_path(void) {
-    static char path[4096];
-    FILE *p = popen("command -v promtool", "r");
-    if (!p) fail_msg("popen: %s", strerror(errno));
-    if (!fgets(path, sizeof path, p)) path[0] = '\0';
-    pclose(p);
-    path[strcspn(path, "\n")] = '\0';
-    if (!path[0])
-        fail_msg("promtool not found on PATH: install Debian's prometheus package "
-                 "(scripts/install-deps.sh does); this check is never skipped");
-    return path;
-}
-
-/* `promtool check metrics < text`: any complaint or a non-zero exit fails the test. */
-static void promtool_check(const char *text, const char *what) {
-    char in[4096], out[4096];
-    snprintf(in, sizeof in, "%s/%s.txt", th_tmpdir(), what);
-    snprintf(out, sizeof out, "%s/%s.promtool", th_tmpdir(), what);
-    th_write_file(in, text, 0600);
-    const char *argv[] = {promtool_path(), "check", "metrics", NULL};
-    pid_t pid = th_spawn(argv, NULL, in, out, out, 0);
-    int status;
-    if (waitpid(pid, &status, 0) != pid) fail_msg("waitpid: %s", strerror(errno));
-    char *said = th_slurp(out);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || said[0])
-        fail_msg("promtool check metrics on %s (status %d) said:\n%s\nof:\n%s", what, status, said,
-                 text);
-    free(said);
 }
 
 /* GET /metrics on 127.0.0.1:port (HTTP/1.0): the body, malloc'd; fails unless 200. */
@@ -275,7 +246,7 @@ static void test_worker_series(void **state) {
     /* the waits were short, and none is negative */
     assert_true(sample(text, "ferry_job_wait_seconds_bucket{queue=\"wq\",le=\"60\"}") == 8);
     assert_null(strstr(text, "name=\"other\""));
-    promtool_check(text, "workers");
+    pm_promtool_check(text, "workers");
     free(text);
 
     ferry_queue_close(q2);
@@ -395,7 +366,7 @@ static void test_relay_series(void **state) {
     expect_line(text,
                 "ferry_jobs_processed_total{queue=\"mq\",name=\"handle\",outcome=\"completed\"} 3");
     expect_line(text, "ferry_job_wait_seconds_count{queue=\"mq\"} 3");
-    promtool_check(text, "relay");
+    pm_promtool_check(text, "relay");
     free(text);
     ferry_relay_free(relay);
     ferry_metrics_destroy(m);
@@ -439,7 +410,7 @@ static void test_cli_worker_scrape(void **state) {
     expect_line(text, "ferry_worker_slots{queue=\"cq\"} 2");
     expect_line(text, "ferry_job_duration_seconds_count{queue=\"cq\",name=\"echo\"} 2");
     assert_non_null(strstr(text, "\nferry_build_info{version=\""));
-    promtool_check(text, "cli-worker");
+    pm_promtool_check(text, "cli-worker");
     free(text);
     kill(pid, SIGTERM);
     assert_int_equal(cli_wait(pid, 20000), 0);
@@ -468,7 +439,7 @@ static void test_cli_relay_scrape(void **state) {
     expect_line(text, "ferry_relay_commit_to_enqueue_seconds_count 1");
     assert_true(sample(text, "ferry_relay_last_success_timestamp_seconds") > 1e9);
     assert_non_null(strstr(text, "\nferry_build_info{version=\""));
-    promtool_check(text, "cli-relay");
+    pm_promtool_check(text, "cli-relay");
     free(text);
     ob_relay_stop(&rl);
 }

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "ferry/ferry.h"
+#include "support/pm.h"
 #include "support/th.h"
 
 static double seven(void *userdata) {
@@ -121,36 +122,6 @@ static ferry_metrics *full_registry(void) {
     return m;
 }
 
-static const char *promtool_path(void) {
-    static char path[4096];
-    FILE *p = popen("command -v promtool", "r");
-    if (!p) fail_msg("popen: %s", strerror(errno));
-    if (!fgets(path, sizeof path, p)) path[0] = '\0';
-    pclose(p);
-    path[strcspn(path, "\n")] = '\0';
-    if (!path[0])
-        fail_msg("promtool not found on PATH: install Debian's prometheus package "
-                 "(scripts/install-deps.sh does); this check is never skipped");
-    return path;
-}
-
-/* `promtool check metrics < text`: fails the test on any complaint or a non-zero exit. */
-static void promtool_check(const char *text, const char *what) {
-    char in[4096], out[4096];
-    snprintf(in, sizeof in, "%s/%s.txt", th_tmpdir(), what);
-    snprintf(out, sizeof out, "%s/%s.promtool", th_tmpdir(), what);
-    th_write_file(in, text, 0600);
-    const char *argv[] = {promtool_path(), "check", "metrics", NULL};
-    pid_t pid = th_spawn(argv, NULL, in, out, out, 0);
-    int status;
-    if (waitpid(pid, &status, 0) != pid) fail_msg("waitpid: %s", strerror(errno));
-    char *said = th_slurp(out);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || said[0])
-        fail_msg("promtool check metrics on %s (status %d) said:\n%s\nof:\n%s", what, status, said,
-                 text);
-    free(said);
-}
-
 static void test_promtool(void **state) {
     (void)state;
     ferry_metrics *m = full_registry();
@@ -165,12 +136,12 @@ static void test_promtool(void **state) {
         strstr(text, "ferry_metrics_folded_series_total{family=\"ferry_jobs_processed_total\"} "
                      "2\n"));
     assert_non_null(strstr(text, "ferry_queue_oldest_ready_age_seconds{queue=\"idle\"} NaN\n"));
-    promtool_check(text, "full");
+    pm_promtool_check(text, "full");
     free(text);
     ferry_metrics_destroy(m);
 
     /* promtool does complain (so a silent pass above means something) */
-    const char *argv[] = {promtool_path(), "check", "metrics", NULL};
+    const char *argv[] = {pm_promtool_path(), "check", "metrics", NULL};
     char in[4096], out[4096];
     snprintf(in, sizeof in, "%s/bad.txt", th_tmpdir());
     snprintf(out, sizeof out, "%s/bad.promtool", th_tmpdir());
@@ -249,7 +220,7 @@ static void test_listener(void **state) {
     char *text;
     assert_int_equal(ferry_metrics_render(m, &text, NULL, &err), 0);
     assert_string_equal(r.body, text);
-    promtool_check(r.body, "scraped");
+    pm_promtool_check(r.body, "scraped");
     free(text);
     free(r.head);
 
