@@ -1,6 +1,6 @@
 /* cmd_job.c - `ferry job show | remove | retry | promote | list | logs | find`: inspect,
- * delete, retry or promote one job, read its log; list a page of a state's jobs; find jobs
- * by name or data (a bounded scan). */
+ * delete, retry or promote one job, read its log or add a line to it; list a page of a
+ * state's jobs; find jobs by name or data (a bounded scan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +398,8 @@ const cli_setup job_list_cmd = {.spec = &list_spec,
 typedef struct logs_opts {
     long long start, end, limit; /* -1 = not given */
     int desc, json;
+    const char *add; /* NULL = read the log */
+    long long keep;  /* with --add; -1 = not given (the job's keepLogs) */
 } logs_opts;
 
 #define LOGS_DEFAULT_LIMIT 1000
@@ -412,26 +414,48 @@ static const opt_def logs_defs[] = {
     {"desc", OPT_FLAG, NULL, offsetof(logs_opts, desc), 0, 0,
      "Newest first, positions counted from the newest (BullMQ getJobLogs asc = false)."},
     {"json", OPT_FLAG, NULL, offsetof(logs_opts, json), 0, 0,
-     "Print {\"logs\": [...], \"count\": N}, what BullMQ's queue.getJobLogs returns."},
+     "Print {\"logs\": [...], \"count\": N}, what BullMQ's queue.getJobLogs returns (with "
+     "--add: {\"count\": N})."},
+    {"add", OPT_STRING, "TEXT", offsetof(logs_opts, add), 0, 0,
+     "Add TEXT as the newest line of the log instead of reading it (BullMQ job.log; not "
+     "empty, at most 1 MiB, and the kernel passes at most 128 KiB in one argument), then "
+     "print how many lines the log holds."},
+    {"keep", OPT_INT, "N", offsetof(logs_opts, keep), 0, FERRY_LIMIT_COUNT_MAX,
+     "With --add: keep only the newest N lines, 0 = every line (BullMQ queue.addJobLog's "
+     "keepLogs). Default: the job's own keepLogs option, as job.log() does."},
 };
 
 static const cmd_spec logs_spec = {
     "job logs",
-    "QUEUE ID",
-    "Print the log lines of job ID of QUEUE (BullMQ queue.getJobLogs), oldest first.",
+    "QUEUE ID [--add TEXT [--keep N]]",
+    "Print the log lines of job ID of QUEUE (BullMQ queue.getJobLogs), oldest first, or add "
+    "one (--add).",
     "The lines are what job.log() wrote, Node's or ferry's (ferry_queue_add_log), one\n"
     "per output line, escaped (a line break in a log line shows as \\n). When the page\n"
     "holds fewer lines than the log, a note on standard error says how many there are.\n"
-    "A job that does not exist exits 1.\n",
+    "A job that does not exist exits 1.\n"
+    "With --add TEXT it adds a line instead, as Node's job.log(TEXT) does (with --keep\n"
+    "N: queue.addJobLog(id, TEXT, N)), and prints the number of lines the log then holds.\n",
     2,
     2,
     0,
     0};
 
-static logs_opts logs_o = {.start = -1, .end = -1, .limit = -1};
+static logs_opts logs_o = {.start = -1, .end = -1, .limit = -1, .keep = -1};
 
 static int job_logs_check(cli_ctx *x) {
     logs_opts *lo = x->opts;
+    if (lo->keep >= 0 && !lo->add) return opts_usage_error(x->spec, "--keep needs --add");
+    if (lo->add) {
+        if (lo->start >= 0 || lo->end >= 0 || lo->limit >= 0 || lo->desc)
+            return opts_usage_error(x->spec,
+                                    "--add cannot be combined with --start, --end, --limit "
+                                    "or --desc (those read the log)");
+        if (strlen(lo->add) > FERRY_JOB_LOG_LINE_MAX)
+            return opts_usage_error(x->spec, "--add: at most %d bytes (got %zu)",
+                                    FERRY_JOB_LOG_LINE_MAX, strlen(lo->add));
+        return 0;
+    }
     if (lo->end >= 0 && lo->limit >= 0)
         return opts_usage_error(x->spec, "--limit cannot be combined with --end");
     if (lo->start < 0) lo->start = 0;
@@ -444,8 +468,24 @@ static int job_logs_check(cli_ctx *x) {
     return 0;
 }
 
+/* `job logs --add`: one line added, the log's length printed. */
+static int job_logs_add(cli_ctx *x) {
+    const logs_opts *lo = x->opts;
+    ferry_error err = {0};
+    long long count = 0;
+    long long keep = lo->keep >= 0 ? lo->keep : FERRY_LOG_KEEP_JOB;
+    if (ferry_queue_add_log(x->q, x->r.pos[1], lo->add, keep, &count, &err) != 0)
+        return job_report(x->spec, &x->conn, x->r.pos[0], x->r.pos[1], &err);
+    if (lo->json)
+        printf("{\"count\":%lld}\n", count);
+    else
+        printf("%lld\n", count);
+    return CLI_EXIT_OK;
+}
+
 static int job_logs(cli_ctx *x) {
     const logs_opts *lo = x->opts;
+    if (lo->add) return job_logs_add(x);
     ferry_error err = {0};
     char **lines = NULL;
     size_t n = 0;

@@ -104,6 +104,9 @@ FERRY_API void ferry_job_set_delay(ferry_job *j, long long delay_ms);
 #define FERRY_WORKER_LANES_MAX 4        /* ferry_worker_options.lanes */
 #define FERRY_BACKOFF_STRATEGIES_MAX 64 /* custom strategies per worker */
 #define FERRY_BACKOFF_NAME_MAX 63 /* bytes of a strategy name: the longest backoff.type stored */
+/* Most per-minute data points ferry_worker_options.bullmq_metrics_max_points may keep:
+ * 100000 minutes (69 days; BullMQ's largest MetricsTime, ONE_MONTH, is 80640). */
+#define FERRY_BULLMQ_METRICS_POINTS_MAX 100000L
 /* Longest delay any backoff strategy may give (2^40 ms, about 34 years); larger results are
  * clamped. */
 #define FERRY_BACKOFF_MAX_MS (1LL << 40)
@@ -366,6 +369,18 @@ typedef struct ferry_worker_options {
      * kept, so a family's label set is the same whatever each worker says: for queues
      * whose job names are not a small fixed set). 0 = the job's name. */
     int metrics_no_job_name;
+    /* BullMQ's own per-minute metrics, as Node's Worker option metrics: {maxDataPoints}
+     * writes them (so Node's Queue.getMetrics('completed' | 'failed'), bull-board and
+     * Taskforce charts show this worker's jobs): every completion and every final failure
+     * this worker writes counts in the hash <prefix>:<queue>:metrics:completed / :failed
+     * (fields count, prevTS, prevCount), and once a minute has passed since the last data
+     * point the finish pushes the jobs of the minute (and a 0 per empty minute) onto its
+     * :data list, which keeps the newest N points. Retries, retry-later and throttles do not
+     * count, nor jobs failed by the stalled check (as in Node). 0 = off (the default: the
+     * finish sends nothing more and touches no metrics key); 1..FERRY_BULLMQ_METRICS_POINTS_MAX
+     * = on, keeping that many points (BullMQ's MetricsTime.ONE_WEEK is 10080). Independent
+     * of `metrics` above (ferry's Prometheus series). */
+    long bullmq_metrics_max_points;
 } ferry_worker_options;
 
 /* Fill *o (not NULL) with defaults (all zero / NULL).

@@ -42,7 +42,8 @@
   EXISTS of `dn:`; a job trimmed from the failed set one HGET of its `parentKey`.
 
   KEYS: 1 wait 2 active 3 prioritized 4 events 5 limiter 6 delayed 7 meta 8 pc 9 marker
-        10 stalled 11 completed 12 failed
+        10 stalled 11 completed 12 failed [13 metrics:completed 14 metrics:failed: see
+        the metrics argument below]
   ARGV: 1 base  2 now (ms)  3 n to fetch (0 = none)  4 token prefix  5 first token counter
         6 lockDuration  7 worker name ("" none)  8 limiter max ("" none)
         9 limiter duration ("" none)  10 popMany ("1" = Redis >= 6.2)
@@ -54,6 +55,14 @@
         the caller sends "0" when the next job into the same set has the same keep
         settings, so a run of equal settings trims once: see `runs`), deid (the job's `deid`
         field as fetched, "" = none; it is written only when the job is added)
+        then, only when the worker collects BullMQ's metrics (Worker option metrics:
+        {maxDataPoints}): maxDataPoints (1..100000), with KEYS 13 metrics:completed and
+        14 metrics:failed. Absent = no metrics (nothing more is read or written).
+  Metrics (BullMQ 6.7.0 collectMetrics, called per finished job at `now`): each job that
+  finished (code 0) counts once in its target's hash. All jobs of a call finish at the same
+  `now`, so one update per target of n jobs leaves the hash and its :data list exactly as n
+  per-job calls: the first job's call may push the data points and move prevTS/prevCount
+  to `now` and its own count; the other n - 1 then only count (N = 0).
   Returns {codes, jobs, rateLimitTtl, nextDelayedMs}: codes[i] is 0 or the negative code of
   job i; the rest as moveToActive.lua. ]]
 --@include common.lua
@@ -301,6 +310,28 @@ local function requeueNext(deid)
   return grew
 end
 
+-- BullMQ collectMetrics for n jobs finished at `now` into the hash `key` (see the header).
+local function collectMetrics(key, n, maxPoints)
+  if n == 0 then return end
+  local count = redis.call("HINCRBY", key, "count", n) - n -- before the first of the n
+  local prevTS = redis.call("HGET", key, "prevTS")
+  if not prevTS then
+    redis.call("HSET", key, "prevTS", nowStr, "prevCount", 0)
+    return
+  end
+  local N = math.min(math.floor(now / 60000) - math.floor(tonumber(prevTS) / 60000), maxPoints)
+  if N > 0 then
+    local dataKey = key .. ":data"
+    local points = {count - tonumber(redis.call("HGET", key, "prevCount"))}
+    for p = 2, N do points[p] = 0 end
+    callChunked("LPUSH", dataKey, points)
+    redis.call("LTRIM", dataKey, 0, maxPoints - 1)
+    redis.call("HSET", key, "prevCount", count, "prevTS", nowStr)
+  end
+end
+local metricsMax = tonumber(ARGV[12 + nJobs * STRIDE]) -- nil: no metrics
+local nCompleted, nFailed = 0, 0
+
 local codes = {}
 local released = {}
 local dels = {} -- keys deleted in one DEL after the loop (bulk only)
@@ -423,8 +454,13 @@ for i = 0, nJobs - 1 do
       addEvent("event", "retries-exhausted", "jobId", id, "attemptsMade", atm)
     end
     finishedSome = true
+    if failed then nFailed = nFailed + 1 else nCompleted = nCompleted + 1 end
   end
   codes[i + 1] = code
+end
+if metricsMax then
+  collectMetrics(KEYS[13], nCompleted, metricsMax)
+  collectMetrics(KEYS[14], nFailed, metricsMax)
 end
 flushRun(k.completed)
 flushRun(k.failed)

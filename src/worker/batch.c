@@ -246,18 +246,29 @@ static const ferry_script *build_retry_now(const call_ctx *c, const ferry_job *j
 static const ferry_script *build_finish_or_fetch(const call_ctx *c, const item *it, args *a,
                                                  const char **keys, int *nkeys) {
     ferry__lane *lane = c->lane;
-    const char *k[] = {lane->key.wait,    lane->key.active,    lane->key.prioritized,
-                       lane->key.events,  lane->key.limiter,   lane->key.delayed,
-                       lane->key.meta,    lane->key.pc,        lane->key.marker,
-                       lane->key.stalled, lane->key.completed, lane->key.failed};
+    const char *k[] = {lane->key.wait,
+                       lane->key.active,
+                       lane->key.prioritized,
+                       lane->key.events,
+                       lane->key.limiter,
+                       lane->key.delayed,
+                       lane->key.meta,
+                       lane->key.pc,
+                       lane->key.marker,
+                       lane->key.stalled,
+                       lane->key.completed,
+                       lane->key.failed,
+                       lane->key.metrics_completed,
+                       lane->key.metrics_failed};
     if (it->kind == ITEM_FETCH) {
         memcpy(keys, k, 9 * sizeof *k);
         *nkeys = 9;
         add_fetch_args(a, c, it->fetch_n);
         return lane->script.fetch;
     }
-    memcpy(keys, k, sizeof k);
-    *nkeys = 12;
+    /* the metrics keys and maxDataPoints only when asked: off costs nothing */
+    *nkeys = lane->bullmq_metrics_max_points > 0 ? 14 : 12;
+    memcpy(keys, k, (size_t)*nkeys * sizeof *k);
     add_fetch_args(a, c, it->fetch_n);
     addll(a, (long long)it->count);
     for (size_t i = it->first; i < it->first + it->count; i++) {
@@ -278,6 +289,7 @@ static const ferry_script *build_finish_or_fetch(const call_ctx *c, const item *
         addz(a, c->trim[i] ? "1" : "0");
         addz(a, j->deid);
     }
+    if (lane->bullmq_metrics_max_points > 0) addll(a, lane->bullmq_metrics_max_points);
     return lane->script.finish;
 }
 
@@ -424,7 +436,7 @@ static unsigned long long reserve_tokens(ferry__disp *d, int fetch_n) {
 /* Pipeline every item and read every reply. 0 or a transport error. */
 static int send_items(ferry_conn *conn, const call_ctx *ctx, const item *items, size_t nitems,
                       args *a, redisReply **replies, ferry_error *err) {
-    const char *keys[12];
+    const char *keys[14];
     int nkeys = 0;
     int rc = 0;
     for (size_t i = 0; i < nitems && rc == 0; i++) {
@@ -441,7 +453,7 @@ static int send_items(ferry_conn *conn, const call_ctx *ctx, const item *items, 
  * after is unknown too). */
 static int rerun_item(ferry_conn *conn, const call_ctx *ctx, const item *it, args *a,
                       redisReply **reply, ferry_error *err) {
-    const char *keys[12];
+    const char *keys[14];
     int nkeys = 0;
     freeReplyObject(*reply);
     *reply = NULL;

@@ -55,7 +55,9 @@ static int build_keys(ferry__lane *lane) {
                 {&k->completed, "completed"},
                 {&k->failed, "failed"},
                 {&k->stalled_check, "stalled-check"},
-                {&k->repeat, "repeat"}};
+                {&k->repeat, "repeat"},
+                {&k->metrics_completed, "metrics:completed"},
+                {&k->metrics_failed, "metrics:failed"}};
     size_t nkeys = sizeof keys / sizeof keys[0], total = 0;
     for (size_t i = 0; i < nkeys; i++)
         total += lane->keys.base_len + strlen(keys[i].suffix) + 1;
@@ -173,6 +175,7 @@ static void copy_options(ferry__lane *lane, const char *queue, const ferry_worke
     lane->max_payload_bytes = opts->max_payload_bytes;
     lane->limiter_max = opts->limiter_max;
     lane->limiter_duration_ms = opts->limiter_duration_ms;
+    lane->bullmq_metrics_max_points = opts->bullmq_metrics_max_points;
     lane->drain_delay_ms = opts->drain_delay_ms ? opts->drain_delay_ms : 5000;
     lane->fetch_batch = opts->fetch_batch ? opts->fetch_batch : lane->concurrency;
     lane->split_at = lane->concurrency >= SPLIT_MIN_CONCURRENCY ? lane->concurrency / 2 : 0;

@@ -63,6 +63,11 @@ int ferry_worker_create(const char *queue, const ferry_worker_options *opts,
     if (!rc) rc = check_range(err, "limiter_max", opts->limiter_max, 0, INT_MAX);
     if (!rc) rc = check_range(err, "limiter_duration_ms", opts->limiter_duration_ms, 0, INT_MAX);
     if (!rc) rc = check_range(err, "lanes", opts->lanes, 0, FERRY__MAX_LANES);
+    if (!rc && (opts->bullmq_metrics_max_points < 0 ||
+                opts->bullmq_metrics_max_points > FERRY_BULLMQ_METRICS_POINTS_MAX))
+        rc = ferry__err(err, FERRY_EINVAL,
+                        "worker: bullmq_metrics_max_points %ld out of range (0 = off, 1..%ld)",
+                        opts->bullmq_metrics_max_points, FERRY_BULLMQ_METRICS_POINTS_MAX);
     if (!rc && (opts->limiter_max > 0) != (opts->limiter_duration_ms > 0))
         rc = ferry__err(err, FERRY_EINVAL,
                         "worker: limiter_max (%d) and limiter_duration_ms (%d) must both be > 0 "

@@ -227,7 +227,7 @@ typedef struct ferry__disp {
  * single allocation (`block`, which every pointer points into), read-only afterwards. */
 typedef struct ferry__lane_keys {
     const char *wait, *active, *prioritized, *events, *limiter, *delayed, *meta, *pc, *marker,
-        *stalled, *completed, *failed, *stalled_check, *repeat;
+        *stalled, *completed, *failed, *stalled_check, *repeat, *metrics_completed, *metrics_failed;
     char *block;
 } ferry__lane_keys;
 
@@ -252,6 +252,7 @@ struct ferry__lane {
     int max_started_attempts, drain_delay_ms, fetch_batch;
     size_t max_payload_bytes;             /* 0 = none */
     int limiter_max, limiter_duration_ms; /* 0 = no worker limiter */
+    long bullmq_metrics_max_points;       /* 0 = BullMQ metrics keys not written */
     ferry__backoff_custom *backoffs;      /* registered strategies, owned */
     size_t nbackoffs;
     ferry__keep_jobs keep_complete, keep_fail;
