@@ -27,6 +27,7 @@
 #define FERRY_DEADLETTER_H
 
 #include "common.h"
+#include "metrics.h"
 #include "queue.h"
 #include "worker.h"
 
@@ -90,6 +91,10 @@ typedef struct ferry_dlq_recorder_options {
     int retry_max_ms;         /* the pause doubles up to this; 0 = 10000 */
     ferry_log_fn log;         /* what it has to say (outages, misses); NULL = silent */
     void *log_userdata;
+    /* When set, counts ferry_dead_letters_total{queue} (rows this recorder wrote; a
+     * duplicate is not counted). The family is found or registered at start, so several
+     * recorders (and workers) may share one registry; it must outlive the recorder. */
+    ferry_metrics *metrics;
 } ferry_dlq_recorder_options;
 
 /* Zero the options (every default). Threads: any. Blocks: no. */
@@ -99,7 +104,8 @@ FERRY_API void ferry_dlq_recorder_options_init(ferry_dlq_recorder_options *o);
  * (an unreachable database is retried with backoff, never an error here).
  * Returns: 0 and *out, ended with ferry_dlq_recorder_close.
  * Errors: FERRY_EINVAL (bad schema, prefix, database URL syntax, a negative or inverted
- *   timeout), FERRY_ENOMEM, FERRY_EIO when the thread cannot start.
+ *   timeout), the registry's error when the metrics family cannot be registered,
+ *   FERRY_ENOMEM, FERRY_EIO when the thread cannot start.
  * Blocks: no. Threads: any. Ownership: options and their strings are copied; the log
  *   callback's userdata is not owned and must outlive close. */
 FERRY_API int ferry_dlq_recorder_start(const ferry_dlq_recorder_options *o,
@@ -187,6 +193,8 @@ typedef struct ferry_dlq_filter {
      * this is what makes it resumable: `again` with redriven_fewer_than 2 takes the rows
      * redriven once, and run again after a crash takes only those still at one. */
     long redriven_fewer_than;
+    /* Only rows redriven at least this many times (1 = rows redriven before); 0 = any. */
+    long redriven_at_least;
 } ferry_dlq_filter;
 
 /* One row. Strings owned by the list (NULL when absent). */
@@ -251,6 +259,11 @@ typedef struct ferry_dlq_action_options {
     ferry_dlq_item_fn item;           /* each row's result, in order; NULL = none */
     ferry_dlq_progress_fn progress;   /* every 100 rows and at the end; NULL = none */
     void *userdata;                   /* for item and progress */
+    /* Redrive only: when set, counts every row's result in
+     * ferry_redrives_total{mode="dry_run"|"execute",result="done"|"would"|"skipped"|
+     * "refused"} (found or registered on first use; must outlive the call). Purges are not
+     * counted there. */
+    ferry_metrics *metrics;
 } ferry_dlq_action_options;
 
 typedef struct ferry_dlq_action_stats {
@@ -286,6 +299,52 @@ FERRY_API int ferry_dlq_redrive(PGconn *conn, const ferry_dlq_options *o, const 
 FERRY_API int ferry_dlq_purge(PGconn *conn, const ferry_dlq_options *o, const ferry_dlq_filter *f,
                               const ferry_dlq_action_options *a, ferry_dlq_action_stats *stats,
                               ferry_error *err);
+
+/* ---- the audit history --------------------------------------------------------------- */
+
+#define FERRY_DLQ_AUDIT_LIMIT_DEFAULT 100 /* audit rows ferry_dlq_audit_list returns by default */
+
+/* Which audit rows to read. A zeroed struct takes the newest FERRY_DLQ_AUDIT_LIMIT_DEFAULT. */
+typedef struct ferry_dlq_audit_filter {
+    const char *dead_letter_id; /* only the history of this row (UUID text); NULL = any */
+    long long since_ms;         /* only actions at or after this instant; 0 = no bound */
+    long long limit;            /* at most this many, newest first; 0 = the default, at most
+                                   FERRY_DLQ_LIMIT_MAX */
+} ferry_dlq_audit_filter;
+
+/* One audit row: one redrive or purge of one dead letter (dry runs included). Strings
+ * owned by the list; NULL when absent. */
+typedef struct ferry_dlq_audit_entry {
+    long long id; /* the audit row's own id, increasing */
+    char dead_letter_id[FERRY_DLQ_ID_STRLEN + 1];
+    char *action; /* "redrive" or "purge" */
+    char *prefix, *queue, *job_id;
+    char *new_job_id; /* redrive: the job id given (or that would be given) */
+    char *actor;      /* who */
+    char *filter;     /* how the rows were chosen (the action's filter text) */
+    char *note;
+    int dry_run;
+    long long at_ms; /* when */
+} ferry_dlq_audit_entry;
+
+typedef struct ferry_dlq_audit_rows {
+    ferry_dlq_audit_entry *entries;
+    size_t n;
+    long long total; /* rows matching the filter, ignoring the limit */
+} ferry_dlq_audit_rows;
+
+/* Read the redrive / purge history (<schema>.dead_letter_redrives) matching f (NULL = a
+ * zeroed filter), newest first. Rows stay after their dead letter is purged.
+ * Returns: 0 with *out.
+ * Errors: FERRY_EINVAL for an id that is not a UUID, a negative since_ms, a limit out of
+ *   range; FERRY_EDB / FERRY_EIO.
+ * Blocks: two statements. Threads: conn as above.
+ * Ownership: free *out with ferry_dlq_audit_rows_free (NULL accepted; any thread, no
+ *   blocking). */
+FERRY_API int ferry_dlq_audit_list(PGconn *conn, const ferry_dlq_options *o,
+                                   const ferry_dlq_audit_filter *f, ferry_dlq_audit_rows **out,
+                                   ferry_error *err);
+FERRY_API void ferry_dlq_audit_rows_free(ferry_dlq_audit_rows *l);
 
 #ifdef __cplusplus
 }

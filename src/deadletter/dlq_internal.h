@@ -30,12 +30,12 @@ void ferry__dlq_insert_sql(const char *qs, char *out, size_t cap);
 #define FERRY__DLQ_INSERT_SQL_MAX (FERRY__QSCHEMA_MAX + 700)
 
 /* A filter turned into a WHERE clause with its parameters ($1..$n). */
-#define FERRY__DLQ_FILTER_PARAMS 8
+#define FERRY__DLQ_FILTER_PARAMS 9
 typedef struct ferry__dlq_where {
-    char sql[512];
+    char sql[600];
     const char *v[FERRY__DLQ_FILTER_PARAMS];
     int n;
-    char num[3][32];
+    char num[4][32];
     long long limit; /* the filter's limit, 0 when none */
     long fewer_than; /* the filter's redriven_fewer_than, 0 when none */
 } ferry__dlq_where;
@@ -67,6 +67,19 @@ void ferry__dlq_entry_clear(ferry_dlq_entry *e);
  * flow child), keepLogs under its public name, and jobId = new_id. Returns malloc'd JSON,
  * or NULL when out of memory. Pure. */
 char *ferry__dlq_redrive_opts(const char *stored, const char *new_id);
+
+/* ---- metrics (dmetrics.c) ---- */
+
+/* Find or register ferry_dead_letters_total{queue} in reg (NULL reg: *out NULL, 0).
+ * Both families must be registered only here (with these labels): a family of the same name
+ * registered otherwise is not detected. Returns 0, or the registry's error. */
+int ferry__dlq_recorded_family(ferry_metrics *reg, ferry_metrics_family **out, ferry_error *err);
+/* Count one row written for `queue` (f NULL: nothing). Takes the registry's mutex briefly. */
+void ferry__dlq_count_recorded(ferry_metrics_family *f, const char *queue);
+/* The four series ferry_redrives_total{mode,result} of one mode, indexed by
+ * ferry_dlq_item_status (reg NULL: all NULL, 0). Errors: the registry's. */
+int ferry__dlq_redrive_counters(ferry_metrics *reg, int execute, ferry_metrics_counter *out[4],
+                                ferry_error *err);
 
 /* Tests only: called by an executed redrive right after a job was added to Redis and
  * before its row is updated and committed (to crash a redrive exactly there). NULL = none. */

@@ -56,6 +56,10 @@ int ferry__dlq_where_build(const ferry_dlq_filter *f, int not_redriven, ferry__d
         return ferry__err(err, FERRY_EINVAL,
                           "dead letters: redriven-fewer-than must be 1..1000000000 (got %ld)",
                           f->redriven_fewer_than);
+    if (f->redriven_at_least < 0 || f->redriven_at_least > 1000000000L)
+        return ferry__err(err, FERRY_EINVAL,
+                          "dead letters: redriven-at-least must be 1..1000000000 (got %ld)",
+                          f->redriven_at_least);
     if (f->limit < 0 || f->limit > FERRY_DLQ_LIMIT_MAX)
         return ferry__err(err, FERRY_EINVAL, "dead letters: limit must be 1..%d (got %lld)",
                           FERRY_DLQ_LIMIT_MAX, f->limit);
@@ -75,6 +79,10 @@ int ferry__dlq_where_build(const ferry_dlq_filter *f, int not_redriven, ferry__d
     if (f->redriven_fewer_than) {
         snprintf(w->num[2], sizeof w->num[2], "%ld", f->redriven_fewer_than);
         add(w, "redrive_count < ", "::int", w->num[2]);
+    }
+    if (f->redriven_at_least) {
+        snprintf(w->num[3], sizeof w->num[3], "%ld", f->redriven_at_least);
+        add(w, "redrive_count >= ", "::int", w->num[3]);
     }
     if (not_redriven) {
         size_t used = strlen(w->sql);
@@ -129,6 +137,10 @@ char *ferry__dlq_filter_text(const ferry_dlq_filter *f, int again) {
         if (f->redriven_fewer_than) {
             snprintf(num, sizeof num, "%ld", f->redriven_fewer_than);
             bad |= put(&buf, &len, "redriven_fewer_than", num);
+        }
+        if (f->redriven_at_least) {
+            snprintf(num, sizeof num, "%ld", f->redriven_at_least);
+            bad |= put(&buf, &len, "redriven_at_least", num);
         }
         if (f->limit) {
             snprintf(num, sizeof num, "%lld", f->limit);

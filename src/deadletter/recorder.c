@@ -51,6 +51,7 @@ struct ferry_dlq_recorder {
 
     pthread_t thread;
     ferry__pgc pg;
+    ferry_metrics_family *recorded; /* ferry_dead_letters_total, or NULL */
 };
 
 static void rec_log(ferry_dlq_recorder *r, int level, const char *fmt, ...) FERRY_PRINTF(3, 4);
@@ -249,7 +250,10 @@ static void *recorder_main(void *arg) {
         pthread_mutex_lock(&r->mu);
         r->writing = 0;
         if (done || permanent) {
-            if (done && inserted) r->st.recorded++;
+            if (done && inserted) {
+                r->st.recorded++;
+                ferry__dlq_count_recorded(r->recorded, h.queue);
+            }
             if (done && !inserted) r->st.duplicates++;
             if (permanent) miss_locked(r, h.queue, h.job_id, err.message);
             held_free(&h);
@@ -339,6 +343,9 @@ int ferry_dlq_recorder_start(const ferry_dlq_recorder_options *o, ferry_dlq_reco
         return ferry__err(err, FERRY_EINVAL,
                           "dead letter recorder: retry_max_ms (%d) is below retry_min_ms (%d)",
                           rmax, rmin);
+    ferry_metrics_family *recorded = NULL;
+    rc = ferry__dlq_recorded_family(o->metrics, &recorded, err);
+    if (rc) return rc;
     size_t cap = o->capacity ? o->capacity : FERRY_DLQ_RECORDER_CAPACITY;
     if (cap > 10000000)
         return ferry__err(err, FERRY_EINVAL, "dead letter recorder: capacity over 10000000");
@@ -365,6 +372,7 @@ int ferry_dlq_recorder_start(const ferry_dlq_recorder_options *o, ferry_dlq_reco
     r->retry_max_ms = rmax;
     r->log = o->log;
     r->log_ud = o->log_userdata;
+    r->recorded = recorded;
     if (pthread_create(&r->thread, NULL, recorder_main, r) != 0) {
         recorder_free(r);
         return ferry__err(err, FERRY_EIO, "dead letter recorder: cannot start its thread");

@@ -4,6 +4,7 @@
  * order. A redrive's job id is "dlq-<row id>-<count + 1>": the same for a row until its
  * redrive is recorded, so a run that stopped between adding the job and committing the row
  * adds nothing the second time (BullMQ keeps the first job of a custom id). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ typedef struct action {
     size_t nids;
     char *filter_text;
     long fewer_than; /* the filter's redriven_fewer_than, re-checked under the row lock */
+    ferry_metrics_counter *count[4]; /* redrive: ferry_redrives_total by status, or NULL */
 } action;
 
 static void action_free(action *x) {
@@ -107,6 +109,7 @@ static int action_begin(action *x, PGconn *conn, const ferry_dlq_options *o,
 
 static void emit(const action *x, const ferry_dlq_entry *e, const char *new_id, int status,
                  const char *reason) {
+    if (status >= 0 && status < 4) ferry_metrics_counter_add(x->count[status], 1);
     switch (status) {
     case FERRY_DLQ_WOULD:
         x->st->would++;
@@ -384,7 +387,10 @@ static int dry_batch(action *x, const char *what, char **ids, size_t n, ferry_er
     }
     free(es);
     /* rows chosen but gone before this batch read them */
-    if (rc == 0 && (size_t)nread < n) x->st->skipped += (long long)(n - (size_t)nread);
+    if (rc == 0 && (size_t)nread < n) {
+        x->st->skipped += (long long)(n - (size_t)nread);
+        ferry_metrics_counter_add(x->count[FERRY_DLQ_SKIPPED], (uint64_t)(n - (size_t)nread));
+    }
     return rc;
 }
 
@@ -394,6 +400,7 @@ int ferry_dlq_redrive(PGconn *conn, const ferry_dlq_options *o, const ferry_dlq_
     ferry_dlq_action_stats st;
     action x;
     int rc = action_begin(&x, conn, o, f, a, a ? !a->again : 1, &st, err);
+    if (rc == 0) rc = ferry__dlq_redrive_counters(a->metrics, a->execute, x.count, err);
     qcache qc = {0};
     for (size_t i = 0; rc == 0 && i < x.nids;) {
         if (!a->execute) {
