@@ -2,7 +2,9 @@
  * cleanup`: the command-line side of the transactional outbox (the library does the work,
  * see ferry/outbox.h). The relay handles SIGTERM/SIGINT on a sigwait thread that calls the
  * thread-safe ferry_relay_stop; the batch in progress finishes and the exit status is 0.
- * Every line the relay writes carries a timestamp (logline.h).
+ * Every line the relay writes carries a timestamp (logline.h); with --log-format json each is
+ * one JSON object, the library's typed events (batches, rows set aside, failures, unknown
+ * topics, retention) with their fields and trace ids (docs/logging.md).
  *
  * Test only, on purpose absent from --help and the docs: FERRY_FAULT=relay_after_publish[:N]
  * makes `ferry relay` kill itself with SIGKILL after the Nth batch's jobs were added to
@@ -40,8 +42,8 @@ static void say(const cmd_spec *spec, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    if (spec == &relay_spec)
-        logline("relay", "%s", text);
+    if (spec == &relay_spec) /* only failures come here: "relay.error" in JSON */
+        logline_event("relay", FERRY_LOG_ERROR, "relay.error", NULL, "%s", text);
     else
         fprintf(stderr, "ferry %s: %s\n", spec->name, text);
 }
@@ -176,6 +178,8 @@ static int migrate_main(int argc, char **argv) {
 typedef struct relay_opts {
     const char *routes, *default_job_opts;
     const char *metrics_listen; /* --metrics-listen ADDR:PORT */
+    const char *log_format;     /* --log-format text|json */
+    int log_events;             /* --log-events: one line per published event */
     long long batch, batch_bytes, poll_ms, max_backoff_ms, retention_days, retention_interval_ms,
         retention_batch, unknown_ms, max_envelope;
 } relay_opts;
@@ -221,6 +225,13 @@ static const opt_def relay_defs[] = {
      "Serve Prometheus metrics (GET /metrics) on ADDR:PORT: ADDR an IPv4 literal, [IPv6] or "
      "localhost, PORT 0 for any free one (the log line at start says which). Nothing is "
      "served without it. A port that cannot be bound exits 3. See docs/metrics.md."},
+    {"log-format", OPT_STRING, "F", offsetof(relay_opts, log_format), 0, 0,
+     "Log lines on stderr: text (default: a UTC timestamp, then the text) or json (one JSON "
+     "object per line with \"time\", \"level\", \"event\", \"msg\" and the event's fields, "
+     "trace ids included; see docs/logging.md). Never a payload or a password."},
+    {"log-events", OPT_FLAG, NULL, offsetof(relay_opts, log_events), 0, 0,
+     "Also log one line per published event (its id, topic, trace id and job count), "
+     "besides the line per batch: for following a request's trace id into the queues."},
 };
 
 static const cmd_spec relay_spec = {
@@ -237,7 +248,9 @@ static const cmd_spec relay_spec = {
     "reported. When Redis fails the batch is rolled back, attempts/last_error are recorded\n"
     "and the relay retries with capped backoff.\n"
     "At start the relay warns when Redis' maxmemory-policy is not noeviction (Redis could\n"
-    "evict job keys). Log lines go to stderr, each with a UTC timestamp.\n"
+    "evict job keys). Log lines go to stderr, each with a UTC timestamp (--log-format json:\n"
+    "one JSON object per line), one per committed batch with its counts (--log-events: one\n"
+    "per event too, with its trace id).\n"
     "SIGTERM/SIGINT/SIGHUP: finish the current batch and exit 0 (a second signal exits at\n"
     "once).\n"
     "Exit status: 0 stopped by a signal, 2 bad arguments or routes file, 3 could not start\n"
@@ -261,27 +274,128 @@ static void relay_fault(const char *point, void *ud) {
     }
 }
 
-/* The library's log lines (userdata: the database URL, whose password is masked in case a
- * text from libpq or the server quotes it). */
-static void relay_log(int level, const char *message, void *ud) {
+/* What the relay's log and event callbacks need (their userdata). */
+typedef struct relay_log_ctx {
+    const char *database_url; /* its password is masked in case libpq or the server quotes it */
+    const char *redis_url;    /* and this one's, in case a Redis error does */
+    int log_events;           /* --log-events */
+} relay_log_ctx;
+
+/* A library text made safe for a line: "relay: " dropped, both URLs' passwords masked. */
+static void relay_text(const relay_log_ctx *x, const char *message, char *line, size_t cap) {
+    if (!strncmp(message, "relay: ", 7)) message += 7;
+    snprintf(line, cap, "%s", message);
+    ferry_outbox_database_url_mask(x->database_url, line);
+    logline_mask_url_password(line, cap, x->redis_url);
+}
+
+/* One line of the library at `level`: text "<level>: <message>" as the relay always wrote
+ * it; JSON the event with "msg" the message alone (the level has its own member). */
+static void relay_line(const relay_log_ctx *x, int level, const char *event, json_t *fields,
+                       const char *message) {
     static const char *const names[] = {"debug", "info", "warning", "error"};
     const char *lvl = level >= 0 && level <= 3 ? names[level] : "info";
-    if (!strncmp(message, "relay: ", 7)) message += 7;
     char line[2048];
-    snprintf(line, sizeof line, "%s", message);
-    ferry_outbox_database_url_mask(ud, line);
-    logline("relay", "%s: %s", lvl, line);
+    relay_text(x, message, line, sizeof line);
+    if (logline_get_format() == LOGLINE_JSON)
+        logline_event("relay", level, event, fields, "%s", line);
+    else
+        logline_event("relay", level, event, fields, "%s: %s", lvl, line);
+}
+
+/* The library's free-text lines: "relay.log". */
+static void relay_log(int level, const char *message, void *ud) {
+    relay_line(ud, level, "relay.log", NULL, message);
+}
+
+/* An event row's members: id, topic, the trace members (logline_set_trace), jobs. */
+static void row_fields(json_t *f, const ferry_relay_event_row *row, int with_jobs) {
+    logline_set_str(f, "id", row->id);
+    logline_set_str(f, "topic", row->topic);
+    logline_set_trace(f, row->trace_id);
+    if (with_jobs) logline_set_int(f, "jobs", (long long)row->jobs);
+}
+
+/* A committed batch: one "relay.batch" line, and with --log-events one "relay.event" line
+ * per published event (debug: the batch line says the counts). */
+static void relay_published(const relay_log_ctx *x, const ferry_relay_event *ev) {
+    json_t *f = json_object();
+    logline_set_int(f, "published", (long long)ev->published);
+    logline_set_int(f, "jobs", (long long)ev->jobs);
+    logline_set_int(f, "quarantined", (long long)ev->quarantined);
+    logline_set_int(f, "duration_ms", ev->duration_ms);
+    logline_event("relay", FERRY_LOG_INFO, "relay.batch", f,
+                  "batch: %zu row(s) published, %zu job(s) added, %zu set aside (%lld ms)",
+                  ev->published, ev->jobs, ev->quarantined, ev->duration_ms);
+    if (!x->log_events) return;
+    for (size_t i = 0; i < ev->nrows; i++) {
+        const ferry_relay_event_row *row = &ev->rows[i];
+        json_t *e = json_object();
+        row_fields(e, row, 1);
+        char topic[4 * FERRY_OUTBOX_TOPIC_MAX + 8], trace[4 * FERRY_OUTBOX_TRACE_ID_MAX + 8];
+        logline_event("relay", FERRY_LOG_INFO, "relay.event", e,
+                      "event %s published: topic=%s trace=%s jobs=%zu", row->id,
+                      ferryx_printable(row->topic, topic, sizeof topic),
+                      row->trace_id ? ferryx_printable(row->trace_id, trace, sizeof trace) : "-",
+                      row->jobs);
+    }
+}
+
+/* The library's typed events: each as its line (text) or its event with fields (JSON). */
+static void relay_event(const ferry_relay_event *ev, void *ud) {
+    const relay_log_ctx *x = ud;
+    if (ev->kind == FERRY_RELAY_EVENT_PUBLISHED) {
+        relay_published(x, ev);
+        return;
+    }
+    json_t *f = json_object();
+    const char *name = "relay.log";
+    char reason[2048];
+    if (ev->reason) relay_text(x, ev->reason, reason, sizeof reason);
+    switch (ev->kind) {
+    case FERRY_RELAY_EVENT_QUARANTINED:
+        name = "relay.quarantined";
+        if (ev->nrows) row_fields(f, &ev->rows[0], 0);
+        break;
+    case FERRY_RELAY_EVENT_BATCH_FAILED:
+        name = "relay.batch_failed";
+        logline_set_int(f, "rows", (long long)ev->batch_rows);
+        logline_set_str(f, "code", ferry_err_name(ev->code));
+        logline_set_int(f, "retry_in_ms", ev->retry_in_ms);
+        break;
+    case FERRY_RELAY_EVENT_UNKNOWN_TOPIC:
+        name = "relay.unknown_topic";
+        logline_set_str(f, "topic", ev->topic);
+        logline_set_int(f, "rows", ev->count);
+        break;
+    case FERRY_RELAY_EVENT_RETENTION:
+        name = "relay.retention";
+        logline_set_int(f, "deleted", ev->count);
+        logline_set_int(f, "older_than_s", ev->older_than_s);
+        if (ev->code) logline_set_str(f, "code", ferry_err_name(ev->code));
+        break;
+    default:
+        break;
+    }
+    if (ev->reason) logline_set_str(f, "reason", reason);
+    relay_line(x, ev->level, name, f, ev->message ? ev->message : "");
 }
 
 /* First signal: finish the current batch; second: leave at once. */
 static void on_signal(int sig, int count, void *userdata) {
     ferry_relay *relay = userdata;
+    json_t *f = json_object();
+    logline_set_str(f, "signal", cli_signame(sig));
+    logline_set_int(f, "count", count);
+    logline_set_str(f, "action", count == 1 ? "drain" : "exit");
     if (count == 1) {
-        logline("relay", "%s received: finishing the current batch", cli_signame(sig));
+        logline_event("relay", FERRY_LOG_INFO, "relay.signal", f,
+                      "%s received: finishing the current batch", cli_signame(sig));
         ferry_relay_stop(relay);
     } else {
-        logline("relay", "second signal: exiting now (unfinished rows are published again by "
-                         "the next relay)");
+        logline_event("relay", FERRY_LOG_WARN, "relay.signal", f,
+                      "second signal: exiting now (unfinished rows are published again by the "
+                      "next relay)");
         _exit(CLI_EXIT_RUNTIME);
     }
 }
@@ -317,6 +431,11 @@ static int relay_run_with(int argc, char **argv, db_opts *d, ferry_metrics **met
     fault_state fault = {fault_count()};
     if (fault.remaining < 0)
         return opts_usage_error(&relay_spec, "FERRY_FAULT: expected relay_after_publish[:N]");
+    logline_format fmt = LOGLINE_TEXT;
+    if (o.log_format && logline_format_parse(o.log_format, &fmt))
+        return opts_usage_error(&relay_spec, "--log-format: expected text or json, got '%s'",
+                                o.log_format);
+    logline_set_format(fmt); /* before any thread: every later line is in this format */
 
     ferry_routes *routes = NULL;
     if ((rc = load_routes(&relay_spec, o.routes, &routes))) return rc;
@@ -347,8 +466,11 @@ static int relay_run_with(int argc, char **argv, db_opts *d, ferry_metrics **met
     ro.retention_batch = (int)o.retention_batch;
     ro.unknown_report_ms = (int)o.unknown_ms;
     ro.max_envelope_bytes = (size_t)o.max_envelope;
+    relay_log_ctx logctx = {
+        .database_url = d->url, .redis_url = conn.redis_url, .log_events = o.log_events};
     ro.log = relay_log;
-    ro.log_userdata = (void *)d->url;
+    ro.event = relay_event;
+    ro.log_userdata = &logctx;
     ro.metrics = *metrics;
     if (fault.remaining) {
         ro.fault = relay_fault;
@@ -370,24 +492,44 @@ static int relay_run_with(int argc, char **argv, db_opts *d, ferry_metrics **met
     char where[300];
     db_display(d, where, sizeof where);
     char host[4 * sizeof conn.host], prefix[512], routes_shown[1024];
-    logline("relay", "database %s, redis %s, prefix %s, routes %s", where,
-            ferryx_printable(conn.host, host, sizeof host),
-            ferryx_printable(conn.prefix, prefix, sizeof prefix),
-            ferryx_printable(o.routes, routes_shown, sizeof routes_shown));
+    json_t *f = json_object();
+    logline_set_str(f, "database", where);
+    logline_set_str(f, "redis", conn.host);
+    logline_set_str(f, "prefix", conn.prefix);
+    logline_set_str(f, "routes", o.routes);
+    logline_set_str(f, "schema", d->schema ? d->schema : FERRY_OUTBOX_DEFAULT_SCHEMA);
+    logline_set_str(f, "version", ferry_version());
+    logline_event("relay", FERRY_LOG_INFO, "relay.start", f,
+                  "database %s, redis %s, prefix %s, routes %s", where,
+                  ferryx_printable(conn.host, host, sizeof host),
+                  ferryx_printable(conn.prefix, prefix, sizeof prefix),
+                  ferryx_printable(o.routes, routes_shown, sizeof routes_shown));
     rc = ferry_relay_run(relay, &e);
     if (rc) {
         ferry_outbox_database_url_mask(d->url, e.message);
-        logline("relay", "could not start: %s", e.message);
+        logline_mask_url_password(e.message, sizeof e.message, conn.redis_url);
+        json_t *ef = json_object();
+        logline_set_str(ef, "code", ferry_err_name(e.code));
+        logline_event("relay", FERRY_LOG_ERROR, "relay.start_failed", ef, "could not start: %s",
+                      e.message);
         rc = CLI_EXIT_STARTUP;
     }
     cli_signals_stop(&sigs);
     ferry_relay_stats stats;
     ferry_relay_get_stats(relay, &stats);
-    if (!rc)
-        logline("relay",
-                "exiting: %llu row(s) published in %llu batch(es), %llu job(s) added, %llu "
-                "failed batch(es)",
-                stats.published, stats.batches, stats.jobs_added, stats.failed_batches);
+    if (!rc) {
+        json_t *sf = json_object();
+        logline_set_int(sf, "published", (long long)stats.published);
+        logline_set_int(sf, "batches", (long long)stats.batches);
+        logline_set_int(sf, "jobs", (long long)stats.jobs_added);
+        logline_set_int(sf, "failed_batches", (long long)stats.failed_batches);
+        logline_set_int(sf, "quarantined", (long long)stats.quarantined);
+        logline_set_int(sf, "retention_deleted", (long long)stats.retention_deleted);
+        logline_event("relay", FERRY_LOG_INFO, "relay.exit", sf,
+                      "exiting: %llu row(s) published in %llu batch(es), %llu job(s) added, %llu "
+                      "failed batch(es)",
+                      stats.published, stats.batches, stats.jobs_added, stats.failed_batches);
+    }
     ferry_relay_free(relay);
     return rc;
 }

@@ -3,7 +3,9 @@
  *   0 completed (stdout = return value), 65 permanent failure, 118 retry later and 119
  *   throttled (delay from the last stdout line), 75 or anything else (including a signal or
  *   the time limit) transient failure.
- * One log line per job outcome comes from the library's job_log record (text or JSON).
+ * One log line per job outcome comes from the library's job_log record; every line the worker
+ * writes is text with a timestamp or, with --log-format json, one JSON object (logline.h,
+ * worker_log.h; events in docs/logging.md).
  * Signals are handled by a sigwait thread (the library is not async-signal-safe): the
  * first SIGTERM/SIGINT/SIGHUP starts a graceful close, a second one sends SIGTERM to the
  * running commands, a third SIGKILL. */
@@ -40,7 +42,7 @@ extern char **environ;
 typedef struct worker_opts {
     long long concurrency, lock_duration, job_timeout, kill_grace, max_stalled, stalled_interval,
         shutdown_timeout, max_jobs, idle_exit, max_output, limiter_max, limiter_duration,
-        max_started, retry_later_default, lanes, connect_timeout, max_payload;
+        max_started, retry_later_default, lanes, connect_timeout, max_payload, bullmq_metrics;
     const char *name, *remove_on_complete, *remove_on_fail, *log_format;
     const char *pass_env;       /* the last --pass-env; all of them: pass_env_names() */
     const char *contracts;      /* --contracts DIR */
@@ -49,7 +51,7 @@ typedef struct worker_opts {
     int metrics_no_job_name;    /* --metrics-no-job-name */
 } worker_opts;
 
-enum { LOG_TEXT, LOG_JSON, LOG_NONE };
+enum { LOG_TEXT, LOG_JSON, LOG_NONE }; /* --log-format; json also sets logline_set_format */
 #define RETRY_LATER_DEFAULT_MS 5000
 
 #define MAX_STALLED_UNSET LLONG_MIN /* no --max-stalled-count given */
@@ -111,8 +113,11 @@ static const opt_def worker_defs[] = {
      FERRY_RETRY_AFTER_MAX_MS,
      "Delay for exit 118 when the command gives no delay hint (default 5000)."},
     {"log-format", OPT_STRING, "F", offsetof(worker_opts, log_format), 0, 0,
-     "Per-job outcome lines on stderr: text (default), json (one object per line, with a "
-     "\"time\" member) or none. Other lines are text with a timestamp in either case."},
+     "Log lines on stderr: text (default: a UTC timestamp, then the text), json (every line "
+     "the worker writes is one JSON object with \"time\", \"level\", \"event\" and \"msg\", "
+     "job lines with the job's trace id; see docs/logging.md) or none (no per-job lines; the "
+     "others as text). Never job data or return values. The commands' own stderr lines "
+     "pass through as they are."},
     {"connect-timeout", OPT_INT, "MS", offsetof(worker_opts, connect_timeout), 1, 30 * DAY_MS,
      "At start, how long to keep trying to reach Redis (refused, timed out, still loading) "
      "before exiting 1. Default: forever (tries 100 ms apart, doubling to 5 s)."},
@@ -136,6 +141,11 @@ static const opt_def worker_defs[] = {
     {"metrics-no-job-name", OPT_FLAG, NULL, offsetof(worker_opts, metrics_no_job_name), 0, 0,
      "Leave the job name out of the metrics (their name label is \"\"): for queues whose job "
      "names are not a small fixed set."},
+    {"bullmq-metrics", OPT_INT, "N", offsetof(worker_opts, bullmq_metrics), 1,
+     FERRY_BULLMQ_METRICS_POINTS_MAX,
+     "Write BullMQ's own per-minute metrics keys (<prefix>:<queue>:metrics:completed|failed), "
+     "keeping N data points, as a Node Worker with metrics: {maxDataPoints: N} does, so "
+     "Queue.getMetrics, bull-board and Taskforce count this worker's jobs (10080 = a week)."},
 };
 
 static const cmd_spec worker_spec = {
@@ -175,7 +185,8 @@ static const cmd_spec worker_spec = {
     "line per job outcome goes to stderr (--log-format; never job data or return values).\n"
     "CMD must be an executable file (by path or in PATH) when the worker starts, else\n"
     "exit 2; a run that cannot start it later fails the job as 75 would.\n"
-    "Every line the worker writes itself starts with the time (UTC, ms). At start it waits\n"
+    "Every line the worker writes itself starts with the time (UTC, ms); with --log-format\n"
+    "json it is one JSON object led by \"time\" (docs/logging.md). At start it waits\n"
     "for Redis: each failed try is logged and retried (--connect-timeout bounds it); a\n"
     "wrong password, a TLS failure or a refused command exits 1 at once. Once running, a\n"
     "lost Redis is logged once, and once again when it is back.\n"
@@ -447,43 +458,13 @@ static ferry_outcome handle_job(ferry_job *job, void *userdata) {
     return how;
 }
 
-/* Print one outcome line: the library's record, plus how the command ended when this
- * worker ran it. Text lines carry the timestamp and "ferry worker: " prefix of the worker's
- * other lines (logline); JSON lines are bare objects with a leading "time" member
- * (logline_json) so a log shipper can parse them. One fprintf per line (stderr is
- * unbuffered: one write, not interleaved with other threads' lines). */
-static void print_job_log(const exec_worker *xw, const ferry_job_log *rec, const char *status) {
-    char buf[2048], *heap = NULL;
-    const char *line = buf;
-    int json = xw->log_format == LOG_JSON;
-    size_t need = ferry_job_log_format(rec, json, buf, sizeof buf);
-    if (need >= sizeof buf && (heap = malloc(need + 1)) != NULL) {
-        ferry_job_log_format(rec, json, heap, need + 1);
-        line = heap;
-    } /* else (no memory) print the truncated line: losing a log line is worse */
-    size_t n = strlen(line);
-    if (!json) {
-        logline("worker", "%s%s%s", line, status ? " status=" : "", status ? status : "");
-    } else if (status && n && line[n - 1] == '}') {
-        /* status is plain ASCII (exit:N, timeout, ...) */
-        size_t cap = n + strlen(status) + 16;
-        char *obj = malloc(cap);
-        if (obj) snprintf(obj, cap, "%.*s,\"status\":\"%s\"}", (int)(n - 1), line, status);
-        logline_json(obj ? obj : line);
-        free(obj);
-    } else {
-        logline_json(line);
-    }
-    free(heap);
-}
-
 /* Every outcome (completed, retry, failed, permanent, retry-later, throttled, lock-lost) ends
  * here once written to Redis: the log line, and for a job this worker ran, the count for
  * --max-jobs (not for jobs failed without running, nor for jobs handed back). */
 static void on_job_log(const ferry_job_log *rec, void *userdata) {
     exec_worker *xw = userdata;
     outcome_note *n = rec->id ? note_take(xw, rec->id) : NULL;
-    if (xw->log_format != LOG_NONE) print_job_log(xw, rec, n ? n->status : NULL);
+    if (xw->log_format != LOG_NONE) worker_log_job(rec, n ? n->status : NULL);
     int ran = n && strcmp(n->status, STATUS_HANDED_BACK) != 0;
     if (n) free(n->id);
     free(n);
@@ -493,13 +474,19 @@ static void on_job_log(const ferry_job_log *rec, void *userdata) {
 static void on_stalled(const char *job_id, void *userdata) {
     exec_worker *xw = userdata;
     char id[256], q[256];
-    logline("worker", "queue=%s id=%s stalled (moved back to wait)",
-            ferryx_printable(xw->queue, q, sizeof q), ferryx_printable(job_id, id, sizeof id));
+    json_t *f = json_object();
+    logline_set_str(f, "queue", xw->queue);
+    logline_set_str(f, "id", job_id);
+    logline_event("worker", FERRY_LOG_WARN, "worker.stalled", f,
+                  "queue=%s id=%s stalled (moved back to wait)",
+                  ferryx_printable(xw->queue, q, sizeof q),
+                  ferryx_printable(job_id, id, sizeof id));
 }
 
+/* The worker keeps going after these (reconnects, retried scripts): a warning. */
 static void on_error(const ferry_error *err, void *userdata) {
     exec_worker *xw = userdata;
-    worker_log_report(&worker_spec, xw->conn, "error", err);
+    worker_log_error(&worker_spec, xw->conn, FERRY_LOG_WARN, "worker.error", NULL, "error", err);
 }
 
 static void on_notice(const ferry_worker_notice *n, void *userdata) {
@@ -508,6 +495,15 @@ static void on_notice(const ferry_worker_notice *n, void *userdata) {
 }
 
 /* ---- signals ------------------------------------------------------------------------------ */
+
+/* The members of a "worker.signal" line: the signal, how many so far, what it does. */
+static json_t *signal_fields(int sig, int count, const char *action) {
+    json_t *f = json_object();
+    logline_set_str(f, "signal", cli_signame(sig));
+    logline_set_int(f, "count", count);
+    logline_set_str(f, "action", action);
+    return f;
+}
 
 /* First signal: let running jobs finish; second: SIGTERM them; third: SIGKILL them. */
 static void on_signal(int sig, int count, void *userdata) {
@@ -518,22 +514,26 @@ static void on_signal(int sig, int count, void *userdata) {
     if (connecting && ferry_worker_abort_start(xw->w)) {
         /* ferry_worker_start is still connecting (it may wait out the command timeout) and
          * will now launch no thread: no job was taken, so leave at once */
-        logline("worker", "%s received while connecting: exiting, no job was taken",
-                cli_signame(sig));
+        logline_event("worker", FERRY_LOG_INFO, "worker.signal", signal_fields(sig, count, "exit"),
+                      "%s received while connecting: exiting, no job was taken", cli_signame(sig));
         _exit(CLI_EXIT_OK);
     }
     if (count == 1) {
-        logline("worker",
-                "%s received: finishing running jobs (up to %lld ms; send again to stop them)",
-                cli_signame(sig), xw->o->shutdown_timeout);
+        logline_event("worker", FERRY_LOG_INFO, "worker.signal", signal_fields(sig, count, "drain"),
+                      "%s received: finishing running jobs (up to %lld ms; send again to stop "
+                      "them)",
+                      cli_signame(sig), xw->o->shutdown_timeout);
         request_stop(xw);
     } else {
         pthread_mutex_lock(&xw->lock);
         xw->shutdown_kill = 1;
         pthread_mutex_unlock(&xw->lock);
         int n = exec_kill_all(count == 2 ? SIGTERM : SIGKILL);
-        logline("worker", "%s received again: sent %s to %d running command%s", cli_signame(sig),
-                count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
+        json_t *f = signal_fields(sig, count, count == 2 ? "terminate" : "kill");
+        logline_set_int(f, "commands", n);
+        logline_event("worker", FERRY_LOG_WARN, "worker.signal", f,
+                      "%s received again: sent %s to %d running command%s", cli_signame(sig),
+                      count == 2 ? "SIGTERM" : "SIGKILL", n, n == 1 ? "" : "s");
     }
 }
 
@@ -632,12 +632,18 @@ static void wait_for_stop(exec_worker *xw) {
     while (!xw->stop_requested) {
         const worker_opts *o = xw->o;
         if (o->max_jobs && xw->runs_stored >= (unsigned long long)o->max_jobs) {
-            logline("worker", "ran %llu job%s, outcomes stored (--max-jobs), stopping",
-                    xw->runs_stored, xw->runs_stored == 1 ? "" : "s");
+            json_t *f = json_object();
+            logline_set_int(f, "runs", (long long)xw->runs_stored);
+            logline_event("worker", FERRY_LOG_INFO, "worker.max_jobs", f,
+                          "ran %llu job%s, outcomes stored (--max-jobs), stopping", xw->runs_stored,
+                          xw->runs_stored == 1 ? "" : "s");
             break;
         }
         if (o->idle_exit && xw->running == 0 && mono_ms() - xw->last_activity >= o->idle_exit) {
-            logline("worker", "idle for %lld ms (--idle-exit), stopping", o->idle_exit);
+            json_t *f = json_object();
+            logline_set_int(f, "idle_ms", o->idle_exit);
+            logline_event("worker", FERRY_LOG_INFO, "worker.idle_exit", f,
+                          "idle for %lld ms (--idle-exit), stopping", o->idle_exit);
             break;
         }
         struct timespec ts;
@@ -669,27 +675,42 @@ static int start_waiting(ferry_worker *w, const cli_conn *conn, long long timeou
         if (timeout_ms && left < 1) left = 1;
         if (left > INT_MAX) left = INT_MAX;
         if (ferry_worker_start_within(w, (int)left, err) == 0) {
-            if (attempt > 1)
-                logline("worker", "redis %s: connected at attempt %d, after %lld ms", conn->host,
-                        attempt, mono_ms() - t0);
+            if (attempt > 1) {
+                long long after = mono_ms() - t0;
+                json_t *f = json_object();
+                logline_set_str(f, "redis", conn->host);
+                logline_set_int(f, "attempt", attempt);
+                logline_set_int(f, "after_ms", after);
+                logline_event("worker", FERRY_LOG_INFO, "worker.connected", f,
+                              "redis %s: connected at attempt %d, after %lld ms", conn->host,
+                              attempt, after);
+            }
             return 0;
         }
         if (!ferry_worker_start_retryable(err))
-            return worker_log_report(&worker_spec, conn, NULL, err);
+            return worker_log_error(&worker_spec, conn, FERRY_LOG_ERROR, "worker.start_failed",
+                                    NULL, NULL, err);
         long long waited = mono_ms() - t0;
         char what[128];
         if (timeout_ms && waited >= timeout_ms) {
             snprintf(what, sizeof what,
                      "cannot connect within --connect-timeout %lld ms (%d attempt%s)", timeout_ms,
                      attempt, attempt == 1 ? "" : "s");
-            worker_log_report(&worker_spec, conn, what, err);
+            json_t *f = json_object();
+            logline_set_int(f, "attempts", attempt);
+            logline_set_int(f, "timeout_ms", timeout_ms);
+            worker_log_error(&worker_spec, conn, FERRY_LOG_ERROR, "worker.start_failed", f, what,
+                             err);
             return CLI_EXIT_RUNTIME;
         }
         long long delay = ferryx_reconnect_delay_ms(attempt);
         if (timeout_ms && delay > timeout_ms - waited) delay = timeout_ms - waited;
         snprintf(what, sizeof what, "connect attempt %d failed, retrying in %lld ms", attempt,
                  delay);
-        worker_log_report(&worker_spec, conn, what, err);
+        json_t *f = json_object();
+        logline_set_int(f, "attempt", attempt);
+        logline_set_int(f, "retry_in_ms", delay);
+        worker_log_error(&worker_spec, conn, FERRY_LOG_WARN, "worker.connect_retry", f, what, err);
         struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000L};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
@@ -710,6 +731,8 @@ static int worker_check(const worker_opts *o, cli_conn *conn, char **cmd, int *l
     else if (o->log_format && strcmp(o->log_format, "text"))
         return opts_usage_error(&worker_spec, "--log-format: expected text, json or none, got '%s'",
                                 o->log_format);
+    /* from here on every line (usage errors too) is in the format asked for */
+    if (*log_format == LOG_JSON) logline_set_format(LOGLINE_JSON);
     /* each try, and later reconnects, give up connecting within --connect-timeout too */
     if (o->connect_timeout && o->connect_timeout < conn->redis.connect_timeout_ms)
         conn->redis.connect_timeout_ms = (int)o->connect_timeout;
@@ -784,29 +807,51 @@ static int worker_run(exec_worker *xw, ferry_worker *w, int *abandoned) {
         snprintf(limiter, sizeof limiter, " limiter=%lld/%lldms", o->limiter_max,
                  o->limiter_duration);
     ferryx_printable(xw->queue, qshown, sizeof qshown);
-    logline("worker", "queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s started",
-            qshown, conn->host, ferryx_printable(conn->prefix, pshown, sizeof pshown),
-            o->concurrency, ferry_worker_lanes(w), limiter,
-            ferryx_printable(xw->cmd[0], cshown, sizeof cshown));
+    json_t *f = json_object();
+    logline_set_str(f, "queue", xw->queue);
+    logline_set_str(f, "redis", conn->host);
+    logline_set_str(f, "prefix", conn->prefix);
+    logline_set_int(f, "concurrency", o->concurrency);
+    logline_set_int(f, "lanes", ferry_worker_lanes(w));
+    if (o->limiter_max) {
+        logline_set_int(f, "limiter_max", o->limiter_max);
+        logline_set_int(f, "limiter_duration_ms", o->limiter_duration);
+    }
+    logline_set_str(f, "command", xw->cmd[0]);
+    logline_set_str(f, "name", o->name);
+    logline_set_str(f, "version", ferry_version());
+    logline_event("worker", FERRY_LOG_INFO, "worker.start", f,
+                  "queue=%s redis=%s prefix=%s concurrency=%lld lanes=%d%s command=%s started",
+                  qshown, conn->host, ferryx_printable(conn->prefix, pshown, sizeof pshown),
+                  o->concurrency, ferry_worker_lanes(w), limiter,
+                  ferryx_printable(xw->cmd[0], cshown, sizeof cshown));
     wait_for_stop(xw);
     ferry_worker_stop(w);
     if (ferry_worker_close(w, (int)o->shutdown_timeout) == FERRY_ETIMEDOUT) {
         int n = exec_kill_all(SIGKILL);
-        logline("worker",
-                "shutdown timeout (%lld ms) passed; killed %d running command%s (their jobs "
-                "will be recovered as stalled)",
-                o->shutdown_timeout, n, n == 1 ? "" : "s");
+        json_t *t = json_object();
+        logline_set_str(t, "queue", xw->queue);
+        logline_set_int(t, "timeout_ms", o->shutdown_timeout);
+        logline_set_int(t, "killed", n);
+        logline_event("worker", FERRY_LOG_ERROR, "worker.shutdown_timeout", t,
+                      "shutdown timeout (%lld ms) passed; killed %d running command%s (their "
+                      "jobs will be recovered as stalled)",
+                      o->shutdown_timeout, n, n == 1 ? "" : "s");
         /* Handler threads may still be inside the worker: do not free it, just leave. */
         *abandoned = 1;
         return CLI_EXIT_RUNTIME;
     }
+    json_t *sf = json_object();
+    logline_set_str(sf, "queue", xw->queue);
+    logline_set_int(sf, "runs", (long long)xw->runs_stored);
+    logline_set_int(sf, "handed_back", (long long)xw->handed_back);
     if (xw->handed_back) /* after close: no handler runs any more */
-        logline("worker",
-                "queue=%s stopped; %llu fetched job%s handed back without running (--max-jobs, "
-                "or a second stop signal)",
-                qshown, xw->handed_back, xw->handed_back == 1 ? "" : "s");
+        logline_event("worker", FERRY_LOG_INFO, "worker.stop", sf,
+                      "queue=%s stopped; %llu fetched job%s handed back without running "
+                      "(--max-jobs, or a second stop signal)",
+                      qshown, xw->handed_back, xw->handed_back == 1 ? "" : "s");
     else
-        logline("worker", "queue=%s stopped", qshown);
+        logline_event("worker", FERRY_LOG_INFO, "worker.stop", sf, "queue=%s stopped", qshown);
     return CLI_EXIT_OK;
 }
 
@@ -821,11 +866,13 @@ static void exec_worker_release(exec_worker *xw) {
     free(xw->pass);
 }
 
-/* The dead-letter recorder's lines, as the worker's own. */
+/* The dead-letter recorder's lines, as the worker's own (ud: the database URL, whose
+ * password is masked in case a text from libpq or the server quotes it). */
 static void dlq_log(int level, const char *message, void *ud) {
-    (void)level;
-    (void)ud;
-    logline("worker", "%s", message);
+    char line[2048];
+    snprintf(line, sizeof line, "%s", message);
+    ferry_outbox_database_url_mask(ud, line);
+    logline_event("worker", level, "worker.dead_letters", NULL, "%s", line);
 }
 
 static int worker_main(int argc, char **argv) {
@@ -911,6 +958,8 @@ static int worker_main(int argc, char **argv) {
         ro.connect_timeout_ms = (int)db_timeout(&d); /* --db-timeout, as --help says */
         ro.statement_timeout_ms = (int)db_timeout(&d);
         ro.log = dlq_log;
+        ro.log_userdata = (void *)d.url;
+        ro.metrics = metrics;
         if (ferry_dlq_recorder_start(&ro, &recorder, &err) != 0) {
             rc = db_report(&worker_spec, d.url, &err);
             ferry_contracts_free(contracts);
@@ -921,8 +970,12 @@ static int worker_main(int argc, char **argv) {
         }
         char where[512];
         db_display(&d, where, sizeof where);
-        logline("worker", "dead letters: final failures will be recorded in database %s (%s)",
-                where, d.url_source);
+        json_t *f = json_object();
+        logline_set_str(f, "database", where);
+        logline_set_str(f, "source", d.url_source);
+        logline_event("worker", FERRY_LOG_INFO, "worker.dead_letters_on", f,
+                      "dead letters: final failures will be recorded in database %s (%s)", where,
+                      d.url_source);
     }
 
     ferry_worker_options wo;
@@ -937,6 +990,7 @@ static int worker_main(int argc, char **argv) {
     }
     wo.metrics = metrics;
     wo.metrics_no_job_name = o.metrics_no_job_name;
+    wo.bullmq_metrics_max_points = (long)o.bullmq_metrics;
     ferry_worker *w = NULL;
     cli_signals sigs = {0};
     int abandoned = 0;

@@ -277,6 +277,60 @@ typedef struct ferry_relay ferry_relay;
  * this name is kept for source compatibility. */
 typedef ferry_log_fn ferry_relay_log_fn;
 
+/* What a relay event is about (ferry_relay_event.kind). */
+typedef enum ferry_relay_event_kind {
+    /* A batch committed with rows: `published` rows became `jobs` jobs, `quarantined` were
+     * set aside in it (each also gets a QUARANTINED event); rows[] are the published ones.
+     * New with the event callback: never a log line (one per batch). */
+    FERRY_RELAY_EVENT_PUBLISHED = 1,
+    /* One row set aside (quarantined_at), never to be retried: rows[0], `reason`. */
+    FERRY_RELAY_EVENT_QUARANTINED = 2,
+    /* A batch of `batch_rows` rows was not published (Redis or the database failed; rolled
+     * back, attempts/last_error recorded when possible): `code`, `reason` (the error text),
+     * retried after about `retry_in_ms`. rows is empty. */
+    FERRY_RELAY_EVENT_BATCH_FAILED = 3,
+    /* Unpublished rows of a topic no route names (once per topic per unknown_report_ms):
+     * `topic`, `count` rows. */
+    FERRY_RELAY_EVENT_UNKNOWN_TOPIC = 4,
+    /* A retention run deleted `count` published rows older than `older_than_s` (`code` != 0
+     * when it failed midway, `reason` then says why). Only runs that deleted rows or
+     * failed. */
+    FERRY_RELAY_EVENT_RETENTION = 5,
+} ferry_relay_event_kind;
+
+/* One outbox row of an event. Strings borrowed for the call; never the payload. */
+typedef struct ferry_relay_event_row {
+    const char *id;       /* the event id (canonical uuid text) = the jobs' jobId */
+    const char *topic;    /* as stored (may hold any character: escape before printing) */
+    const char *trace_id; /* the row's trace_id (a traceparent or an opaque id), NULL = none */
+    size_t jobs;          /* jobs added for it (its route targets); 0 when set aside */
+} ferry_relay_event_row;
+
+/* A typed relay event (ferry_relay_options.event). Ownership: everything is borrowed for
+ * the duration of the call. */
+typedef struct ferry_relay_event {
+    ferry_relay_event_kind kind;
+    int level; /* a ferry_log_level */
+    /* The event as one line of text, as the log callback gets it when `event` is NULL
+     * ("relay: ..."); NULL for PUBLISHED (which has no line). */
+    const char *message;
+    const ferry_relay_event_row *rows;
+    size_t nrows;
+    size_t published, jobs, quarantined; /* PUBLISHED */
+    long long duration_ms;               /* PUBLISHED: from the claim sent to the commit */
+    size_t batch_rows;                   /* BATCH_FAILED */
+    long long retry_in_ms;               /* BATCH_FAILED */
+    int code;                            /* BATCH_FAILED, RETENTION: the ferry_err, else 0 */
+    const char *reason;                  /* QUARANTINED, BATCH_FAILED, RETENTION; else NULL */
+    const char *topic;                   /* UNKNOWN_TOPIC */
+    long long count;                     /* UNKNOWN_TOPIC: rows; RETENTION: rows deleted */
+    long long older_than_s;              /* RETENTION */
+} ferry_relay_event;
+
+/* Typed relay events: `userdata` is ferry_relay_options.log_userdata. Called under the same
+ * rules as the log callback (the relay's threads, one call at a time, with log calls too). */
+typedef void (*ferry_relay_event_fn)(const ferry_relay_event *ev, void *userdata);
+
 /* Test-only fault injection: called at named points ("relay_after_publish": the jobs of a
  * batch were added to Redis and its rows are not yet committed as published). A test hook
  * may kill the process there. NULL in production. Threads: the relay's run thread. */
@@ -368,6 +422,13 @@ typedef struct ferry_relay_options {
      * ferry_relay_create and updates them as batches commit. NULL = none. Not owned: it must
      * outlive the relay (ferry_relay_free). */
     ferry_metrics *metrics;
+    /* Typed events (ferry_relay_event: batches published with their rows' ids and trace ids,
+     * rows set aside, failed batches, unknown topics, retention runs), with
+     * log_userdata. When set, the events that are log lines (all but PUBLISHED) come here
+     * instead of to `log`, their line in ev->message, so a program that prints both sees
+     * each once; every other line still goes to `log`. NULL = none (those lines go to
+     * `log`). */
+    ferry_relay_event_fn event;
 } ferry_relay_options;
 
 /* Fill *o with defaults (all zero / NULL; NULL accepted). Threads: any. Blocks: no; no

@@ -30,6 +30,25 @@ void ferry__relay_log(ferry_relay *r, int level, const char *fmt, ...) {
     pthread_mutex_unlock(&r->log_mu);
 }
 
+void ferry__relay_event(ferry_relay *r, ferry_relay_event *ev, const char *fmt, ...) {
+    if (!r->log && !r->event) return;
+    char line[1024];
+    ev->message = NULL;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof line, fmt, ap);
+        va_end(ap);
+        ev->message = line;
+    }
+    pthread_mutex_lock(&r->log_mu);
+    if (r->event)
+        r->event(ev, r->log_userdata);
+    else if (ev->message && r->log)
+        r->log(ev->level, line, r->log_userdata);
+    pthread_mutex_unlock(&r->log_mu);
+}
+
 int64_t ferry__relay_deadline(const ferry_relay *r) {
     return ferry__mono_ms() + r->statement_timeout_ms + CLIENT_SLACK_MS;
 }

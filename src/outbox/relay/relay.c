@@ -99,6 +99,7 @@ static int copy_options(ferry_relay *r, const ferry_relay_options *o, ferry_erro
     r->max_envelope = o->max_envelope_bytes ? o->max_envelope_bytes : DEFAULT_MAX_ENVELOPE;
     r->log = o->log;
     r->log_userdata = o->log_userdata;
+    r->event = o->event;
     r->fault = o->fault;
     r->fault_userdata = o->fault_userdata;
 
@@ -345,10 +346,14 @@ static void report_unknown(ferry_relay *r) {
         long long n = atoll(PQgetvalue(res, i, 1));
         rows += (unsigned long long)n;
         char topic[4 * FERRY_OUTBOX_TOPIC_MAX + 8];
-        ferry__relay_log(r, FERRY_LOG_WARN,
-                         "relay: %lld unpublished row(s) with topic '%s', which no route names; "
-                         "left for a relay whose routes have it",
-                         n, ferryx_printable(PQgetvalue(res, i, 0), topic, sizeof topic));
+        ferry_relay_event ev = {.kind = FERRY_RELAY_EVENT_UNKNOWN_TOPIC,
+                                .level = FERRY_LOG_WARN,
+                                .topic = PQgetvalue(res, i, 0),
+                                .count = n};
+        ferry__relay_event(r, &ev,
+                           "relay: %lld unpublished row(s) with topic '%s', which no route "
+                           "names; left for a relay whose routes have it",
+                           n, ferryx_printable(PQgetvalue(res, i, 0), topic, sizeof topic));
     }
     PQclear(res);
     pthread_mutex_lock(&r->mu);
@@ -457,10 +462,16 @@ static void relay_loop(ferry_relay *r) {
                 continue;
             }
             backoff = backoff_next(r, backoff);
-            ferry__relay_log(r, FERRY_LOG_WARN,
-                             "relay: batch of %d row(s) not published: %s "
-                             "(retrying in about %d ms)",
-                             rows, e.message, backoff);
+            ferry_relay_event ev = {.kind = FERRY_RELAY_EVENT_BATCH_FAILED,
+                                    .level = FERRY_LOG_WARN,
+                                    .batch_rows = rows > 0 ? (size_t)rows : 0,
+                                    .retry_in_ms = backoff,
+                                    .code = e.code,
+                                    .reason = e.message};
+            ferry__relay_event(r, &ev,
+                               "relay: batch of %d row(s) not published: %s "
+                               "(retrying in about %d ms)",
+                               rows, e.message, backoff);
             set_backing_off(r, 1);
             if (r->pg.broken) {
                 reconnect_at = ferry__mono_ms() + ferryx_jitter_upper_half(backoff);

@@ -437,15 +437,57 @@ static void count_failure(ferry_relay *r) {
     pthread_mutex_unlock(&r->mu);
 }
 
-/* The lane's batch committed: count it, report the rows set aside, drop it. */
+/* Row i of a claimed batch as an event row (never its payload). */
+static ferry_relay_event_row event_row(const ferry_relay *r, const batch *b, int i) {
+    const batch_row *row = &b->rows[i];
+    return (ferry_relay_event_row){
+        .id = row->id,
+        .topic = PQgetvalue(b->res, i, 1),
+        .trace_id = PQgetisnull(b->res, i, 3) ? NULL : PQgetvalue(b->res, i, 3),
+        .jobs = row->publish && row->topic >= 0 ? r->topics[row->topic].ntargets : 0};
+}
+
+/* A row set aside: the QUARANTINED event (its line, at error, when there is no event
+ * callback). */
+static void report_set_aside(ferry_relay *r, const batch *b, int i, const char *reason) {
+    ferry_relay_event_row er = event_row(r, b, i);
+    er.jobs = 0;
+    ferry_relay_event ev = {.kind = FERRY_RELAY_EVENT_QUARANTINED,
+                            .level = FERRY_LOG_ERROR,
+                            .rows = &er,
+                            .nrows = 1,
+                            .reason = reason};
+    ferry__relay_event(r, &ev, "relay: event %s set aside (quarantined_at), not published: %s",
+                       er.id, reason);
+}
+
+/* The PUBLISHED event of a committed batch, with its published rows (only built when a
+ * program takes the events: it costs an array per batch). */
+static void report_published(ferry_relay *r, const batch *b) {
+    if (!r->event) return;
+    ferry_relay_event_row *rows = b->published ? malloc(b->published * sizeof *rows) : NULL;
+    size_t k = 0;
+    for (int i = 0; rows && i < b->n; i++)
+        if (b->rows[i].publish) rows[k++] = event_row(r, b, i);
+    ferry_relay_event ev = {.kind = FERRY_RELAY_EVENT_PUBLISHED,
+                            .level = FERRY_LOG_INFO,
+                            .rows = rows,
+                            .nrows = k, /* 0 when out of memory: the counts still hold */
+                            .published = b->published,
+                            .jobs = b->jobs,
+                            .quarantined = b->quarantined,
+                            .duration_ms = (ferry__relay_mono_us() - b->claim_sent_us) / 1000};
+    ferry__relay_event(r, &ev, NULL);
+    free(rows);
+}
+
+/* The lane's batch committed: count it, report the rows set aside and the batch, drop it. */
 static void committed(ferry_relay *r, lane *l) {
     batch *b = &l->b;
     if (b->n == 0) return; /* an empty claim */
     for (int i = 0; i < b->n; i++)
-        if (b->rows && b->rows[i].reason[0])
-            ferry__relay_log(r, FERRY_LOG_ERROR,
-                             "relay: event %s set aside (quarantined_at), not published: %s",
-                             b->rows[i].id, b->rows[i].reason);
+        if (b->rows && b->rows[i].reason[0]) report_set_aside(r, b, i, b->rows[i].reason);
+    if (b->rows) report_published(r, b);
     pthread_mutex_lock(&r->mu);
     r->stats.published += b->published;
     r->stats.jobs_added += b->jobs;
@@ -689,9 +731,7 @@ static int refused(ferry_relay *r, lane *l, int rc, const ferry_error *err) {
              row->size, r->refused_times, (long long)((now - r->refused_since) / 1000), message);
     if (!l->pg->conn || l->pg->broken || ferry__relay_set_aside(r, l->pg, row->id, reason) != 1)
         return 0;
-    ferry__relay_log(r, FERRY_LOG_ERROR,
-                     "relay: event %s set aside (quarantined_at), not published: %s", row->id,
-                     reason);
+    report_set_aside(r, b, 0, reason);
     pthread_mutex_lock(&r->mu);
     r->stats.quarantined++;
     pthread_mutex_unlock(&r->mu);

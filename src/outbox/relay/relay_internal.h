@@ -52,6 +52,7 @@ struct ferry_relay {
     size_t data_limit;
     ferry_relay_log_fn log;
     void *log_userdata;
+    ferry_relay_event_fn event; /* typed events (ferry__relay_event); with log_userdata */
     ferry_relay_fault_fn fault;
     void *fault_userdata;
 
@@ -126,6 +127,12 @@ int ferry__relay_claim_sql(char *out, size_t cap, const char *qs);
 
 /* Log one line through opts.log (serialised; no-op without a callback). */
 void ferry__relay_log(ferry_relay *r, int level, const char *fmt, ...) FERRY_PRINTF(3, 4);
+
+/* Report a typed event (serialised with the log lines): its line is formatted from fmt into
+ * ev->message (fmt NULL: no line, ev->message NULL) and the event goes to opts.event when
+ * set, else the line (if any) to opts.log at ev->level. */
+void ferry__relay_event(ferry_relay *r, ferry_relay_event *ev, const char *fmt, ...)
+    FERRY_PRINTF(3, 4);
 
 /* Session settings for the relay's connections. */
 void ferry__relay_session(const ferry_relay *r, ferry__pg_session *s, const char *app);

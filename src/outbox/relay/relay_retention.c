@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg/migrations.h"
 #include "outbox/relay/relay_internal.h"
+#include "pg/migrations.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -81,10 +81,18 @@ static void run_once(ferry_relay *r, ferry__pgc *pg) {
             pthread_mutex_unlock(&r->mu);
             if (n < r->retention_batch) break;
         }
-        if (total || failed)
-            ferry__relay_log(r, failed ? FERRY_LOG_WARN : FERRY_LOG_INFO,
-                             "relay: retention: deleted %lld published row(s) older than %lld s%s",
-                             total, r->retention_s, failed ? " before failing" : "");
+        if (total || failed) {
+            ferry_relay_event ev = {.kind = FERRY_RELAY_EVENT_RETENTION,
+                                    .level = failed ? FERRY_LOG_WARN : FERRY_LOG_INFO,
+                                    .count = total,
+                                    .older_than_s = r->retention_s,
+                                    .code = failed ? e.code : 0,
+                                    .reason = failed ? e.message : NULL};
+            ferry__relay_event(r, &ev,
+                               "relay: retention: deleted %lld published row(s) older than %lld "
+                               "s%s",
+                               total, r->retention_s, failed ? " before failing" : "");
+        }
         char result[64], usql[FERRY__QSCHEMA_MAX + 128];
         snprintf(result, sizeof result, "%s %lld rows", failed ? "failed after" : "deleted", total);
         snprintf(usql, sizeof usql,
