@@ -17,6 +17,7 @@
 #define FERRY_INBOX_H
 
 #include "common.h"
+#include "metrics.h"
 #include "worker.h"
 
 #include <libpq-fe.h>
@@ -34,6 +35,15 @@ extern "C" {
 
 typedef struct ferry_inbox_options {
     const char *schema; /* NULL = "public" */
+    /* When set, every claim that finds the message already processed (a duplicate:
+     * ferry_inbox_claim's *claimed = 0, ferry_inbox_run's res->duplicate = 1) adds one to
+     * ferry_inbox_duplicates_total{consumer} in this registry, registered by the first
+     * claim that needs it, or found there when another inbox user (or a worker of the same
+     * process) registered it: several users share one registry and their counts add up.
+     * NULL = counted nowhere. A registry holding that name with other labels or another
+     * kind counts nothing (the claim itself is not affected). The registry must outlive
+     * the calls. */
+    ferry_metrics *metrics;
 } ferry_inbox_options;
 
 /* Zero the options (schema "public"). Blocks: no. Threads: any. */

@@ -151,6 +151,47 @@ typedef struct ferry_job_counts {
 /* Count the queue's jobs by state into *out. Returns: 0. Blocks: one round trip. */
 FERRY_API int ferry_queue_counts(ferry_queue *q, ferry_job_counts *out, ferry_error *err);
 
+/* How long the queue's oldest ready job has waited and its oldest active job has run, for
+ * a backlog-age alert that a delayed or backed-off job does not set off (BullMQ keeps no
+ * "ready since" field; docs/metrics.md "The oldest ready age" has the rule and its
+ * approximations).
+ * oldest_ready_s: the largest now - ready over the jobs in wait, paused and prioritized,
+ *   and over delayed jobs already due that no worker has promoted yet, where a job's ready
+ *   time is
+ *     max(timestamp + opts.delay,                    -- first due (delay as added)
+ *         processedOn [+ the smallest backoff of attempt atm when ats == atm >= 1])
+ *   and an overdue delayed job's is its due time (score / 4096). So a delayed job that has
+ *   just become due is not old, and a job retried after a backoff counts from when the
+ *   backoff ended (to within its last run time and the jitter share, both counted as age).
+ *   Approximations: a job postponed without spending an attempt (retry later, throttled
+ *   without a limiter, DelayedError) counts from its last start; one retried by hand from
+ *   failed / completed (BullMQ clears processedOn), and a flow parent released by its
+ *   children, count from their creation; a custom backoff strategy's delay is not known
+ *   (counted as age).
+ *   Bounded: the first and last FERRY_QUEUE_AGES_SAMPLE members of wait, paused and
+ *   prioritized are read. wait's right end holds the oldest plain job and, beyond it, the
+ *   LIFO (RPUSHed) ones; its left end the newest adds, promoted and retried jobs; so an
+ *   older job is missed only deep inside (behind over FERRY_QUEUE_AGES_SAMPLE LIFO jobs,
+ *   or a long-overdue promoted job behind as many newer ones). prioritized gives the
+ *   oldest of its most and least urgent priority levels; a middle level's is not seen.
+ * oldest_active_s: now - processedOn (its latest start) of the oldest job in active (both
+ *   ends of the list, FERRY_QUEUE_AGES_SAMPLE each).
+ * Ages in seconds from this host's clock (BullMQ's times are its writers' clocks), never
+ *   negative; ready_found / active_found = 0 (and the age 0) when the queue has no such job.
+ * Returns: 0 and *out.
+ * Errors: FERRY_EINVAL for NULL; transport errors; FERRY_EPROTO for an unexpected reply.
+ * Blocks: one round trip (one read-only script, at most 8 * FERRY_QUEUE_AGES_SAMPLE + 1
+ *   job hashes read; retried once on a fresh connection). Threads: as every call on q. */
+#define FERRY_QUEUE_AGES_SAMPLE 10
+/* (The type is ferry_job_ages, as ferry_job_counts beside ferry_queue_counts: C does not
+ * allow a typedef and a function of the same name.) */
+typedef struct ferry_job_ages {
+    double oldest_ready_s;
+    double oldest_active_s;
+    int ready_found, active_found;
+} ferry_job_ages;
+FERRY_API int ferry_queue_ages(ferry_queue *q, ferry_job_ages *out, ferry_error *err);
+
 /* Whether the queue exists: a misspelled name looks like an empty queue to counts.
  * Returns: 0, and *exists = 1 when any of the queue's own keys (meta, id, events, marker,
  *   the job lists and sets, repeat, stalled-check, limiter) exists in Redis, else 0.

@@ -10,6 +10,8 @@
 #include "util/error.h"
 #include "util/uuid7.h"
 
+#define FERRY_INBOX_DUPLICATES_METRIC "ferry_inbox_duplicates_total"
+
 void ferry_inbox_options_init(ferry_inbox_options *o) {
     if (o) memset(o, 0, sizeof *o);
 }
@@ -37,6 +39,35 @@ static int id_check(const char *id, ferry_error *err) {
         return ferry__err(err, FERRY_EINVAL,
                           "inbox: message id is not a UUID (%zu bytes; want 8-4-4-4-12 hex)", n);
     return 0;
+}
+
+/* ferry_inbox_duplicates_total{consumer} += 1 in m (NULL: nothing). The family is found or
+ * registered here, on the first duplicate, so a registry several inboxes share holds one
+ * family; two threads registering at once: the loser finds the winner's. Duplicates are the
+ * rare path, so the lookup (the registry's mutex) per duplicate costs nothing on the
+ * common one. A failure to count is ignored: the claim's result does not depend on it. */
+static void count_duplicate(ferry_metrics *m, const char *consumer) {
+    if (!m) return;
+    static const char *const labels[] = {"consumer"};
+    ferry_metrics_family *f = ferry_metrics_family_find(m, FERRY_INBOX_DUPLICATES_METRIC);
+    if (!f) {
+        ferry_metrics_spec s;
+        ferry_metrics_spec_init(&s);
+        s.kind = FERRY_METRICS_COUNTER;
+        s.name = FERRY_INBOX_DUPLICATES_METRIC;
+        s.help = "Inbox claims that found the message already processed (a redelivery whose "
+                 "effect was not run again), by consumer";
+        s.label_names = labels;
+        s.label_count = 1;
+        if (ferry_metrics_register(m, &s, &f, NULL))
+            f = ferry_metrics_family_find(m, FERRY_INBOX_DUPLICATES_METRIC);
+        if (!f) return;
+    }
+    /* NULLs after the consumer: a family of that name with more labels refuses the lookup
+     * (a NULL value) instead of reading past the array */
+    const char *v[FERRY_METRICS_LABELS_MAX] = {consumer};
+    ferry_metrics_counter *c = NULL;
+    if (ferry_metrics_counter_with(f, v, &c, NULL) == 0) ferry_metrics_counter_add(c, 1);
 }
 
 /* Claim, keeping the SQLSTATE of a server error in state[6] (may be NULL). */
@@ -74,6 +105,7 @@ static int claim(PGconn *conn, const ferry_inbox_options *o, const char *consume
     }
     *claimed = strcmp(PQcmdTuples(r), "1") == 0;
     PQclear(r);
+    if (!*claimed && o) count_duplicate(o->metrics, consumer);
     return 0;
 }
 

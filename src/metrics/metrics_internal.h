@@ -29,6 +29,7 @@ typedef struct ferry__mseries {
     /* Guarded by the registry's mu. */
     ferry_metrics_gauge_fn fn;
     void *fn_userdata;
+    int dropped; /* ferry__metrics_series_drop: not rendered until looked up again */
 } ferry__mseries;
 
 struct ferry_metrics_family {

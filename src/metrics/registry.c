@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "metrics/metrics_internal.h"
+#include "metrics/metrics_module.h"
 #include "util/error.h"
 
 #define SERIES_ALIGN 64 /* bytes of a cache line */
@@ -156,7 +157,10 @@ ferry__mseries *ferry__metrics_series_locked(struct ferry_metrics_family *f,
                                              const char *const *values) {
     uint64_t h = values_hash(values, f->label_count);
     ferry__mseries *s = table_find(f, h, values);
-    if (s) return s;
+    if (s) {
+        s->dropped = 0;
+        return s;
+    }
     if (f->bounded_count < f->max_series) {
         s = family_add(f, h, values);
         if (s) f->bounded_count++;
@@ -419,5 +423,23 @@ int ferry_metrics_build_info(ferry_metrics *m, ferry_error *err) {
     ferry_metrics_gauge *g;
     if ((rc = ferry_metrics_gauge_with(f, values, &g, err))) return rc;
     ferry_metrics_gauge_set(g, 1);
+    return 0;
+}
+
+int ferry__metrics_series_drop(ferry_metrics_family *f, const char *const *values,
+                               ferry_error *err) {
+    if (!f) return ferry__err(err, FERRY_EINVAL, "metrics: family is NULL");
+    if (f->label_count && !values)
+        return ferry__err(err, FERRY_EINVAL, "metric %s: %zu label values needed, got none",
+                          f->name, f->label_count);
+    for (size_t i = 0; i < f->label_count; i++) {
+        int rc = ferry__metrics_check_value(f, i, values[i], err);
+        if (rc) return rc;
+    }
+    uint64_t h = values_hash(values, f->label_count);
+    pthread_mutex_lock(&f->registry->mu);
+    ferry__mseries *s = table_find(f, h, values);
+    if (s && f->label_count) s->dropped = 1;
+    pthread_mutex_unlock(&f->registry->mu);
     return 0;
 }

@@ -152,6 +152,7 @@ static void render_family(outbuf *b, const struct ferry_metrics_family *f) {
     puts_(b, "\n");
     for (size_t i = 0; i < f->series_count; i++) {
         const ferry__mseries *s = f->series[i];
+        if (s->dropped) continue;
         switch (f->kind) {
         case FERRY_METRICS_COUNTER:
             put_sample_head(b, f, s, "", NULL);
