@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "logline.h"
 #include "util/printable.h"
 
 #define CONN_COMMON_DEFS                                                                           \
@@ -208,66 +209,13 @@ int cli_conn_resolve(const cmd_spec *spec, cli_conn *c) {
     return 0;
 }
 
-/* Replace every occurrence of `secret` (if non-empty) in buf with "***". */
-static void mask(char *buf, size_t cap, const char *secret, size_t slen) {
-    if (slen == 0) return;
-    char *hit;
-    char *from = buf;
-    while ((hit = strstr(from, secret)) != NULL) {
-        char tail[FERRY_ERROR_MESSAGE_MAX * 2];
-        snprintf(tail, sizeof tail, "%s", hit + slen);
-        snprintf(hit, cap - (size_t)(hit - buf), "***%s", tail);
-        from = hit + 3;
-    }
-    (void)cap;
-}
-
-static int hexval(char ch) {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
-/* Mask the URL's password, raw and percent-decoded, in case a lower layer echoed it. */
-static void mask_password(char *buf, size_t cap, const char *url) {
-    const char *p = url ? strstr(url, "://") : NULL;
-    if (!p) return;
-    p += 3;
-    size_t alen = strcspn(p, "/?#");
-    const char *at = NULL;
-    for (const char *q = p; q < p + alen; q++)
-        if (*q == '@') at = q;
-    if (!at) return;
-    const char *colon = memchr(p, ':', (size_t)(at - p));
-    if (!colon) return;
-    char raw[256], dec[256];
-    size_t rlen = (size_t)(at - colon - 1);
-    if (rlen >= sizeof raw) rlen = sizeof raw - 1;
-    memcpy(raw, colon + 1, rlen);
-    raw[rlen] = 0;
-    size_t dl = 0;
-    for (size_t i = 0; i < rlen; i++) {
-        int h, l;
-        if (raw[i] == '%' && i + 2 < rlen && (h = hexval(raw[i + 1])) >= 0 &&
-            (l = hexval(raw[i + 2])) >= 0) {
-            dec[dl++] = (char)(h * 16 + l);
-            i += 2;
-        } else {
-            dec[dl++] = raw[i];
-        }
-    }
-    dec[dl] = 0;
-    mask(buf, cap, raw, rlen);
-    mask(buf, cap, dec, dl);
-}
-
-int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const ferry_error *err) {
+void cli_report_text(const cli_conn *c, const char *what, const ferry_error *err, char *out,
+                     size_t cap) {
     char msg[FERRY_ERROR_MESSAGE_MAX * 2];
     snprintf(msg, sizeof msg, "%s", err->message[0] ? err->message : ferry_strerror(err->code));
     for (char *p = msg; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' ';
-    if (c) mask_password(msg, sizeof msg, c->redis_url);
+    if (c) logline_mask_url_password(msg, sizeof msg, c->redis_url);
     int transport = err->code == FERRY_EIO || err->code == FERRY_ETIMEDOUT ||
                     err->code == FERRY_ETLS || err->code == FERRY_EAUTH ||
                     err->code == FERRY_EPROTO || err->code == FERRY_EREDIS;
@@ -275,8 +223,15 @@ int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const 
     /* Name the server unless the library's message already does. */
     if (transport && c && !strstr(msg, c->host))
         snprintf(where, sizeof where, "redis %s: ", c->host);
-    fprintf(stderr, "ferry %s: %s%s%s%s\n", spec->name, what ? what : "", what ? ": " : "", where,
-            msg);
+    snprintf(out, cap, "%s%s%s%s", what ? what : "", what ? ": " : "", where, msg);
+    /* a password cut by the host prefix or `what` cannot appear: mask the whole once more */
+    if (c) logline_mask_url_password(out, cap, c->redis_url);
+}
+
+int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const ferry_error *err) {
+    char text[FERRY_ERROR_MESSAGE_MAX * 2 + 1024];
+    cli_report_text(c, what, err, text, sizeof text);
+    fprintf(stderr, "ferry %s: %s\n", spec->name, text);
     return err->code == FERRY_EINVAL || err->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE
                                                                    : CLI_EXIT_RUNTIME;
 }

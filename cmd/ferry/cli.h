@@ -51,6 +51,12 @@ int cli_conn_resolve(const cmd_spec *spec, cli_conn *c);
  * is flattened to one line and any occurrence of the URL's password is masked. */
 int cli_report(const cmd_spec *spec, const cli_conn *c, const char *what, const ferry_error *err);
 
+/* The text cli_report writes after "ferry <cmd>: ", into out[cap] (cut at cap), for a
+ * writer of its own (the worker's JSON lines): the same wording and masking. c may be NULL.
+ * Cannot fail. */
+void cli_report_text(const cli_conn *c, const char *what, const ferry_error *err, char *out,
+                     size_t cap);
+
 /* What a subcommand does with the queue it opens. CLI_QUEUE_READS (only reads, or deletes
  * the queue) opens it without writing its meta (skip_meta_update), so that naming a queue
  * that does not exist creates no key; CLI_QUEUE_WRITES writes meta as Node's Queue does. */

@@ -8,33 +8,13 @@
 
 #include "logline.h"
 
-/* The text cli_report writes after "ferry worker: ", for a JSON line: the message flattened
- * to one line, the Redis URL's password masked, the host named for transport failures. */
-static void report_text(const cli_conn *c, const char *what, const ferry_error *err, char *out,
-                        size_t cap) {
-    char msg[FERRY_ERROR_MESSAGE_MAX * 2];
-    snprintf(msg, sizeof msg, "%s", err->message[0] ? err->message : ferry_strerror(err->code));
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    if (c) logline_mask_url_password(msg, sizeof msg, c->redis_url);
-    int transport = err->code == FERRY_EIO || err->code == FERRY_ETIMEDOUT ||
-                    err->code == FERRY_ETLS || err->code == FERRY_EAUTH ||
-                    err->code == FERRY_EPROTO || err->code == FERRY_EREDIS;
-    char where[400] = "";
-    if (transport && c && !strstr(msg, c->host))
-        snprintf(where, sizeof where, "redis %s: ", c->host);
-    snprintf(out, cap, "%s%s%s%s", what ? what : "", what ? ": " : "", where, msg);
-    /* a password cut by the host prefix or `what` cannot appear: mask the whole once more */
-    if (c) logline_mask_url_password(out, cap, c->redis_url);
-}
-
 int worker_log_error(const cmd_spec *spec, const cli_conn *c, int level, const char *event,
                      json_t *fields, const char *what, const ferry_error *err) {
     int rc =
         err->code == FERRY_EINVAL || err->code == FERRY_ETOOBIG ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
     if (logline_get_format() == LOGLINE_JSON) {
         char text[FERRY_ERROR_MESSAGE_MAX * 2 + 1024];
-        report_text(c, what, err, text, sizeof text);
+        cli_report_text(c, what, err, text, sizeof text);
         if (!fields) fields = json_object();
         logline_set_str(fields, "code", ferry_err_name(err->code));
         logline_event(spec->name, level, event, fields, "%s", text);
