@@ -38,24 +38,22 @@ static int events_append(ferry_queue *q, void *vctx, size_t *n, ferry_error *err
         err);
 }
 
-/* "0", "$", "<ms>" or "<ms>-<seq>" with decimal digits, under FERRY_QUEUE_EVENT_ID_MAX. */
+/* One part of a stream id: 1..20 digits, at most 2^64 - 1 (what Redis parses). */
+static int id_part_ok(const char *p, size_t n) {
+    if (n == 0 || n > 20) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < '0' || p[i] > '9') return 0;
+    return n < 20 || memcmp(p, "18446744073709551615", 20) <= 0;
+}
+
+/* "$", "MS" or "MS-SEQ", each part a 64-bit unsigned number, as XREAD takes it. */
 static int id_ok(const char *id) {
     size_t len = strlen(id);
     if (len == 0 || len >= FERRY_QUEUE_EVENT_ID_MAX) return 0;
     if (strcmp(id, "$") == 0) return 1;
-    int dash = 0;
-    size_t digits = 0;
-    for (const char *p = id; *p; p++) {
-        if (*p >= '0' && *p <= '9') {
-            digits++;
-        } else if (*p == '-' && !dash && digits > 0 && digits <= 20) {
-            dash = 1;
-            digits = 0;
-        } else {
-            return 0;
-        }
-    }
-    return digits > 0 && digits <= 20;
+    const char *dash = strchr(id, '-');
+    if (!dash) return id_part_ok(id, len);
+    return id_part_ok(id, (size_t)(dash - id)) && id_part_ok(dash + 1, strlen(dash + 1));
 }
 
 void ferry_queue_events_free(ferry_queue_event *ev, size_t n) {

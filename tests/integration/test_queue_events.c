@@ -99,6 +99,16 @@ static void test_events_read(void **state) {
     assert_int_equal(ferry_queue_events_read(q, "12-x", 10, 0, &ev, &n, last, &e), FERRY_EINVAL);
     assert_non_null(strstr(e.message, "bad stream id '12-x'"));
     assert_int_equal(ferry_queue_events_read(q, "-1", 10, 0, &ev, &n, last, &e), FERRY_EINVAL);
+    /* each part is a 64-bit number: one past 2^64 - 1 is refused before Redis sees it */
+    assert_int_equal(ferry_queue_events_read(q, "18446744073709551616-0", 10, 0, &ev, &n, last, &e),
+                     FERRY_EINVAL);
+    assert_int_equal(ferry_queue_events_read(q, "1-99999999999999999999", 10, 0, &ev, &n, last, &e),
+                     FERRY_EINVAL);
+    assert_int_equal(ferry_queue_events_read(q, "1-", 10, 0, &ev, &n, last, &e), FERRY_EINVAL);
+    assert_int_equal(ferry_queue_events_read(q, "18446744073709551615-18446744073709551615", 10, 0,
+                                             &ev, &n, last, &e),
+                     0);
+    ferry_queue_events_free(ev, n);
     assert_int_equal(ferry_queue_events_read(q, "", 10, 0, &ev, &n, last, &e), FERRY_EINVAL);
     assert_int_equal(ferry_queue_events_read(q, NULL, 0, 0, &ev, &n, last, &e), FERRY_EINVAL);
     assert_non_null(strstr(e.message, "count 0 out of range"));
