@@ -15,7 +15,7 @@ pkgs=(
     redis-server redis-tools postgresql openssl ca-certificates locales
     iproute2 jq libpcre2-dev json-schema-test-suite
     libmicrohttpd-dev libcurl4-openssl-dev
-    prometheus # promtool: tests/unit/test_metrics_exposition.c checks the /metrics text with it
+    prometheus # the server (tests/integration/test_prometheus.c scrapes ferry with it) and promtool (checks the /metrics text)
 )
 # Only what the build, the tests and the scripts use today; a library is added with the code
 # that links it. (libmicrohttpd: the library's /metrics listener and the examples' HTTP

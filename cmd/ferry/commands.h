@@ -71,6 +71,7 @@ extern const cli_setup job_show_cmd, job_remove_cmd, job_retry_cmd, job_promote_
 extern const cli_setup worker_cmd, http_outcome_cmd;
 extern const cli_setup scheduler_upsert_cmd, scheduler_list_cmd, scheduler_remove_cmd;
 extern const cli_setup migrate_cmd, relay_cmd, outbox_status_cmd, outbox_cleanup_cmd;
+extern const cli_setup serve_cmd; /* cmd_serve.c */
 extern const cli_setup inbox_status_cmd, inbox_cleanup_cmd;
 extern const cli_setup dlq_sync_cmd, dlq_list_cmd, dlq_show_cmd, dlq_redrive_cmd, dlq_purge_cmd;
 extern const cli_setup bench_cmd;

@@ -14,4 +14,5 @@
 #include "inbox.h"
 #include "deadletter.h"
 #include "metrics.h"
+#include "admin.h"
 #endif

@@ -16,11 +16,11 @@
 
 #include "metrics/metrics_internal.h"
 #include "util/error.h"
+#include "util/listen_addr.h"
 #include "util/printable.h"
 
 #define LISTEN_CONNECTIONS_MAX 16
 #define LISTEN_IDLE_TIMEOUT_S 10
-#define LISTEN_ADDR_MAX 80
 
 struct ferry_metrics_listener {
     struct MHD_Daemon *daemon;
@@ -74,62 +74,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return ret;
 }
 
-/* "HOST:PORT" into a socket address: an IPv4 literal, "[IPv6]" or "localhost"; no lookup. */
-static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sl,
-                      ferry_error *err) {
-    char shown[LISTEN_ADDR_MAX + 16];
-    ferryx_printable(addr, shown, sizeof shown);
-    size_t n = strlen(addr);
-    if (n == 0 || n > LISTEN_ADDR_MAX)
-        return ferry__err(err, FERRY_EINVAL, "metrics listen: address \"%s\" is not HOST:PORT",
-                          shown);
-    const char *colon = strrchr(addr, ':');
-    if (!colon)
-        return ferry__err(err, FERRY_EINVAL,
-                          "metrics listen: address \"%s\" has no port (HOST:PORT)", shown);
-    char host[LISTEN_ADDR_MAX + 1];
-    size_t hn = (size_t)(colon - addr);
-    memcpy(host, addr, hn);
-    host[hn] = '\0';
-    const char *p = colon + 1;
-    long port = 0;
-    if (!*p || strlen(p) > 5)
-        return ferry__err(err, FERRY_EINVAL, "metrics listen: port of \"%s\" is not 0..65535",
-                          shown);
-    for (; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return ferry__err(err, FERRY_EINVAL, "metrics listen: port of \"%s\" is not 0..65535",
-                              shown);
-        port = port * 10 + (*p - '0');
-    }
-    if (port > 65535)
-        return ferry__err(err, FERRY_EINVAL, "metrics listen: port of \"%s\" is not 0..65535",
-                          shown);
-    memset(ss, 0, sizeof *ss);
-    if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
-    if (hn >= 2 && host[0] == '[' && host[hn - 1] == ']') {
-        host[hn - 1] = '\0';
-        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-        if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
-            return ferry__err(err, FERRY_EINVAL,
-                              "metrics listen: \"%s\" is not an IPv6 literal in brackets", shown);
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)port);
-        *sl = sizeof *a6;
-        return 0;
-    }
-    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-    if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
-        return ferry__err(err, FERRY_EINVAL,
-                          "metrics listen: host of \"%s\" is not an IPv4 literal, [IPv6] or "
-                          "localhost (no name is resolved)",
-                          shown);
-    a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t)port);
-    *sl = sizeof *a4;
-    return 0;
-}
-
 int ferry_metrics_listen(ferry_metrics *m, const char *addr, ferry_metrics_listener **out,
                          ferry_error *err) {
     if (!out) return ferry__err(err, FERRY_EINVAL, "metrics listen: out is NULL");
@@ -138,9 +82,9 @@ int ferry_metrics_listen(ferry_metrics *m, const char *addr, ferry_metrics_liste
     if (!addr) addr = FERRY_METRICS_LISTEN_DEFAULT;
     struct sockaddr_storage ss;
     socklen_t sl = 0;
-    int rc = parse_addr(addr, &ss, &sl, err);
+    int rc = ferry__listen_addr_parse("metrics listen", addr, &ss, &sl, err);
     if (rc) return rc;
-    char shown[LISTEN_ADDR_MAX + 16];
+    char shown[FERRY__LISTEN_ADDR_MAX + 16];
     ferryx_printable(addr, shown, sizeof shown);
 
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

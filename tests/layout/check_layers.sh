@@ -22,8 +22,8 @@ declare -A USES=(
     [sched]="util redis queue"
     [worker]="util redis queue sched envelope metrics contract"
     [outbox]="util redis pg envelope queue metrics"
-    [inbox]="util pg envelope"
-    [deadletter]="util redis pg envelope queue"
+    [inbox]="util pg envelope metrics"
+    [deadletter]="util redis pg envelope queue metrics"
     [admin]="util redis pg envelope metrics contract queue sched worker outbox inbox deadletter"
 )
 

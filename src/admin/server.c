@@ -1,0 +1,553 @@
+/* server.c - the HTTP server of `ferry serve` on libmicrohttpd: start (options checked and
+ * copied, the address bound here so a bind failure says why, TLS files checked), one
+ * request's life (route, bounds, token, body, handler, audit, answer, access log) and the
+ * graceful stop.
+ *
+ * Threads: libmicrohttpd's thread-per-connection mode. A handler blocks on Redis or
+ * PostgreSQL (each call with its deadline), and in the thread-pool mode one blocked
+ * handler would stall every connection that pool thread serves; a thread per connection
+ * blocks only its own, and FERRY_ADMIN_CONNECTIONS_MAX bounds the threads. Every signal is
+ * blocked in those threads (they take the mask of the thread that starts the daemon). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "admin/framework.h"
+#include "admin/tls.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/printable.h"
+
+#define JSON_TYPE "application/json; charset=utf-8"
+
+static int64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void ferry__admin_event(ferry_admin_server *s, int level, const char *fmt, ...) {
+    if (!s->log) return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    ferry_admin_log_record rec = {.kind = FERRY_ADMIN_LOG_EVENT, .level = level, .message = text};
+    s->log(&rec, s->log_userdata);
+}
+
+int ferry__admin_text_answer(ferry__admin_req *r, ferry__admin_resp *out, char *text, size_t len,
+                             const char *content_type) {
+    admin_request *ar = r->server;
+    free(ar->text_body);
+    ar->text_body = text;
+    ar->text_len = len;
+    ar->text_type = content_type;
+    out->status = 200;
+    return 0;
+}
+
+static void access_log(admin_request *ar, int status) {
+    ferry_admin_server *s = ar->srv;
+    if (!s->log) return;
+    ferry_admin_log_record rec = {
+        .kind = FERRY_ADMIN_LOG_ACCESS,
+        .level = status >= 500 ? FERRY_LOG_WARN : FERRY_LOG_INFO,
+        .request_id = ar->request_id,
+        .method = ar->method,
+        .path = ar->path_shown,
+        .status = status,
+        .duration_ms = (double)(mono_us() - ar->t0_us) / 1000.0,
+        .actor = ar->actor,
+        .trace_id = ar->trace_id[0] ? ar->trace_id : NULL,
+        .remote = ar->remote,
+    };
+    s->log(&rec, s->log_userdata);
+}
+
+/* Queue the answer: json (stolen; NULL = {}) or the request's text body. */
+static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int status, json_t *json,
+                              const char *allow, int challenge) {
+    struct MHD_Response *resp;
+    if (ar->text_body && status == 200) {
+        resp = MHD_create_response_from_buffer(ar->text_len, ar->text_body, MHD_RESPMEM_MUST_FREE);
+        if (resp) ar->text_body = NULL;
+        json_decref(json);
+    } else {
+        if (!json) json = json_object();
+        char *text = json ? json_dumps(json, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        json_decref(json);
+        size_t n = text ? strlen(text) : 0;
+        char *body = text ? realloc(text, n + 2) : NULL;
+        if (!body) {
+            free(text);
+            return MHD_NO;
+        }
+        body[n] = '\n';
+        body[n + 1] = '\0';
+        resp = MHD_create_response_from_buffer(n + 1, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) free(body);
+    }
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            ar->text_type && status == 200 ? ar->text_type : JSON_TYPE);
+    MHD_add_response_header(resp, "X-Request-Id", ar->request_id);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (challenge) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (ar->close_conn) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    ar->done = 1;
+    access_log(ar, status);
+    return ret;
+}
+
+static json_t *error_json(const char *msg) {
+    char shown[1024];
+    return json_pack("{s:s}", "error",
+                     ferryx_printable_clean(msg) ? msg
+                                                 : ferryx_printable(msg, shown, sizeof shown));
+}
+
+/* An answer the framework gives itself (before or instead of the handler), audited when
+ * the route is an action's. */
+static enum MHD_Result refuse(admin_request *ar, struct MHD_Connection *c, int status,
+                              const char *msg, const char *allow, int challenge) {
+    if (ar->audited) ferry__admin_audit(ar, status, NULL);
+    return answer(ar, c, status, error_json(msg), allow, challenge);
+}
+
+/* How often the headers that frame a request or name its caller appear. */
+typedef struct header_counts {
+    int content_length, transfer_encoding, authorization;
+} header_counts;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
+    (void)kind;
+    (void)value;
+    header_counts *h = cls;
+    if (!key) return MHD_YES;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) h->content_length++;
+    if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) h->transfer_encoding++;
+    if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0) h->authorization++;
+    return MHD_YES;
+}
+
+/* A request whose body length or caller two parties could read differently (RFC 9112
+ * 6.3: a repeated Content-Length, one beside Transfer-Encoding, a coding other than
+ * chunked; a repeated Authorization) is refused, and its connection closed, so nothing
+ * behind a proxy can be smuggled in after it. Returns the message, or NULL when fine. */
+static const char *ambiguous_framing(struct MHD_Connection *c) {
+    header_counts h = {0, 0, 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+    if (h.content_length > 1) return "Content-Length is given more than once";
+    if (h.transfer_encoding > 1) return "Transfer-Encoding is given more than once";
+    if (h.content_length && h.transfer_encoding)
+        return "Content-Length and Transfer-Encoding are both given";
+    const char *te =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (te && strcasecmp(te, "chunked") != 0)
+        return "Transfer-Encoding other than chunked is not accepted";
+    if (h.authorization > 1) return "Authorization is given more than once";
+    return NULL;
+}
+
+/* First call for a request: everything that can be judged from the headers. Returns
+ * MHD_YES to go on (the body follows, or the final call), or the result of a refusal. */
+static enum MHD_Result begin(admin_request *ar, struct MHD_Connection *c) {
+    char msg[700];
+    const char *framing = ambiguous_framing(c);
+    if (framing) {
+        ar->close_conn = 1;
+        return refuse(ar, c, 400, framing, NULL, 0);
+    }
+    char *segs[ADMIN_PATH_SEGMENTS_MAX];
+    int nsegs = ferry__admin_split_path(ar->path, segs, ADMIN_PATH_SEGMENTS_MAX, msg, sizeof msg);
+    if (nsegs < 0) return refuse(ar, c, 400, msg, NULL, 0);
+    /* the {} segments live as long as the request */
+    int status = 0;
+    char allow[128];
+    ar->route = ferry__admin_match(ar, segs, (size_t)nsegs, &status, allow, sizeof allow);
+    size_t kept = 0;
+    for (int i = 0; i < nsegs; i++) {
+        int used = 0;
+        for (size_t k = 0; k < ar->r.nparams && ar->route; k++)
+            if (ar->r.params[k] == segs[i]) used = 1;
+        if (used)
+            ar->param_store[kept++] = segs[i];
+        else
+            free(segs[i]);
+    }
+    if (!ar->route) {
+        if (status == 405) {
+            snprintf(msg, sizeof msg, "method %s is not allowed here (allowed: %s)", ar->method,
+                     allow);
+            return refuse(ar, c, 405, msg, allow, 0);
+        }
+        if (status == 400)
+            return refuse(ar, c, 400, "a path segment is longer than 1024 bytes", NULL, 0);
+        snprintf(msg, sizeof msg, "no such endpoint: %s %s", ar->method, ar->path_shown);
+        return refuse(ar, c, 404, msg, NULL, 0);
+    }
+    ar->audited = (ar->route->scope & (FERRY__ADMIN_SCOPE_ACT | FERRY__ADMIN_SCOPE_REDRIVE)) != 0;
+    int challenge = 0;
+    int refused = ferry__admin_authorize(ar, c, msg, sizeof msg, &challenge);
+    if (refused) return refuse(ar, c, refused, msg, NULL, challenge);
+    if (ferry__admin_read_query(ar, c, msg, sizeof msg)) return refuse(ar, c, 400, msg, NULL, 0);
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (cl) {
+        char *end;
+        unsigned long long v = strtoull(cl, &end, 10);
+        if (*end || end == cl) return refuse(ar, c, 400, "bad Content-Length", NULL, 0);
+        if (v > FERRY__ADMIN_BODY_MAX) {
+            snprintf(msg, sizeof msg, "the body has %llu bytes; at most %d are accepted", v,
+                     FERRY__ADMIN_BODY_MAX);
+            return refuse(ar, c, 413, msg, NULL, 0);
+        }
+        ar->has_body = v > 0;
+    }
+    if (te) ar->has_body = 1;
+    if (ar->has_body && (strcmp(ar->r.method, "GET") == 0 || strcmp(ar->r.method, "DELETE") == 0)) {
+        snprintf(msg, sizeof msg, "%s takes no request body", ar->method);
+        return refuse(ar, c, 400, msg, NULL, 0);
+    }
+    return MHD_YES;
+}
+
+/* The final call: the body is in, run the handler. */
+static enum MHD_Result finish(admin_request *ar, struct MHD_Connection *c) {
+    json_t *body = NULL;
+    if (ar->body_len) {
+        json_error_t je;
+        body = json_loadb(ar->body, ar->body_len, JSON_REJECT_DUPLICATES, &je);
+        if (!body) {
+            char msg[300], text[200];
+            ferryx_printable(je.text, text, sizeof text);
+            snprintf(msg, sizeof msg, "the body is not valid JSON: line %d column %d: %s", je.line,
+                     je.column, text);
+            return refuse(ar, c, 400, msg, NULL, 0);
+        }
+        if (!json_is_object(body)) {
+            json_decref(body);
+            return refuse(ar, c, 400, "the body must be a JSON object", NULL, 0);
+        }
+    }
+    ar->r.body = body;
+    if (ar->audited)
+        ferry__admin_event(ar->srv, FERRY_LOG_INFO, "action started: %s %s by %s (request %s)",
+                           ar->method, ar->path_shown, ar->actor, ar->request_id);
+    ferry__admin_resp out = {0};
+    int rc = ar->route->fn(&ar->r, &out);
+    ar->r.body = NULL;
+    json_decref(body);
+    int status = out.status ? out.status : rc ? 500 : 200;
+    if (status < 100 || status > 599) status = 500;
+    if (ar->audited) ferry__admin_audit(ar, status, out.audit_summary);
+    free(out.audit_summary);
+    return answer(ar, c, status, out.json, NULL, 0);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls) {
+    (void)version;
+    ferry_admin_server *s = cls;
+    admin_request *ar = *req_cls;
+    if (!ar) {
+        ar = calloc(1, sizeof *ar);
+        if (!ar) return MHD_NO;
+        *req_cls = ar;
+        ar->srv = s;
+        ar->t0_us = mono_us();
+        pthread_mutex_lock(&s->mu);
+        s->inflight++;
+        pthread_mutex_unlock(&s->mu);
+        snprintf(ar->method, sizeof ar->method, "%s", strlen(method) < 8 ? method : "OTHER");
+        ar->path = strdup(url);
+        if (!ar->path) return MHD_NO;
+        ferryx_printable(url, ar->path_shown, sizeof ar->path_shown);
+        snprintf(ar->actor, sizeof ar->actor, "anonymous");
+        ferry__admin_request_ids(ar, c);
+        ar->r.cfg = &s->cfg;
+        ar->r.server = ar;
+        ar->r.method = strcmp(ar->method, "HEAD") == 0 ? "GET" : ar->method;
+        ar->r.path = ar->path;
+        ar->r.actor = ar->actor;
+        ar->r.request_id = ar->request_id;
+        return begin(ar, c);
+    }
+    if (ar->done) { /* answered from the headers; whatever follows is dropped */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (ar->too_big) {
+            /* this libmicrohttpd cannot answer in the middle of a body: the rest is read and
+             * dropped, up to a bound, then 413; past the bound the connection is closed */
+            ar->dropped += n;
+            if (ar->dropped <= ADMIN_BODY_DRAIN_MAX) return MHD_YES;
+            /* closed without an answer: still logged, and audited on an action route */
+            if (ar->audited) ferry__admin_audit(ar, 413, "body over the bound; connection closed");
+            access_log(ar, 413);
+            ar->done = 1;
+            return MHD_NO;
+        }
+        if (ar->body_len + n > FERRY__ADMIN_BODY_MAX) {
+            ar->too_big = 1;
+            ar->dropped = n;
+            free(ar->body);
+            ar->body = NULL;
+            ar->body_len = 0;
+            return MHD_YES;
+        }
+        char *grown = realloc(ar->body, ar->body_len + n + 1);
+        if (!grown) return MHD_NO;
+        ar->body = grown;
+        memcpy(ar->body + ar->body_len, upload_data, n);
+        ar->body_len += n;
+        ar->body[ar->body_len] = '\0';
+        return MHD_YES;
+    }
+    if (ar->too_big) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the body is longer than %d bytes", FERRY__ADMIN_BODY_MAX);
+        return refuse(ar, c, 413, msg, NULL, 0);
+    }
+    return finish(ar, c);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)c;
+    (void)toe;
+    ferry_admin_server *s = cls;
+    admin_request *ar = *req_cls;
+    if (!ar) return;
+    *req_cls = NULL;
+    for (size_t i = 0; i < FERRY__ADMIN_PATH_PARAMS_MAX; i++)
+        free(ar->param_store[i]);
+    for (size_t i = 0; i < ar->nquery; i++) {
+        free(ar->query_keys[i]);
+        free(ar->query_values[i]);
+    }
+    free(ar->body);
+    free(ar->path);
+    free(ar->text_body);
+    free(ar);
+    pthread_mutex_lock(&s->mu);
+    s->inflight--;
+    pthread_cond_broadcast(&s->idle_cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The path is split and decoded by the framework itself (a "%2F" must stay inside its
+ * segment), and so are query arguments: libmicrohttpd leaves them as received. */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
+void ferry_admin_options_init(ferry_admin_options *o) {
+    if (o) memset(o, 0, sizeof *o);
+}
+
+static char *dup_or_null(const char *s, int *oom) {
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *oom = 1;
+    return d;
+}
+
+static void server_free(ferry_admin_server *s) {
+    if (!s) return;
+    ferry__admin_resources_close(s);
+    ferry__admin_gauges_destroy(s->gauges);
+    if (s->own_metrics) ferry_metrics_destroy(s->metrics);
+    for (size_t i = 0; i < sizeof s->redis_strings / sizeof s->redis_strings[0]; i++)
+        free(s->redis_strings[i]);
+    free(s->prefix);
+    free(s->database_url);
+    free(s->schema);
+    ferry_admin_tokens_free(s->tokens);
+    pthread_mutex_destroy(&s->scrape_mu);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->idle_cv);
+    pthread_mutex_destroy(&s->res_mu);
+    pthread_cond_destroy(&s->res_cv);
+    free(s);
+}
+
+/* Copy what the server keeps of the options. */
+static int server_config(ferry_admin_server *s, const ferry_admin_options *o, ferry_error *err) {
+    int oom = 0;
+    if (o->redis)
+        s->redis = *o->redis;
+    else
+        ferry_redis_options_init(&s->redis);
+    const char **strs[] = {&s->redis.url,          &s->redis.tls_ca_file,
+                           &s->redis.tls_ca_dir,   &s->redis.tls_cert_file,
+                           &s->redis.tls_key_file, &s->redis.tls_server_name};
+    for (size_t i = 0; i < 6; i++) {
+        s->redis_strings[i] = dup_or_null(*strs[i], &oom);
+        *strs[i] = s->redis_strings[i];
+    }
+    s->prefix = dup_or_null(o->prefix ? o->prefix : "bull", &oom);
+    s->database_url = dup_or_null(o->database_url, &oom);
+    s->schema = dup_or_null(o->schema ? o->schema : "public", &oom);
+    if (oom) return ferry__err(err, FERRY_ENOMEM, "serve: out of memory");
+    if (!*s->prefix || strlen(s->prefix) > FERRY_QUEUE_NAME_MAX)
+        return ferry__err(err, FERRY_EINVAL, "serve: the prefix must be 1..%d bytes",
+                          FERRY_QUEUE_NAME_MAX);
+    int rc = ferry__pg_quote_schema(s->schema, s->qschema, err);
+    if (rc) return rc;
+    if (o->tokens && !(s->tokens = ferry__admin_tokens_copy(o->tokens)))
+        return ferry__err(err, FERRY_ENOMEM, "serve: out of memory");
+    if (o->require_read_token && !o->tokens)
+        return ferry__err(err, FERRY_EINVAL,
+                          "serve: require_read_token needs tokens (a token file)");
+    if (o->ready_timeout_ms < 0 || o->ready_timeout_ms > 60000 || o->stop_timeout_ms < 0 ||
+        o->stop_timeout_ms > 3600000 || o->db_connect_timeout_ms < 0 ||
+        o->db_connect_timeout_ms > 3600000 || o->db_statement_timeout_ms < 0 ||
+        o->db_statement_timeout_ms > 3600000)
+        return ferry__err(err, FERRY_EINVAL, "serve: a timeout is out of range");
+    if (!(o->slo_backlog_age_s >= 0) || o->slo_backlog_age_s > 1e9)
+        return ferry__err(err, FERRY_EINVAL, "serve: slo_backlog_age_s must be 0..1e9");
+    s->require_read_token = o->require_read_token;
+    s->slo_s = o->slo_backlog_age_s;
+    s->ready_ms = o->ready_timeout_ms ? o->ready_timeout_ms : FERRY_ADMIN_READY_TIMEOUT_DEFAULT_MS;
+    s->stop_ms = o->stop_timeout_ms ? o->stop_timeout_ms : FERRY_ADMIN_STOP_TIMEOUT_DEFAULT_MS;
+    s->db_connect_ms = o->db_connect_timeout_ms ? o->db_connect_timeout_ms : 5000;
+    s->db_statement_ms = o->db_statement_timeout_ms ? o->db_statement_timeout_ms : 10000;
+    s->log = o->log;
+    s->log_userdata = o->log_userdata;
+    if (o->metrics) {
+        s->metrics = o->metrics;
+    } else {
+        if ((rc = ferry_metrics_create(NULL, &s->metrics, err))) return rc;
+        s->own_metrics = 1;
+    }
+    if (!ferry_metrics_family_find(s->metrics, "ferry_build_info") &&
+        (rc = ferry_metrics_build_info(s->metrics, err)))
+        return rc;
+    if ((rc = ferry__admin_gauges_create(s->metrics, &s->gauges, err))) return rc;
+    s->cfg.redis = &s->redis;
+    s->cfg.prefix = s->prefix;
+    s->cfg.has_database = s->database_url != NULL;
+    s->cfg.schema = s->schema;
+    s->cfg.routes = o->routes;
+    s->cfg.metrics = s->metrics;
+    return 0;
+}
+
+int ferry_admin_start(const ferry_admin_options *o, ferry_admin_server **out, ferry_error *err) {
+    if (!out) return ferry__err(err, FERRY_EINVAL, "serve: out is NULL");
+    *out = NULL;
+    if (!o) return ferry__err(err, FERRY_EINVAL, "serve: options are NULL");
+    ferry_admin_server *s = calloc(1, sizeof *s);
+    if (!s) return ferry__err(err, FERRY_ENOMEM, "serve: out of memory");
+    pthread_mutex_init(&s->scrape_mu, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->idle_cv, NULL);
+    pthread_mutex_init(&s->res_mu, NULL);
+    pthread_cond_init(&s->res_cv, NULL);
+    s->listen_fd = -1;
+    int rc = server_config(s, o, err);
+    admin_tls tls = {0};
+    if (!rc) rc = ferry__admin_tls_load(o->tls_cert_file, o->tls_key_file, &tls, err);
+    if (rc) {
+        server_free(s);
+        return rc;
+    }
+    s->tls = tls.cert != NULL;
+    int family = 0;
+    const char *addr = o->listen ? o->listen : FERRY_ADMIN_LISTEN_DEFAULT;
+    int fd = ferry__admin_listen(addr, FERRY_ADMIN_CONNECTIONS_MAX, &family, &s->port, err);
+    if (fd < 0) {
+        ferry__admin_tls_free(&tls);
+        server_free(s);
+        return err ? err->code : FERRY_EIO;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ITC;
+    if (family == AF_INET6) flags |= MHD_USE_IPv6;
+    if (s->tls) flags |= MHD_USE_TLS;
+    struct MHD_OptionItem tls_opts[] = {
+        {s->tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls.key},
+        {s->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls.cert},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    /* libmicrohttpd's threads take the signal mask of the thread that starts them */
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+    s->daemon =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)FERRY_ADMIN_CONNECTIONS_MAX,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)FERRY_ADMIN_CONNECTION_TIMEOUT_S,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
+                         no_unescape, NULL, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ferry__admin_tls_free(&tls); /* libmicrohttpd copied what it needs */
+    if (!s->daemon) {
+        /* libmicrohttpd closes a socket it was given once it fails past the options */
+        int with_tls = s->tls;
+        server_free(s);
+        return ferry__err(err, with_tls ? FERRY_ETLS : FERRY_EIO,
+                          "serve: the HTTP server did not start%s",
+                          with_tls ? " (TLS: check the certificate and key)" : "");
+    }
+    *out = s;
+    return 0;
+}
+
+int ferry_admin_port(const ferry_admin_server *s) {
+    return s ? s->port : 0;
+}
+
+void ferry_admin_stop(ferry_admin_server *s) {
+    if (!s) return;
+    /* stop accepting; requests in progress (and on open connections) go on */
+    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += s->stop_ms / 1000;
+    until.tv_nsec += (long)(s->stop_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&s->mu);
+    int left = 0;
+    while (s->inflight > 0)
+        if (pthread_cond_timedwait(&s->idle_cv, &s->mu, &until) != 0) {
+            left = s->inflight;
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+    if (left)
+        ferry__admin_event(s, FERRY_LOG_WARN,
+                           "stop: %d request(s) still in progress after %d ms; closing their "
+                           "connections",
+                           left, s->stop_ms);
+    MHD_stop_daemon(s->daemon);
+    server_free(s);
+}
