@@ -229,14 +229,15 @@ static int serve_run(int argc, char **argv, db_opts *d, ferry_admin_tokens **tok
     ferry_error e = {0};
     if (o.token_file && ferry_admin_tokens_load(o.token_file, tokens, &e)) {
         char shown[4 * FERRY_ERROR_MESSAGE_MAX];
-        opts_message(&serve_spec, "--token-file: %s",
-                     ferryx_printable(e.message, shown, sizeof shown));
-        return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
+        int urc = opts_usage_error(&serve_spec, "--token-file: %s",
+                                   ferryx_printable(e.message, shown, sizeof shown));
+        return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : urc;
     }
     if (o.routes && ferry_routes_load(o.routes, routes, &e)) {
         char shown[4 * FERRY_ERROR_MESSAGE_MAX];
-        opts_message(&serve_spec, "--routes: %s", ferryx_printable(e.message, shown, sizeof shown));
-        return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE;
+        int urc = opts_usage_error(&serve_spec, "--routes: %s",
+                                   ferryx_printable(e.message, shown, sizeof shown));
+        return e.code == FERRY_ENOMEM ? CLI_EXIT_RUNTIME : urc;
     }
 
     ferry_admin_options ao;

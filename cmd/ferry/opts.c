@@ -16,12 +16,14 @@
 #define HELP_WIDTH 79
 #define HELP_INDENT 26
 
-__attribute__((format(printf, 2, 0))) static void vmessage(const cmd_spec *spec, const char *fmt,
-                                                           va_list ap) {
+/* A timestamped command's message goes through logline_event (one JSON object in json
+ * mode, at `level`); the others keep their plain "ferry <cmd>: " line. */
+__attribute__((format(printf, 3, 0))) static void vmessage(const cmd_spec *spec, int level,
+                                                           const char *fmt, va_list ap) {
     char text[2048];
     vsnprintf(text, sizeof text, fmt, ap);
     if (spec->timestamped)
-        logline(spec->name, "%s", text);
+        logline_event(spec->name, level, NULL, NULL, "%s", text);
     else
         fprintf(stderr, "ferry %s: %s\n", spec->name, text);
 }
@@ -29,14 +31,14 @@ __attribute__((format(printf, 2, 0))) static void vmessage(const cmd_spec *spec,
 void opts_message(const cmd_spec *spec, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(spec, fmt, ap);
+    vmessage(spec, FERRY_LOG_WARN, fmt, ap);
     va_end(ap);
 }
 
 int opts_usage_error(const cmd_spec *spec, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(spec, fmt, ap);
+    vmessage(spec, FERRY_LOG_ERROR, fmt, ap);
     va_end(ap);
     return CLI_EXIT_USAGE;
 }

@@ -88,9 +88,10 @@ int opts_check_json(const char *text, size_t len, int want_object, char *msg, si
  * within long long. Returns 0 with *out set, else -1. Pure. */
 int opts_parse_ll(const char *text, long long *out);
 
-/* Print "ferry <cmd>: <formatted>" + newline to stderr (as one write; with the timestamp of
- * logline.h first when spec->timestamped). opts_usage_error returns CLI_EXIT_USAGE,
- * opts_message nothing. */
+/* Print "ferry <cmd>: <formatted>" + newline to stderr (as one write); a timestamped
+ * command (spec->timestamped) writes it through logline_event instead, so in json mode it is
+ * one JSON object: level "warn" from opts_message (a warning), "error" from
+ * opts_usage_error. opts_usage_error returns CLI_EXIT_USAGE, opts_message nothing. */
 void opts_message(const cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int opts_usage_error(const cmd_spec *spec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
