@@ -16,6 +16,7 @@ pkgs=(
     iproute2 jq libpcre2-dev json-schema-test-suite
     libmicrohttpd-dev libcurl4-openssl-dev
     prometheus # the server (tests/integration/test_prometheus.c scrapes ferry with it) and promtool (checks the /metrics text)
+    python3 python3-yaml systemd # tests/deploy/check.sh: the alert rules and dashboard read in Python, systemd-analyze verify on deploy/systemd
 )
 # Only what the build, the tests and the scripts use today; a library is added with the code
 # that links it. (libmicrohttpd: the library's /metrics listener and the examples' HTTP
