@@ -303,6 +303,62 @@ typedef struct conc_arg {
     long status;
 } conc_arg;
 
+/* A chunked body past the drain bound (1 MiB) is not answered: the connection is closed.
+ * The request still leaves its access record (status 413) and, on an action route, its
+ * audit record, so a refused action is never invisible. */
+static void test_huge_chunked_body_logged(void **state) {
+    (void)state;
+    make_queue("hq");
+    sv_server s;
+    const char *tf =
+        sv_token_file("tokens-h", "ops read,act 0123456789abcdef0123456789abcdef-ops\n", 0600);
+    sv_start(&s, SV_FLAGS("--prefix", prefix, "--token-file", tf, "--log-format", "json"));
+    char head[512];
+    int hn = snprintf(head, sizeof head,
+                      "POST /api/queues/hq/pause HTTP/1.1\r\nHost: x\r\n"
+                      "Authorization: Bearer 0123456789abcdef0123456789abcdef-ops\r\n"
+                      "X-Request-Id: req-huge-1\r\nContent-Type: application/json\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n");
+    size_t chunk = 64 * 1024, nchunks = 40; /* 2.5 MiB */
+    size_t cap = (size_t)hn + nchunks * (chunk + 16) + 16, len = (size_t)hn;
+    char *raw = malloc(cap);
+    memcpy(raw, head, (size_t)hn);
+    for (size_t i = 0; i < nchunks; i++) {
+        len += (size_t)sprintf(raw + len, "%zx\r\n", chunk);
+        memset(raw + len, ' ', chunk);
+        len += chunk;
+        memcpy(raw + len, "\r\n", 2);
+        len += 2;
+    }
+    memcpy(raw + len, "0\r\n\r\n", 5);
+    len += 5;
+    int status = 0;
+    char *ans = sv_raw(&s, raw, len, &status);
+    free(raw);
+    free(ans);
+    assert_int_equal(queue_paused("hq"), 0);
+    sv_stop(&s);
+    char *log = sv_log(&s);
+    int access = 0, audit = 0;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, 0, NULL);
+        if (!j) fail_msg("not a JSON line: %s", line);
+        const char *ev = json_string_value(json_object_get(j, "event"));
+        const char *rid = json_string_value(json_object_get(j, "request_id"));
+        if (ev && rid && !strcmp(rid, "req-huge-1")) {
+            if (!strcmp(ev, "serve.request") &&
+                json_integer_value(json_object_get(j, "status")) == 413)
+                access = 1;
+            if (!strcmp(ev, "serve.audit") &&
+                json_integer_value(json_object_get(j, "status")) == 413)
+                audit = 1;
+        }
+        json_decref(j);
+    }
+    if (!access || !audit) fail_msg("access %d audit %d in the log:\n%s", access, audit, log);
+    free(log);
+}
+
 /* Framing two parties could read differently is refused and the connection closed, so
  * nothing can be smuggled in after the request: a repeated Content-Length, one beside
  * Transfer-Encoding, a coding other than chunked; a repeated Authorization (a proxy adding
@@ -575,6 +631,7 @@ int main(void) {
         cmocka_unit_test(test_readyz),
         cmocka_unit_test(test_malformed_requests),
         cmocka_unit_test(test_ambiguous_framing),
+        cmocka_unit_test(test_huge_chunked_body_logged),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_metrics),
