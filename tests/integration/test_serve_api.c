@@ -47,33 +47,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* One request; the answer (sv_resp_free it). auth NULL: no Authorization header. */
-static sv_resp call(const char *method, const char *path, const char *auth, const char *body) {
-    sv_resp r;
-    if (auth)
-        sv_request(&srv, method, path, SV_HEADERS(auth), body, &r);
-    else
-        sv_request(&srv, method, path, NULL, body, &r);
-    return r;
-}
-
-/* Expect status `want` and an "error" naming `needle`. */
-static void expect_error(const char *method, const char *path, const char *auth, const char *body,
-                         int want, const char *needle) {
-    sv_resp r = call(method, path, auth, body);
-    SV_EXPECT(r, want);
-    const char *e = sv_json_str(&r, "error");
-    if (!e || !strstr(e, needle))
-        fail_msg("%s %s: want an error naming \"%s\", got %s", method, path, needle, r.body);
-    sv_resp_free(&r);
-}
-
-static long long jint(const json_t *o, const char *key) {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v)) fail_msg("member %s is not an integer", key);
-    return (long long)json_integer_value(v);
-}
-
 static ferry_job_counts counts(ferry_queue *q) {
     ferry_job_counts c;
     ferry_error e = {0};
@@ -140,7 +113,7 @@ static void test_queues(void **state) {
     (void)state;
     free(wt_add(&t, "a", "{}", NULL));
     free(wt_add(&t, "b", "{}", "{\"delay\":600000}"));
-    sv_resp r = call("GET", "/api/queues", NULL, NULL);
+    sv_resp r = sv_call(&srv, "GET", "/api/queues", NULL, NULL);
     SV_EXPECT(r, 200);
     json_t *qs = json_object_get(r.json, "queues");
     assert_int_equal(json_array_size(qs), 1);
@@ -148,43 +121,44 @@ static void test_queues(void **state) {
     assert_string_equal(json_string_value(json_object_get(q0, "name")), WT_QUEUE);
     ferry_job_counts c = counts(t.q);
     json_t *jc = json_object_get(q0, "counts");
-    assert_int_equal(jint(jc, "waiting"), c.waiting);
-    assert_int_equal(jint(jc, "delayed"), c.delayed);
+    assert_int_equal(sv_jint(jc, "waiting"), c.waiting);
+    assert_int_equal(sv_jint(jc, "delayed"), c.delayed);
     assert_true(json_is_false(json_object_get(q0, "paused")));
     assert_true(json_is_true(json_object_get(r.json, "complete")));
     sv_resp_free(&r);
 
-    r = call("GET", "/api/queues/" WT_QUEUE, NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE, NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(json_object_get(r.json, "counts"), "waiting"), c.waiting);
-    assert_int_equal(jint(r.json, "workers"), 0);
+    assert_int_equal(sv_jint(json_object_get(r.json, "counts"), "waiting"), c.waiting);
+    assert_int_equal(sv_jint(r.json, "workers"), 0);
     assert_true(json_is_null(json_object_get(r.json, "globalConcurrency")));
     sv_resp_free(&r);
 
     /* a queue that does not exist: 404, and looking creates no key */
-    expect_error("GET", "/api/queues/nosuch", NULL, NULL, 404, "nosuch");
-    expect_error("POST", "/api/queues/nosuch/pause", ADMIN, NULL, 404, "nosuch");
+    sv_expect_error(&srv, "GET", "/api/queues/nosuch", NULL, NULL, 404, "nosuch");
+    sv_expect_error(&srv, "POST", "/api/queues/nosuch/pause", ADMIN, NULL, 404, "nosuch");
     redisReply *k = wt_cmd(&t, "KEYS %s:nosuch:*", t.prefix);
     assert_int_equal(k->elements, 0);
     freeReplyObject(k);
 
     /* pause: a read-only token is refused and nothing changes; an admin's pauses */
-    expect_error("POST", "/api/queues/" WT_QUEUE "/pause", READER, NULL, 403, "");
+    sv_expect_error(&srv, "POST", "/api/queues/" WT_QUEUE "/pause", READER, NULL, 403, "");
     int paused = -1;
     ferry_error e = {0};
     assert_int_equal(ferry_queue_is_paused(t.q, &paused, &e), 0);
     assert_int_equal(paused, 0);
-    expect_error("POST", "/api/queues/" WT_QUEUE "/pause", ADMIN, "{\"now\":true}", 400, "now");
-    r = call("POST", "/api/queues/" WT_QUEUE "/pause", ADMIN, NULL);
+    sv_expect_error(&srv, "POST", "/api/queues/" WT_QUEUE "/pause", ADMIN, "{\"now\":true}", 400,
+                    "now");
+    r = sv_call(&srv, "POST", "/api/queues/" WT_QUEUE "/pause", ADMIN, NULL);
     SV_EXPECT(r, 200);
     assert_true(json_is_true(json_object_get(r.json, "paused")));
     sv_resp_free(&r);
     assert_int_equal(ferry_queue_is_paused(t.q, &paused, &e), 0);
     assert_int_equal(paused, 1);
-    r = call("GET", "/api/queues/" WT_QUEUE, NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE, NULL, NULL);
     assert_true(json_is_true(json_object_get(r.json, "paused")));
     sv_resp_free(&r);
-    r = call("POST", "/api/queues/" WT_QUEUE "/resume", ADMIN, NULL);
+    r = sv_call(&srv, "POST", "/api/queues/" WT_QUEUE "/resume", ADMIN, NULL);
     SV_EXPECT(r, 200);
     sv_resp_free(&r);
     assert_int_equal(ferry_queue_is_paused(t.q, &paused, &e), 0);
@@ -199,7 +173,8 @@ static void test_job_pages_and_bad_parameters(void **state) {
     char *ids[5];
     for (int i = 0; i < 5; i++)
         ids[i] = wt_add(&t, i % 2 ? "odd" : "even", "{\"k\":\"v\"}", NULL);
-    sv_resp r = call("GET", "/api/queues/" WT_QUEUE "/jobs?state=wait&start=1&limit=2", NULL, NULL);
+    sv_resp r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/jobs?state=wait&start=1&limit=2",
+                        NULL, NULL);
     SV_EXPECT(r, 200);
     char **want = NULL;
     size_t n = 0;
@@ -215,58 +190,61 @@ static void test_job_pages_and_bad_parameters(void **state) {
         assert_non_null(json_string_value(json_object_get(j, "timestampIso")));
     }
     ferry_queue_job_ids_free(want, n);
-    assert_int_equal(jint(r.json, "total"), 5);
+    assert_int_equal(sv_jint(r.json, "total"), 5);
     sv_resp_free(&r);
 
-    r = call("GET", "/api/queues/" WT_QUEUE "/jobs?state=waiting&name=odd", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/jobs?state=waiting&name=odd", NULL, NULL);
     SV_EXPECT(r, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "jobs")), 2);
     sv_resp_free(&r);
 
     char path[256];
     snprintf(path, sizeof path, "/api/queues/%s/jobs/%s", WT_QUEUE, ids[0]);
-    r = call("GET", path, NULL, NULL);
+    r = sv_call(&srv, "GET", path, NULL, NULL);
     SV_EXPECT(r, 200);
     assert_string_equal(sv_json_str(&r, "name"), "even");
     assert_string_equal(sv_json_str(&r, "state"), "waiting");
     sv_resp_free(&r);
-    expect_error("GET", "/api/queues/" WT_QUEUE "/jobs/999999", NULL, NULL, 404, "");
+    sv_expect_error(&srv, "GET", "/api/queues/" WT_QUEUE "/jobs/999999", NULL, NULL, 404, "");
 
     /* bad parameters: 400 naming them */
     const char *base = "/api/queues/" WT_QUEUE "/jobs";
     char p[300];
-    expect_error("GET", base, NULL, NULL, 400, "state");
+    sv_expect_error(&srv, "GET", base, NULL, NULL, 400, "state");
     snprintf(p, sizeof p, "%s?state=bogus", base);
-    expect_error("GET", p, NULL, NULL, 400, "bogus");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "bogus");
     snprintf(p, sizeof p, "%s?state=wait&limit=abc", base);
-    expect_error("GET", p, NULL, NULL, 400, "limit");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "limit");
     snprintf(p, sizeof p, "%s?state=wait&limit=-1", base);
-    expect_error("GET", p, NULL, NULL, 400, "limit");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "limit");
     snprintf(p, sizeof p, "%s?state=wait&limit=1001", base);
-    expect_error("GET", p, NULL, NULL, 400, "limit");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "limit");
     snprintf(p, sizeof p, "%s?state=wait&start=-5", base);
-    expect_error("GET", p, NULL, NULL, 400, "start");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "start");
     snprintf(p, sizeof p, "%s?state=wait&start=0&end=1000", base);
-    expect_error("GET", p, NULL, NULL, 400, "end");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "end");
     snprintf(p, sizeof p, "%s?state=wait&end=3&limit=2", base);
-    expect_error("GET", p, NULL, NULL, 400, "limit");
-    expect_error("GET", "/api/queues/" WT_QUEUE "/events?count=0", NULL, NULL, 400, "count");
-    expect_error("GET", "/api/queues/" WT_QUEUE "/find?maxScan=x", NULL, NULL, 400, "maxScan");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "limit");
+    sv_expect_error(&srv, "GET", "/api/queues/" WT_QUEUE "/events?count=0", NULL, NULL, 400,
+                    "count");
+    sv_expect_error(&srv, "GET", "/api/queues/" WT_QUEUE "/find?maxScan=x", NULL, NULL, 400,
+                    "maxScan");
 
     /* find: a bounded scan that says how far it got */
-    r = call("GET", "/api/queues/" WT_QUEUE "/find?name=odd&dataContains=%22v%22", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/find?name=odd&dataContains=%22v%22", NULL,
+                NULL);
     SV_EXPECT(r, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "jobs")), 2);
-    assert_int_equal(jint(r.json, "scanned"), 5);
+    assert_int_equal(sv_jint(r.json, "scanned"), 5);
     assert_true(json_is_true(json_object_get(r.json, "complete")));
     sv_resp_free(&r);
-    r = call("GET", "/api/queues/" WT_QUEUE "/find?maxScan=2", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/find?maxScan=2", NULL, NULL);
     SV_EXPECT(r, 200);
     assert_true(json_is_false(json_object_get(r.json, "complete")));
     sv_resp_free(&r);
 
     /* events: the newest, oldest first, and from an id on */
-    r = call("GET", "/api/queues/" WT_QUEUE "/events?count=3", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/events?count=3", NULL, NULL);
     SV_EXPECT(r, 200);
     json_t *ev = json_object_get(r.json, "events");
     assert_int_equal(json_array_size(ev), 3);
@@ -279,7 +257,7 @@ static void test_job_pages_and_bad_parameters(void **state) {
 
     /* remove */
     snprintf(path, sizeof path, "/api/queues/%s/jobs/%s", WT_QUEUE, ids[1]);
-    expect_error("DELETE", path, READER, NULL, 403, "");
+    sv_expect_error(&srv, "DELETE", path, READER, NULL, 403, "");
     assert_int_equal(wt_int(&t, "EXISTS %s%s", ids[1]), 1);
     for (int i = 0; i < 5; i++)
         free(ids[i]);
@@ -293,12 +271,13 @@ static void test_job_actions(void **state) {
     /* retry f[0] over HTTP, f[1] with the C API: the same fields and places */
     char path[256];
     snprintf(path, sizeof path, "/api/queues/%s/jobs/%s/retry", WT_QUEUE, f[0]);
-    expect_error("POST", path, READER, NULL, 403, "");
-    expect_error("POST", path, ADMIN, "{\"stat\":\"failed\"}", 400, "stat");
-    expect_error("POST", path, ADMIN, "{\"state\":\"waiting\"}", 400, "state");
-    expect_error("POST", path, ADMIN, "{\"resetAttemptsMade\":1}", 400, "resetAttemptsMade");
+    sv_expect_error(&srv, "POST", path, READER, NULL, 403, "");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"stat\":\"failed\"}", 400, "stat");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"state\":\"waiting\"}", 400, "state");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"resetAttemptsMade\":1}", 400,
+                    "resetAttemptsMade");
     assert_true(in_zset("failed", f[0]));
-    sv_resp r = call("POST", path, ADMIN, NULL);
+    sv_resp r = sv_call(&srv, "POST", path, ADMIN, NULL);
     SV_EXPECT(r, 200);
     assert_string_equal(sv_json_str(&r, "from"), "failed");
     sv_resp_free(&r);
@@ -321,7 +300,7 @@ static void test_job_actions(void **state) {
     free(atm0);
     free(atm1);
     /* again: not failed any more, 409 */
-    expect_error("POST", path, ADMIN, NULL, 409, "");
+    sv_expect_error(&srv, "POST", path, ADMIN, NULL, 409, "");
 
     /* a custom job id of 1000 bytes (under FERRY_JOB_ID_MAX) is reachable by its path */
     char longid[1001];
@@ -332,7 +311,7 @@ static void test_job_actions(void **state) {
     free(wt_add(&t, "long-id", "{}", opts));
     char lpath[1200];
     snprintf(lpath, sizeof lpath, "/api/queues/%s/jobs/%s", WT_QUEUE, longid);
-    sv_resp lr = call("GET", lpath, READER, NULL);
+    sv_resp lr = sv_call(&srv, "GET", lpath, READER, NULL);
     SV_EXPECT(lr, 200);
     assert_string_equal(sv_json_str(&lr, "id"), longid);
     sv_resp_free(&lr);
@@ -344,29 +323,29 @@ static void test_job_actions(void **state) {
     assert_non_null(strstr(kl, "\"kl\":5"));
     free(kl);
     snprintf(path, sizeof path, "/api/queues/%s/jobs/%s", WT_QUEUE, d);
-    sv_resp jr = call("GET", path, NULL, NULL);
+    sv_resp jr = sv_call(&srv, "GET", path, NULL, NULL);
     SV_EXPECT(jr, 200);
-    assert_int_equal(jint(json_object_get(jr.json, "opts"), "keepLogs"), 5);
-    assert_int_equal(jint(jr.json, "delay"), 600000);
+    assert_int_equal(sv_jint(json_object_get(jr.json, "opts"), "keepLogs"), 5);
+    assert_int_equal(sv_jint(jr.json, "delay"), 600000);
     assert_string_equal(sv_json_str(&jr, "state"), "delayed");
     sv_resp_free(&jr);
     snprintf(path, sizeof path, "/api/queues/%s/jobs/%s/promote", WT_QUEUE, d);
-    r = call("POST", path, ADMIN, NULL);
+    r = sv_call(&srv, "POST", path, ADMIN, NULL);
     SV_EXPECT(r, 200);
     sv_resp_free(&r);
     assert_false(in_zset("delayed", d));
     assert_true(in_list("wait", d) >= 0);
-    expect_error("POST", path, ADMIN, NULL, 409, "");
+    sv_expect_error(&srv, "POST", path, ADMIN, NULL, 409, "");
 
     /* logs: add over HTTP, read with the C API and over HTTP */
     snprintf(path, sizeof path, "/api/queues/%s/jobs/%s/logs", WT_QUEUE, d);
-    expect_error("POST", path, ADMIN, "{}", 400, "line");
-    expect_error("POST", path, ADMIN, "{\"line\":5}", 400, "line");
-    expect_error("POST", path, ADMIN, "{\"line\":\"x\",\"keep\":-1}", 400, "keep");
-    expect_error("POST", path, READER, "{\"line\":\"x\"}", 403, "");
-    r = call("POST", path, ADMIN, "{\"line\":\"checked by hand\"}");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{}", 400, "line");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"line\":5}", 400, "line");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"line\":\"x\",\"keep\":-1}", 400, "keep");
+    sv_expect_error(&srv, "POST", path, READER, "{\"line\":\"x\"}", 403, "");
+    r = sv_call(&srv, "POST", path, ADMIN, "{\"line\":\"checked by hand\"}");
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "count"), 1);
+    assert_int_equal(sv_jint(r.json, "count"), 1);
     sv_resp_free(&r);
     char **lines = NULL;
     size_t n = 0;
@@ -375,7 +354,7 @@ static void test_job_actions(void **state) {
     assert_int_equal(n, 1);
     assert_string_equal(lines[0], "checked by hand");
     ferry_queue_job_ids_free(lines, n);
-    r = call("GET", path, NULL, NULL);
+    r = sv_call(&srv, "GET", path, NULL, NULL);
     SV_EXPECT(r, 200);
     assert_string_equal(json_string_value(json_array_get(json_object_get(r.json, "logs"), 0)),
                         "checked by hand");
@@ -383,11 +362,11 @@ static void test_job_actions(void **state) {
 
     /* remove */
     snprintf(path, sizeof path, "/api/queues/%s/jobs/%s", WT_QUEUE, d);
-    r = call("DELETE", path, ADMIN, NULL);
+    r = sv_call(&srv, "DELETE", path, ADMIN, NULL);
     SV_EXPECT(r, 200);
     sv_resp_free(&r);
     assert_int_equal(wt_int(&t, "EXISTS %s%s", d), 0);
-    expect_error("DELETE", path, ADMIN, NULL, 404, "");
+    sv_expect_error(&srv, "DELETE", path, ADMIN, NULL, 404, "");
     free(d);
     free(f[0]);
     free(f[1]);
@@ -402,16 +381,16 @@ static void test_bulk_actions(void **state) {
     char p[200];
     snprintf(p, sizeof p, "%s/retry", base);
     long long failed = counts(t.q).failed;
-    expect_error("POST", p, ADMIN, "{\"limt\":2}", 400, "limt");
-    expect_error("POST", p, ADMIN, "{\"limit\":\"2\"}", 400, "limit");
-    expect_error("POST", p, ADMIN, "{\"limit\":-2}", 400, "limit");
-    expect_error("POST", p, ADMIN, "{\"state\":\"active\"}", 400, "state");
-    expect_error("POST", p, ADMIN, "[1]", 400, "object");
-    expect_error("POST", p, READER, "{\"limit\":2}", 403, "");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"limt\":2}", 400, "limt");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"limit\":\"2\"}", 400, "limit");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"limit\":-2}", 400, "limit");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"state\":\"active\"}", 400, "state");
+    sv_expect_error(&srv, "POST", p, ADMIN, "[1]", 400, "object");
+    sv_expect_error(&srv, "POST", p, READER, "{\"limit\":2}", 403, "");
     assert_int_equal(counts(t.q).failed, failed);
-    sv_resp r = call("POST", p, ADMIN, "{\"state\":\"failed\",\"limit\":3}");
+    sv_resp r = sv_call(&srv, "POST", p, ADMIN, "{\"state\":\"failed\",\"limit\":3}");
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "moved"), 3);
+    assert_int_equal(sv_jint(r.json, "moved"), 3);
     sv_resp_free(&r);
     assert_int_equal(counts(t.q).failed, failed - 3);
 
@@ -419,30 +398,31 @@ static void test_bulk_actions(void **state) {
     for (int i = 0; i < 3; i++)
         free(wt_add(&t, "d", "{}", "{\"delay\":600000}"));
     snprintf(p, sizeof p, "%s/promote", base);
-    expect_error("POST", p, ADMIN, "{\"limit\":0}", 400, "limit");
-    r = call("POST", p, ADMIN, "{\"limit\":2}");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"limit\":0}", 400, "limit");
+    r = sv_call(&srv, "POST", p, ADMIN, "{\"limit\":2}");
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "moved"), 2);
+    assert_int_equal(sv_jint(r.json, "moved"), 2);
     sv_resp_free(&r);
     assert_int_equal(counts(t.q).delayed, 1);
 
     /* clean: the one failed job left, older than 0 ms */
     snprintf(p, sizeof p, "%s/clean", base);
-    expect_error("POST", p, ADMIN, "{\"state\":\"failed\"}", 400, "grace");
-    expect_error("POST", p, ADMIN, "{\"state\":\"failed\",\"grace\":\"1 hour\"}", 400, "grace");
-    expect_error("POST", p, ADMIN, "{\"state\":\"bogus\",\"grace\":0}", 400, "state");
-    expect_error("POST", p, ADMIN, "{\"grace\":0}", 400, "state");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"state\":\"failed\"}", 400, "grace");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"state\":\"failed\",\"grace\":\"1 hour\"}", 400,
+                    "grace");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"state\":\"bogus\",\"grace\":0}", 400, "state");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"grace\":0}", 400, "state");
     assert_int_equal(counts(t.q).failed, 1);
     redisReply *left = wt_cmd(&t, "ZRANGE %sfailed 0 -1", t.base);
     char *left_id = strdup(left->element[0]->str);
     freeReplyObject(left);
-    r = call("POST", p, ADMIN, "{\"state\":\"failed\",\"grace\":\"1h\"}");
+    r = sv_call(&srv, "POST", p, ADMIN, "{\"state\":\"failed\",\"grace\":\"1h\"}");
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "deleted"), 0); /* younger than an hour */
+    assert_int_equal(sv_jint(r.json, "deleted"), 0); /* younger than an hour */
     sv_resp_free(&r);
-    r = call("POST", p, ADMIN, "{\"state\":\"failed\",\"grace\":0}");
+    r = sv_call(&srv, "POST", p, ADMIN, "{\"state\":\"failed\",\"grace\":0}");
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "deleted"), 1);
+    assert_int_equal(sv_jint(r.json, "deleted"), 1);
     assert_string_equal(json_string_value(json_array_get(json_object_get(r.json, "ids"), 0)),
                         left_id);
     free(left_id);
@@ -451,15 +431,15 @@ static void test_bulk_actions(void **state) {
 
     /* drain: waiting jobs only, then the delayed one too */
     snprintf(p, sizeof p, "%s/drain", base);
-    expect_error("POST", p, ADMIN, "{\"delayed\":\"yes\"}", 400, "delayed");
+    sv_expect_error(&srv, "POST", p, ADMIN, "{\"delayed\":\"yes\"}", 400, "delayed");
     long long waiting = counts(t.q).waiting;
     assert_true(waiting > 0);
-    r = call("POST", p, ADMIN, NULL);
+    r = sv_call(&srv, "POST", p, ADMIN, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "removed"), waiting);
+    assert_int_equal(sv_jint(r.json, "removed"), waiting);
     sv_resp_free(&r);
     assert_int_equal(counts(t.q).delayed, 1);
-    r = call("POST", p, ADMIN, "{\"delayed\":true}");
+    r = sv_call(&srv, "POST", p, ADMIN, "{\"delayed\":true}");
     SV_EXPECT(r, 200);
     sv_resp_free(&r);
     assert_int_equal(counts(t.q).delayed, 0);
@@ -551,13 +531,13 @@ static void test_workers_and_schedulers(void **state) {
     sv_resp r;
     long long deadline = th_mono_ms() + 10000;
     for (;;) { /* the worker's blocking connection is named once it connected */
-        r = call("GET", "/api/queues/" WT_QUEUE "/workers", NULL, NULL);
+        r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/workers", NULL, NULL);
         SV_EXPECT(r, 200);
-        if (jint(r.json, "total") >= 1 || th_mono_ms() > deadline) break;
+        if (sv_jint(r.json, "total") >= 1 || th_mono_ms() > deadline) break;
         sv_resp_free(&r);
         th_sleep_ms(20);
     }
-    assert_int_equal(jint(r.json, "total"), 1);
+    assert_int_equal(sv_jint(r.json, "total"), 1);
     json_t *w0 = json_array_get(json_object_get(r.json, "workers"), 0);
     assert_string_equal(json_string_value(json_object_get(w0, "name")), "wtest");
     sv_resp_free(&r);
@@ -576,15 +556,15 @@ static void test_workers_and_schedulers(void **state) {
     if (ferry_scheduler_upsert(t.q, "hourly", &every, NULL, NULL, &e)) fail_msg("%s", e.message);
     ferry_scheduler_info *info = NULL;
     assert_int_equal(ferry_scheduler_get(t.q, "nightly", &info, &e), 0);
-    r = call("GET", "/api/queues/" WT_QUEUE "/schedulers", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/schedulers", NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "total"), 2);
+    assert_int_equal(sv_jint(r.json, "total"), 2);
     json_t *list = json_object_get(r.json, "schedulers"), *n = NULL;
     for (size_t i = 0; i < json_array_size(list); i++)
         if (!strcmp(json_string_value(json_object_get(json_array_get(list, i), "key")), "nightly"))
             n = json_array_get(list, i);
     assert_non_null(n);
-    assert_int_equal(jint(n, "next"), info->next_ms);
+    assert_int_equal(sv_jint(n, "next"), info->next_ms);
     assert_string_equal(json_string_value(json_object_get(n, "tz")), "Asia/Ho_Chi_Minh");
     assert_string_equal(json_string_value(json_object_get(n, "pattern")), "0 3 * * *");
     assert_string_equal(json_string_value(json_object_get(n, "name")), "nightly-report");
@@ -601,7 +581,7 @@ static void test_workers_and_schedulers(void **state) {
     assert_non_null(strstr(iso, "T20:00:00.000Z"));
     sv_resp_free(&r);
     ferry_scheduler_info_free(info);
-    r = call("GET", "/api/queues/" WT_QUEUE "/schedulers?limit=1001", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/queues/" WT_QUEUE "/schedulers?limit=1001", NULL, NULL);
     SV_EXPECT(r, 400);
     sv_resp_free(&r);
     assert_int_equal(ferry_scheduler_remove(t.q, "nightly", &e), 0);

@@ -53,31 +53,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-static sv_resp call(const char *method, const char *path, const char *auth, const char *body) {
-    sv_resp r;
-    if (auth)
-        sv_request(&srv, method, path, SV_HEADERS(auth), body, &r);
-    else
-        sv_request(&srv, method, path, NULL, body, &r);
-    return r;
-}
-
-static void expect_error(const char *method, const char *path, const char *auth, const char *body,
-                         int want, const char *needle) {
-    sv_resp r = call(method, path, auth, body);
-    SV_EXPECT(r, want);
-    const char *e = sv_json_str(&r, "error");
-    if (!e || !strstr(e, needle))
-        fail_msg("%s %s: want an error naming \"%s\", got %s", method, path, needle, r.body);
-    sv_resp_free(&r);
-}
-
-static long long jint(const json_t *o, const char *key) {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v)) fail_msg("member %s is not an integer", key);
-    return (long long)json_integer_value(v);
-}
-
 /* Record one failure under the test's prefix, failed at failed_ms (0 = now); its row id. */
 static void record(const char *queue, const char *job_id, const char *error, long long failed_ms,
                    char id_out[40]) {
@@ -166,17 +141,17 @@ static void test_list_and_show(void **state) {
     record("pay", "3", "gateway timeout", now - day, ids[2]);
     record("mail", "9", "smtp 550", now, ids[3]);
 
-    sv_resp r = call("GET", "/api/dead-letters", NULL, NULL);
+    sv_resp r = sv_call(&srv, "GET", "/api/dead-letters", NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "total"), 4);
+    assert_int_equal(sv_jint(r.json, "total"), 4);
     json_t *rows = json_object_get(r.json, "deadLetters");
     assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "id")), ids[0]);
     assert_non_null(json_string_value(json_object_get(json_array_get(rows, 0), "failedAtIso")));
     sv_resp_free(&r);
 
-    r = call("GET", "/api/dead-letters?queue=pay&errorContains=timeout", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/dead-letters?queue=pay&errorContains=timeout", NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "total"), 2);
+    assert_int_equal(sv_jint(r.json, "total"), 2);
     sv_resp_free(&r);
 
     char p[300], iso[40];
@@ -185,35 +160,35 @@ static void test_list_and_show(void **state) {
     gmtime_r(&since, &tm);
     strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
     snprintf(p, sizeof p, "/api/dead-letters?since=%s&until=%lld", iso, now - day / 2);
-    r = call("GET", p, NULL, NULL);
+    r = sv_call(&srv, "GET", p, NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "total"), 2); /* rows 2 and 3 */
+    assert_int_equal(sv_jint(r.json, "total"), 2); /* rows 2 and 3 */
     sv_resp_free(&r);
 
-    r = call("GET", "/api/dead-letters?limit=1&redriven=false", NULL, NULL);
+    r = sv_call(&srv, "GET", "/api/dead-letters?limit=1&redriven=false", NULL, NULL);
     SV_EXPECT(r, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "deadLetters")), 1);
-    assert_int_equal(jint(r.json, "total"), 4);
+    assert_int_equal(sv_jint(r.json, "total"), 4);
     sv_resp_free(&r);
 
-    expect_error("GET", "/api/dead-letters?limit=1001", NULL, NULL, 400, "limit");
-    expect_error("GET", "/api/dead-letters?limit=ten", NULL, NULL, 400, "limit");
-    expect_error("GET", "/api/dead-letters?since=yesterday", NULL, NULL, 400, "since");
-    expect_error("GET", "/api/dead-letters?redriven=maybe", NULL, NULL, 400, "redriven");
+    sv_expect_error(&srv, "GET", "/api/dead-letters?limit=1001", NULL, NULL, 400, "limit");
+    sv_expect_error(&srv, "GET", "/api/dead-letters?limit=ten", NULL, NULL, 400, "limit");
+    sv_expect_error(&srv, "GET", "/api/dead-letters?since=yesterday", NULL, NULL, 400, "since");
+    sv_expect_error(&srv, "GET", "/api/dead-letters?redriven=maybe", NULL, NULL, 400, "redriven");
     snprintf(p, sizeof p, "/api/dead-letters?since=%lld&until=%lld", now, now - day);
-    expect_error("GET", p, NULL, NULL, 400, "until");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 400, "until");
 
     snprintf(p, sizeof p, "/api/dead-letters/%s", ids[3]);
-    r = call("GET", p, NULL, NULL);
+    r = sv_call(&srv, "GET", p, NULL, NULL);
     SV_EXPECT(r, 200);
     assert_string_equal(sv_json_str(&r, "queue"), "mail");
-    assert_int_equal(jint(json_object_get(r.json, "data"), "order"), 7);
+    assert_int_equal(sv_jint(json_object_get(r.json, "data"), "order"), 7);
     assert_true(json_is_true(json_object_get(r.json, "dataIsJson")));
     assert_int_equal(json_array_size(json_object_get(r.json, "history")), 0);
     sv_resp_free(&r);
-    expect_error("GET", "/api/dead-letters/not-a-uuid", NULL, NULL, 400, "UUID");
-    expect_error("GET", "/api/dead-letters/0192f7c4-8b2a-7d1e-9f00-1a2b3c4d5e6f", NULL, NULL, 404,
-                 "0192f7c4");
+    sv_expect_error(&srv, "GET", "/api/dead-letters/not-a-uuid", NULL, NULL, 400, "UUID");
+    sv_expect_error(&srv, "GET", "/api/dead-letters/0192f7c4-8b2a-7d1e-9f00-1a2b3c4d5e6f", NULL,
+                    NULL, 404, "0192f7c4");
 }
 
 /* The items' ids and new job ids as one text, in order. */
@@ -237,24 +212,26 @@ static void test_redrive(void **state) {
     long long audits = audit_rows();
 
     /* refused before anything is done: nothing changes, not even the audit */
-    expect_error("POST", path, ADMIN, "{\"queue\":\"pay\",\"dryrun\":false}", 400, "dryrun");
-    expect_error("POST", path, ADMIN, "{\"dryRun\":\"false\"}", 400, "dryRun");
-    expect_error("POST", path, ADMIN, "{\"limit\":1001,\"dryRun\":false}", 400, "limit");
-    expect_error("POST", path, ADMIN, "{\"since\":\"soon\",\"dryRun\":false}", 400, "since");
-    expect_error("POST", path, ADMIN, "{\"queue\":7,\"dryRun\":false}", 400, "queue");
-    expect_error("POST", path, READER, "{\"dryRun\":false}", 403, "");
-    expect_error("POST", path, NULL, "{\"dryRun\":false}", 401, "");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"queue\":\"pay\",\"dryrun\":false}", 400,
+                    "dryrun");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"dryRun\":\"false\"}", 400, "dryRun");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"limit\":1001,\"dryRun\":false}", 400, "limit");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"since\":\"soon\",\"dryRun\":false}", 400,
+                    "since");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"queue\":7,\"dryRun\":false}", 400, "queue");
+    sv_expect_error(&srv, "POST", path, READER, "{\"dryRun\":false}", 403, "");
+    sv_expect_error(&srv, "POST", path, NULL, "{\"dryRun\":false}", 401, "");
     char *after = snapshot();
     assert_string_equal(before, after);
     free(after);
     assert_int_equal(audit_rows(), audits);
 
     /* the dry run: the plan, nothing changed but the audit's dry-run rows */
-    sv_resp dry = call("POST", path, ADMIN, body);
+    sv_resp dry = sv_call(&srv, "POST", path, ADMIN, body);
     SV_EXPECT(dry, 200);
     assert_true(json_is_true(json_object_get(dry.json, "dryRun")));
-    assert_int_equal(jint(dry.json, "would"), 2);
-    assert_int_equal(jint(dry.json, "done"), 0);
+    assert_int_equal(sv_jint(dry.json, "would"), 2);
+    assert_int_equal(sv_jint(dry.json, "done"), 0);
     char *plan = plan_text(&dry);
     char want[300];
     snprintf(want, sizeof want, "%s>dlq-%s-1;%s>dlq-%s-1;", ids[0], ids[0], ids[2], ids[2]);
@@ -272,9 +249,9 @@ static void test_redrive(void **state) {
     snprintf(exec_body, sizeof exec_body,
              "{\"queue\":\"pay\",\"errorContains\":\"timeout\","
              "\"dryRun\":false}");
-    sv_resp ex = call("POST", path, ADMIN, exec_body);
+    sv_resp ex = sv_call(&srv, "POST", path, ADMIN, exec_body);
     SV_EXPECT(ex, 200);
-    assert_int_equal(jint(ex.json, "done"), 2);
+    assert_int_equal(sv_jint(ex.json, "done"), 2);
     expect_audit(200, "redrive: 2 done, 0 skipped, 0 refused (2 matched)");
     char *done_plan = plan_text(&ex);
     assert_string_equal(done_plan, plan);
@@ -297,10 +274,10 @@ static void test_redrive(void **state) {
 
     /* twice: nothing more */
     before = snapshot();
-    ex = call("POST", path, ADMIN, exec_body);
+    ex = sv_call(&srv, "POST", path, ADMIN, exec_body);
     SV_EXPECT(ex, 200);
-    assert_int_equal(jint(ex.json, "matched"), 0);
-    assert_int_equal(jint(ex.json, "done"), 0);
+    assert_int_equal(sv_jint(ex.json, "matched"), 0);
+    assert_int_equal(sv_jint(ex.json, "done"), 0);
     sv_resp_free(&ex);
     after = snapshot();
     assert_string_equal(before, after);
@@ -308,20 +285,20 @@ static void test_redrive(void **state) {
     free(before);
 
     /* again: the next ids */
-    ex = call("POST", path, ADMIN,
-              "{\"queue\":\"pay\",\"errorContains\":\"timeout\",\"again\":true,\"dryRun\":false,"
-              "\"redrivenFewerThan\":2}");
+    ex = sv_call(&srv, "POST", path, ADMIN,
+                 "{\"queue\":\"pay\",\"errorContains\":\"timeout\",\"again\":true,\"dryRun\":false,"
+                 "\"redrivenFewerThan\":2}");
     SV_EXPECT(ex, 200);
-    assert_int_equal(jint(ex.json, "done"), 2);
+    assert_int_equal(sv_jint(ex.json, "done"), 2);
     assert_int_equal(th_cmd_int(rds, "EXISTS %s:pay:dlq-%s-2", prefix, ids[0]), 1);
     sv_resp_free(&ex);
 
     /* redriven=true lists them, /metrics counted them */
-    sv_resp r = call("GET", "/api/dead-letters?redriven=true", NULL, NULL);
+    sv_resp r = sv_call(&srv, "GET", "/api/dead-letters?redriven=true", NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "total"), 2);
+    assert_int_equal(sv_jint(r.json, "total"), 2);
     sv_resp_free(&r);
-    r = call("GET", "/metrics", NULL, NULL);
+    r = sv_call(&srv, "GET", "/metrics", NULL, NULL);
     SV_EXPECT(r, 200);
     if (!strstr(r.body, "ferry_redrives_total{mode=\"dry_run\",result=\"would\"} 2") ||
         !strstr(r.body, "ferry_redrives_total{mode=\"execute\",result=\"done\"} 4"))
@@ -331,9 +308,9 @@ static void test_redrive(void **state) {
     /* the audit: newest first, actor = the token's name */
     char p[200];
     snprintf(p, sizeof p, "/api/dead-letters/audit?deadLetterId=%s", ids[0]);
-    r = call("GET", p, NULL, NULL);
+    r = sv_call(&srv, "GET", p, NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "total"), 3); /* dry run, redrive, again */
+    assert_int_equal(sv_jint(r.json, "total"), 3); /* dry run, redrive, again */
     json_t *a0 = json_array_get(json_object_get(r.json, "audit"), 0);
     assert_string_equal(json_string_value(json_object_get(a0, "actor")), "admin");
     snprintf(want, sizeof want, "dlq-%s-2", ids[0]);
@@ -341,37 +318,37 @@ static void test_redrive(void **state) {
     assert_true(json_is_false(json_object_get(a0, "dryRun")));
     sv_resp_free(&r);
     snprintf(p, sizeof p, "/api/dead-letters/%s", ids[0]);
-    r = call("GET", p, NULL, NULL);
+    r = sv_call(&srv, "GET", p, NULL, NULL);
     SV_EXPECT(r, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "history")), 3);
-    assert_int_equal(jint(r.json, "redriveCount"), 2);
+    assert_int_equal(sv_jint(r.json, "redriveCount"), 2);
     sv_resp_free(&r);
-    expect_error("GET", "/api/dead-letters/audit?deadLetterId=x", NULL, NULL, 400, "UUID");
-    expect_error("GET", "/api/dead-letters/audit?limit=0", NULL, NULL, 400, "limit");
+    sv_expect_error(&srv, "GET", "/api/dead-letters/audit?deadLetterId=x", NULL, NULL, 400, "UUID");
+    sv_expect_error(&srv, "GET", "/api/dead-letters/audit?limit=0", NULL, NULL, 400, "limit");
 }
 
 static void test_purge(void **state) {
     (void)state;
     const char *path = "/api/dead-letters/purge";
     long long rows = ob_ll(db, "SELECT count(*) FROM %s.dead_letters", schema);
-    expect_error("POST", path, ADMIN, "{\"again\":true}", 400, "again");
-    sv_resp r = call("POST", path, ADMIN, "{\"queue\":\"mail\"}");
+    sv_expect_error(&srv, "POST", path, ADMIN, "{\"again\":true}", 400, "again");
+    sv_resp r = sv_call(&srv, "POST", path, ADMIN, "{\"queue\":\"mail\"}");
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "would"), 1);
+    assert_int_equal(sv_jint(r.json, "would"), 1);
     sv_resp_free(&r);
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.dead_letters", schema), rows);
-    r = call("POST", path, ADMIN, "{\"queue\":\"mail\",\"dryRun\":false}");
+    r = sv_call(&srv, "POST", path, ADMIN, "{\"queue\":\"mail\",\"dryRun\":false}");
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "done"), 1);
+    assert_int_equal(sv_jint(r.json, "done"), 1);
     sv_resp_free(&r);
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.dead_letters", schema), rows - 1);
     char p[200];
     snprintf(p, sizeof p, "/api/dead-letters/%s", ids[3]);
-    expect_error("GET", p, NULL, NULL, 404, "");
+    sv_expect_error(&srv, "GET", p, NULL, NULL, 404, "");
     snprintf(p, sizeof p, "/api/dead-letters/audit?deadLetterId=%s", ids[3]);
-    r = call("GET", p, NULL, NULL);
+    r = sv_call(&srv, "GET", p, NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "total"), 2); /* its dry run and its purge stay */
+    assert_int_equal(sv_jint(r.json, "total"), 2); /* its dry run and its purge stay */
     assert_string_equal(json_string_value(json_object_get(
                             json_array_get(json_object_get(r.json, "audit"), 0), "action")),
                         "purge");
@@ -384,12 +361,12 @@ static void test_outbox(void **state) {
     ob_append(db, schema, "order.placed", "{\"n\":1}", NULL, 1, id);
     ob_append(db, schema, "order.placed", "{\"n\":2}", NULL, 1, id);
     ob_append(db, schema, "order.placed", "{\"n\":3}", NULL, 0, id); /* rolled back */
-    sv_resp r = call("GET", "/api/outbox", NULL, NULL);
+    sv_resp r = sv_call(&srv, "GET", "/api/outbox", NULL, NULL);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "unpublished"), 2);
+    assert_int_equal(sv_jint(r.json, "unpublished"), 2);
     json_t *t0 = json_array_get(json_object_get(r.json, "topics"), 0);
     assert_string_equal(json_string_value(json_object_get(t0, "topic")), "order.placed");
-    assert_int_equal(jint(t0, "unpublished"), 2);
+    assert_int_equal(sv_jint(t0, "unpublished"), 2);
     assert_true(json_is_null(json_object_get(t0, "routed")));
     assert_true(json_is_false(json_object_get(r.json, "routesGiven")));
     sv_resp_free(&r);
@@ -402,8 +379,8 @@ static void test_outbox(void **state) {
                                "--schema", schema, "--routes", routes));
     sv_request(&routed, "GET", "/api/outbox", NULL, NULL, &r);
     SV_EXPECT(r, 200);
-    assert_int_equal(jint(r.json, "unpublished"), 3);
-    assert_int_equal(jint(r.json, "unroutedRows"), 1);
+    assert_int_equal(sv_jint(r.json, "unpublished"), 3);
+    assert_int_equal(sv_jint(r.json, "unroutedRows"), 1);
     assert_true(json_is_true(json_object_get(r.json, "routesGiven")));
     json_t *topics = json_object_get(r.json, "topics");
     int seen = 0;
@@ -438,16 +415,16 @@ static void test_refused_row(void **state) {
     PQclear(q);
     char p[200];
     snprintf(p, sizeof p, "/api/dead-letters/%s", id);
-    sv_resp r = call("GET", p, NULL, NULL);
+    sv_resp r = sv_call(&srv, "GET", p, NULL, NULL);
     SV_EXPECT(r, 200);
     assert_true(json_is_false(json_object_get(r.json, "dataIsJson")));
     assert_string_equal(sv_json_str(&r, "data"), "not json {");
     sv_resp_free(&r);
     for (int exec = 0; exec < 2; exec++) {
-        r = call("POST", "/api/dead-letters/redrive", ADMIN,
-                 exec ? "{\"queue\":\"txt\",\"dryRun\":false}" : "{\"queue\":\"txt\"}");
+        r = sv_call(&srv, "POST", "/api/dead-letters/redrive", ADMIN,
+                    exec ? "{\"queue\":\"txt\",\"dryRun\":false}" : "{\"queue\":\"txt\"}");
         SV_EXPECT(r, 200);
-        assert_int_equal(jint(r.json, "refused"), 1);
+        assert_int_equal(sv_jint(r.json, "refused"), 1);
         json_t *it = json_array_get(json_object_get(r.json, "items"), 0);
         assert_string_equal(json_string_value(json_object_get(it, "status")), "refused");
         assert_non_null(strstr(json_string_value(json_object_get(it, "reason")), "not JSON"));

@@ -337,4 +337,34 @@ static inline const char *sv_token_file(const char *name, const char *text, int 
     return p;
 }
 
+/* One request to s; the answer (sv_resp_free it). auth NULL: no Authorization header. */
+static inline sv_resp sv_call(const sv_server *s, const char *method, const char *path,
+                              const char *auth, const char *body) {
+    sv_resp r;
+    if (auth)
+        sv_request(s, method, path, SV_HEADERS(auth), body, &r);
+    else
+        sv_request(s, method, path, NULL, body, &r);
+    return r;
+}
+
+/* Expect status `want` and an "error" naming `needle`. */
+static inline void sv_expect_error(const sv_server *s, const char *method, const char *path,
+                                   const char *auth, const char *body, int want,
+                                   const char *needle) {
+    sv_resp r = sv_call(s, method, path, auth, body);
+    SV_EXPECT(r, want);
+    const char *e = sv_json_str(&r, "error");
+    if (!e || !strstr(e, needle))
+        fail_msg("%s %s: want an error naming \"%s\", got %s", method, path, needle, r.body);
+    sv_resp_free(&r);
+}
+
+/* The integer member key of o (fails the test when it is not one). */
+static inline long long sv_jint(const json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v)) fail_msg("member %s is not an integer", key);
+    return (long long)json_integer_value(v);
+}
+
 #endif
