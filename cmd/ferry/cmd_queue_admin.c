@@ -23,6 +23,9 @@ typedef struct requeue_opts {
     const char *state;
     long long limit;
     int json;
+    /* queue retry's selector (ferry_queue_retry_selected) */
+    const char *name, *reason_contains, *data_contains;
+    long long scan_max;
 } requeue_opts;
 
 static requeue_opts requeue_o;
@@ -34,8 +37,19 @@ static const opt_def retry_defs[] = {
      "failed (default) or completed: the set whose jobs are retried."},
     {"limit", OPT_INT, "N", offsetof(requeue_opts, limit), 1, FERRY_QUEUE_MOVE_MAX,
      REQUEUE_LIMIT_HELP},
+    {"name", OPT_STRING, "NAME", offsetof(requeue_opts, name), 0, 0,
+     "Only the jobs named exactly NAME (a selective retry: see below)."},
+    {"reason-contains", OPT_STRING, "TEXT", offsetof(requeue_opts, reason_contains), 0, 0,
+     "Only the jobs whose failedReason contains TEXT (bytes, case-sensitive; at most 4096; "
+     "state failed only)."},
+    {"data-contains", OPT_STRING, "TEXT", offsetof(requeue_opts, data_contains), 0, 0,
+     "Only the jobs whose data (its JSON text, as stored) contains TEXT (at most 4096 "
+     "bytes)."},
+    {"scan-max", OPT_INT, "N", offsetof(requeue_opts, scan_max), 1, FERRY_QUEUE_FIND_SCAN_MAX,
+     "With a selector: look at N jobs at most (default 100000), then stop and say so."},
     {"json", OPT_FLAG, NULL, offsetof(requeue_opts, json), 0, 0,
-     "Print {\"retried\": N} instead of the sentence."},
+     "Print {\"retried\": N} instead of the sentence (with a selector also total, "
+     "scanned, matched, skipped and complete)."},
 };
 
 static const cmd_spec retry_spec = {
@@ -49,7 +63,14 @@ static const cmd_spec retry_spec = {
     "attempts left fails for good at its next error (ferry job retry --reset-attempts\n"
     "retries one job with all its attempts). Jobs lose finishedOn, processedOn and their\n"
     "failedReason or returnvalue. Each chunk is one atomic script; after a failure midway\n"
-    "the jobs moved so far stay moved and the message says how many.\n",
+    "the jobs moved so far stay moved and the message says how many.\n"
+    "\n"
+    "With --name, --reason-contains, --data-contains or --scan-max it is a selective retry\n"
+    "instead: the set is read 200 jobs at a time, oldest first, each page matched inside\n"
+    "Redis, and each match retried as ferry job retry retries it (priority and lifo\n"
+    "apply). Only jobs finished before the command started are looked at. A progress\n"
+    "line goes to stderr after every page; a match that another client moved meanwhile\n"
+    "is counted as skipped. --limit does not combine with these options.\n",
     1,
     1,
     0,
@@ -61,6 +82,24 @@ static int queue_retry_check(cli_ctx *x) {
     if (ro->state && strcmp(ro->state, "failed") != 0 && strcmp(ro->state, "completed") != 0)
         return opts_usage_error(x->spec, "--state: expected failed or completed, got '%s'",
                                 SHOWN(ro->state, s));
+    int selective = ro->name || ro->reason_contains || ro->data_contains || ro->scan_max;
+    if (selective && ro->limit)
+        return opts_usage_error(x->spec, "--limit does not combine with --name, "
+                                         "--reason-contains, --data-contains or --scan-max");
+    const char *texts[] = {ro->reason_contains, ro->data_contains};
+    const char *names[] = {"--reason-contains", "--data-contains"};
+    for (int i = 0; i < 2; i++) {
+        if (texts[i] && strlen(texts[i]) > FERRY_RETRY_SELECT_TEXT_MAX)
+            return opts_usage_error(x->spec, "%s: at most %d bytes (got %zu)", names[i],
+                                    FERRY_RETRY_SELECT_TEXT_MAX, strlen(texts[i]));
+        if (texts[i] && !texts[i][0]) return opts_usage_error(x->spec, "%s: empty text", names[i]);
+    }
+    if (ro->reason_contains && ro->state && strcmp(ro->state, "completed") == 0)
+        return opts_usage_error(x->spec,
+                                "--reason-contains needs --state failed (completed jobs have "
+                                "no failedReason)");
+    if (ro->name && strlen(ro->name) > FERRY_JOB_NAME_MAX)
+        return opts_usage_error(x->spec, "--name: at most %d bytes", FERRY_JOB_NAME_MAX);
     return 0;
 }
 
@@ -73,9 +112,58 @@ static int requeue_failed(cli_ctx *x, const ferry_error *err, long long moved, c
     return rc;
 }
 
+static int retry_progress(void *ctx, const ferry_queue_retry_counts *c) {
+    const cli_ctx *x = ctx;
+    fprintf(stderr, "ferry %s: scanned %lld of %lld job%s, %lld match%s, %lld retried\n",
+            x->spec->name, c->scanned, c->total, c->total == 1 ? "" : "s", c->matched,
+            c->matched == 1 ? "" : "es", c->retried);
+    return 0;
+}
+
+/* queue retry with a selector: ferry_queue_retry_selected. */
+static int queue_retry_selected(cli_ctx *x, const char *state) {
+    const requeue_opts *ro = x->opts;
+    ferry_queue_retry_select sel = {.state = state,
+                                    .name = ro->name,
+                                    .reason_contains = ro->reason_contains,
+                                    .data_contains = ro->data_contains,
+                                    .scan_max = ro->scan_max,
+                                    .progress = retry_progress,
+                                    .progress_ctx = x};
+    ferry_queue_retry_counts c;
+    int ended = 0;
+    ferry_error err = {0};
+    if (ferry_queue_retry_selected(x->q, &sel, &c, &ended, &err) != 0)
+        return requeue_failed(x, &err, c.retried, "were retried");
+    char shown[256];
+    if (ro->json) {
+        jsonw w;
+        jsonw_begin(&w, stdout);
+        jsonw_int(&w, "retried", c.retried);
+        jsonw_int(&w, "total", c.total);
+        jsonw_int(&w, "scanned", c.scanned);
+        jsonw_int(&w, "matched", c.matched);
+        jsonw_int(&w, "skipped", c.skipped);
+        jsonw_bool(&w, "complete", ended == FERRY_RETRY_SELECT_DONE);
+        jsonw_end(&w);
+    } else {
+        printf("queue %s: %lld %s job%s retried (%lld matched, %lld skipped, %lld scanned)\n",
+               SHOWN(x->r.pos[0], shown), c.retried, state, c.retried == 1 ? "" : "s", c.matched,
+               c.skipped, c.scanned);
+    }
+    if (ended == FERRY_RETRY_SELECT_SCAN_MAX)
+        fprintf(stderr,
+                "ferry %s: stopped after scanning %lld jobs (--scan-max); the rest were not "
+                "looked at\n",
+                x->spec->name, c.scanned);
+    return CLI_EXIT_OK;
+}
+
 static int queue_retry(cli_ctx *x) {
     const requeue_opts *ro = x->opts;
     const char *state = ro->state ? ro->state : "failed";
+    if (ro->name || ro->reason_contains || ro->data_contains || ro->scan_max)
+        return queue_retry_selected(x, state);
     ferry_error err = {0};
     long long moved = 0;
     if (ferry_queue_retry_jobs(x->q, state, ro->limit, &moved, &err) != 0)

@@ -621,6 +621,96 @@ FERRY_API int ferry_queue_find_jobs(ferry_queue *q, const ferry_queue_find_optio
 /* Free what ferry_queue_find_jobs returned (NULL accepted). Threads: any. Blocks: no. */
 FERRY_API void ferry_queue_found_jobs_free(ferry_queue_found_job *jobs, size_t n);
 
+/* ---- throughput (finishes per time bucket, for ferry serve's dashboard) -------------- */
+
+#define FERRY_QUEUE_THROUGHPUT_BUCKETS_MAX 1000       /* buckets one call counts */
+#define FERRY_QUEUE_THROUGHPUT_BUCKET_MS_MAX 86400000 /* ms of one bucket (a day) */
+
+/* How many jobs finished per time bucket lately: ZCOUNT of the completed and of the failed
+ * set (their scores are the jobs' finishedOn) over nbuckets consecutive buckets of bucket_ms
+ * each, ending at Redis' clock (TIME), in one read-only script. Bucket i (0 = the oldest)
+ * counts finishedOn in (now - (nbuckets - i) * bucket_ms, now - (nbuckets - 1 - i) *
+ * bucket_ms]; the newest bucket also counts finishes stamped after now (a worker whose clock
+ * is ahead). What it does not see: jobs removed on completion or failure
+ * (removeOnComplete / removeOnFail, or a keep count that trimmed them), and earlier finishes
+ * of a job that was retried: a set holds each job once, at its latest finishedOn, so each
+ * job is counted once, for its last finish.
+ * bucket_ms: 1..FERRY_QUEUE_THROUGHPUT_BUCKET_MS_MAX; nbuckets: 1..FERRY_QUEUE_THROUGHPUT_
+ * BUCKETS_MAX. completed, failed: arrays of nbuckets the caller owns (either may be NULL
+ * when not wanted), oldest bucket first.
+ * Returns: 0 with the arrays filled and *now_ms (may be NULL) = Redis' clock in ms, the end
+ *   of the newest bucket. On an error the arrays are zeroed.
+ * Errors: FERRY_EINVAL for a NULL queue, a bad bucket_ms or nbuckets (naming it);
+ *   FERRY_EPROTO for a reply of the wrong shape.
+ * Blocks: one round trip (read: retried once on a fresh connection); the script does
+ *   2 * nbuckets ZCOUNTs (O(log n) each). Threads: as every call on q. */
+FERRY_API int ferry_queue_throughput(ferry_queue *q, long long bucket_ms, size_t nbuckets,
+                                     long long *completed, long long *failed, long long *now_ms,
+                                     ferry_error *err);
+
+/* ---- retrying a selection of finished jobs ------------------------------------------- */
+
+#define FERRY_RETRY_SELECT_PAGE 200      /* jobs one page (chunk) looks at */
+#define FERRY_RETRY_SELECT_TEXT_MAX 4096 /* bytes of reason_contains / data_contains */
+
+/* What ferry_queue_retry_selected has done so far (and in the end). */
+typedef struct ferry_queue_retry_counts {
+    long long total;   /* jobs in the state that had finished when the call started */
+    long long scanned; /* jobs looked at */
+    long long matched; /* of those, jobs the selector matched */
+    long long retried; /* of those, jobs put back in line */
+    long long skipped; /* matched, but moved or gone by the time of their retry */
+} ferry_queue_retry_counts;
+
+/* How a ferry_queue_retry_selected call ended (*ended). */
+#define FERRY_RETRY_SELECT_DONE 0      /* every job of the state up to the start was seen */
+#define FERRY_RETRY_SELECT_SCAN_MAX 1  /* scan_max jobs were looked at first */
+#define FERRY_RETRY_SELECT_CANCELLED 2 /* the progress callback asked to stop */
+
+/* Which finished jobs ferry_queue_retry_selected retries; a zeroed struct retries every
+ * failed job. The three tests are ANDed; NULL or "" (name: NULL only) = any. */
+typedef struct ferry_queue_retry_select {
+    const char *state;           /* "failed" (NULL = this) or "completed" */
+    const char *name;            /* the job's name equals this (up to FERRY_JOB_NAME_MAX) */
+    const char *reason_contains; /* its failedReason contains this text (state failed only) */
+    const char *data_contains;   /* its data JSON text contains this text */
+    long long scan_max;          /* look at most at this many jobs (0 =
+                                    FERRY_QUEUE_FIND_SCAN_DEFAULT, up to
+                                    FERRY_QUEUE_FIND_SCAN_MAX) */
+    unsigned flags;              /* FERRY_RETRY_RESET_* or 0, as ferry_queue_retry_job */
+    /* Called after every page on the calling thread (may be NULL) with the counts so far;
+     * a non-zero return stops the call after that page (*ended =
+     * FERRY_RETRY_SELECT_CANCELLED). The counts are valid during the call only. */
+    int (*progress)(void *ctx, const ferry_queue_retry_counts *so_far);
+    void *progress_ctx;
+} ferry_queue_retry_select;
+
+/* Retry the finished jobs of one state that a selector matches, oldest first: a page of
+ * FERRY_RETRY_SELECT_PAGE jobs of the set at a time, matched inside Redis by one read-only
+ * script (job data is never read out), then each match retried exactly as
+ * ferry_queue_retry_job(q, id, state, flags) retries it (same script: priority, lifo,
+ * marker, `waiting` event, flow parent), so a match that moved meanwhile (retried,
+ * removed, cleaned by someone else) is skipped, not forced. Only jobs whose finishedOn
+ * (their score) is at most the time the call started are considered: jobs failing again
+ * while it runs are not chased, so it ends. Unlike ferry_queue_retry_jobs it is not one
+ * bulk move: between pages other clients run, and jobs another client removes from the set
+ * meanwhile may make it miss a few jobs of the next page (it accounts for the jobs it
+ * moves itself); jobs added with an older finishedOn may be looked at twice.
+ * out (may be NULL): the counts, also after a failure midway. ended (may be NULL): how it
+ *   ended (FERRY_RETRY_SELECT_*).
+ * Returns: 0 (also when cancelled or stopped by scan_max).
+ * Errors: FERRY_EINVAL for a NULL queue, a bad state, scan_max, flags, reason_contains
+ *   with state completed, a name over FERRY_JOB_NAME_MAX or a text over
+ *   FERRY_RETRY_SELECT_TEXT_MAX bytes (naming it); transport errors (a page or a retry
+ *   that failed ends the call; the counts say what was done).
+ * Blocks: one round trip per page plus one per match, each within the queue's budget (the
+ *   page read is retried once; a retry is not); the handle's mutex is taken per round
+ *   trip, not held throughout. Threads: as every call on q; the callback runs on the
+ *   calling thread. */
+FERRY_API int ferry_queue_retry_selected(ferry_queue *q, const ferry_queue_retry_select *sel,
+                                         ferry_queue_retry_counts *out, int *ended,
+                                         ferry_error *err);
+
 #ifdef __cplusplus
 }
 #endif
