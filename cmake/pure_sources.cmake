@@ -14,6 +14,7 @@ set(FERRY_PURE_SOURCES
     src/envelope/envelope.c
     src/envelope/trace.c
     src/outbox/routes.c
+    src/pg/text_array.c
     src/queue/job_opts.c
     src/queue/job_opts_stored.c
     src/redis/options.c

@@ -370,14 +370,21 @@ static int sync_main(int argc, char **argv) {
 typedef struct act_opts {
     int execute, again;
     const char *actor;
+    const char *ids_file;
 } act_opts;
 
+/* again last: purge does not take it */
 static const opt_def redrive_defs[] = {
     {"execute", OPT_FLAG, NULL, offsetof(act_opts, execute), 0, 0,
      "Do it. Without it, a dry run: prints what would be done and changes nothing (the dry run "
      "is audited)."},
     {"actor", OPT_STRING, "WHO", offsetof(act_opts, actor), 0, 0,
      "Who does it, for the audit (default: the OS user)."},
+    {"ids-file", OPT_STRING, "FILE", offsetof(act_opts, ids_file), 0, 0,
+     "Only the rows whose ids FILE lists (one per line, as a dry run's lines or `ferry dlq "
+     "list` show them; blank lines and lines starting with # ignored; 1..1000 ids), and only "
+     "while they still match the other filter options: executes exactly a plan reviewed "
+     "before. A listed row not taken is reported skipped."},
     {"again", OPT_FLAG, NULL, offsetof(act_opts, again), 0, 0,
      "Also take rows redriven before (each redrive gets a new job id)."},
 };
@@ -467,6 +474,80 @@ static const char *default_actor(char *buf, size_t cap) {
     return buf;
 }
 
+/* The ids of an --ids-file, read into *ids (malloc'd array of malloc'd strings, *n of them).
+ * A usage error (printed) returns its exit code. */
+#define IDS_FILE_MAX (1 << 20)
+
+static int uuid_form(const char *s) {
+    if (strlen(s) != FERRY_DLQ_ID_STRLEN) return 0;
+    for (int i = 0; i < FERRY_DLQ_ID_STRLEN; i++) {
+        int dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : !strchr("0123456789abcdefABCDEF", s[i]) || !s[i]) return 0;
+    }
+    return 1;
+}
+
+static void ids_free(char **ids, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+static int ids_read(const cmd_spec *spec, const char *path, char ***ids, size_t *n) {
+    *ids = NULL;
+    *n = 0;
+    char b[256];
+    FILE *f = fopen(path, "rb");
+    if (!f) return opts_usage_error(spec, "--ids-file: cannot open %s", shown(path, b, sizeof b));
+    char *line = NULL;
+    size_t cap = 0, total = 0;
+    ssize_t len;
+    long lineno = 0;
+    int rc = 0;
+    char **v = calloc(FERRY_DLQ_IDS_MAX, sizeof *v);
+    if (!v) rc = opts_usage_error(spec, "--ids-file: out of memory");
+    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        total += (size_t)len;
+        if (total > IDS_FILE_MAX) {
+            rc = opts_usage_error(spec, "--ids-file: over %d bytes", IDS_FILE_MAX);
+            break;
+        }
+        char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        size_t l = strlen(s);
+        while (l && (s[l - 1] == '\n' || s[l - 1] == '\r' || s[l - 1] == ' ' || s[l - 1] == '\t'))
+            s[--l] = 0;
+        if (!l || *s == '#') continue;
+        if (!uuid_form(s)) {
+            rc = opts_usage_error(spec, "--ids-file: line %ld is not a dead letter id (a UUID)",
+                                  lineno);
+            break;
+        }
+        if (*n == FERRY_DLQ_IDS_MAX) {
+            rc = opts_usage_error(spec, "--ids-file: more than %d ids (run it in parts)",
+                                  FERRY_DLQ_IDS_MAX);
+            break;
+        }
+        if (!(v[*n] = strdup(s))) {
+            rc = opts_usage_error(spec, "--ids-file: out of memory");
+            break;
+        }
+        (*n)++;
+    }
+    free(line);
+    fclose(f);
+    if (rc == 0 && *n == 0) rc = opts_usage_error(spec, "--ids-file: no id in the file");
+    if (rc) {
+        ids_free(v, *n);
+        *n = 0;
+        return rc;
+    }
+    *ids = v;
+    return 0;
+}
+
 static int act_run(int argc, char **argv, db_opts *d, int purge) {
     const cmd_spec *spec = purge ? &purge_spec : &redrive_spec;
     filter_opts fo = {0};
@@ -474,7 +555,7 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
     cli_conn conn = {0};
     opt_group groups[4];
     size_t ng = 0;
-    groups[ng++] = (opt_group){"Options", redrive_defs, purge ? 2 : 3, &ao};
+    groups[ng++] = (opt_group){"Options", redrive_defs, purge ? 3 : 4, &ao};
     groups[ng++] = (opt_group){"Filter options", filter_defs,
                                purge ? FILTER_DEFS_ALL : FILTER_DEFS_ALL - 1, &fo};
     if (!purge) groups[ng++] = cli_conn_group(&conn, 0);
@@ -498,8 +579,16 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
     }
     if (!purge && (rc = cli_conn_resolve(spec, &conn))) return rc;
     if ((rc = db_resolve(spec, d))) return rc;
+    char **ids = NULL;
+    size_t nids = 0;
+    if (ao.ids_file && (rc = ids_read(spec, ao.ids_file, &ids, &nids))) return rc;
+    f.ids = (const char *const *)ids;
+    f.nids = nids;
     PGconn *pg = db_connect(spec, d);
-    if (!pg) return CLI_EXIT_RUNTIME;
+    if (!pg) {
+        ids_free(ids, nids);
+        return CLI_EXIT_RUNTIME;
+    }
     act_ctx c = {fo.json, ao.execute, purge, 0};
     setvbuf(stdout, NULL, _IOLBF, 0); /* each row's line out as it is done, even into a file */
     ferry_dlq_action_options a;
@@ -517,6 +606,8 @@ static int act_run(int argc, char **argv, db_opts *d, int purge) {
     rc = purge ? ferry_dlq_purge(pg, &dopts, &f, &a, &st, &e)
                : ferry_dlq_redrive(pg, &dopts, &f, &a, &st, &e);
     PQfinish(pg);
+    ids_free(ids, nids);
+    f.ids = NULL;
     const char *verb = purge ? "purged" : "redriven";
     if (!fo.json && rc == 0) {
         if (!ao.execute)

@@ -44,6 +44,7 @@ extern "C" {
 #define FERRY_DLQ_LIMIT_MAX 1000000       /* rows one list, redrive or purge call handles */
 #define FERRY_DLQ_FILTER_TEXT_MAX 1024    /* a filter's queue, name or error text */
 #define FERRY_DLQ_RECORDER_CAPACITY 10000 /* failures a recorder holds by default */
+#define FERRY_DLQ_IDS_MAX 1000            /* row ids one filter's id list may hold */
 
 typedef struct ferry_dlq_options {
     const char *schema; /* NULL = "public" */
@@ -195,6 +196,14 @@ typedef struct ferry_dlq_filter {
     long redriven_fewer_than;
     /* Only rows redriven at least this many times (1 = rows redriven before); 0 = any. */
     long redriven_at_least;
+    /* Only these rows: ids[0..nids), each a row id (UUID text, either case), 1..
+     * FERRY_DLQ_IDS_MAX of them (a repeat counts once), and only while they still match the
+     * rest of the filter: "execute the plan a dry run showed". ids NULL (nids 0) = any. A
+     * redrive or purge reports every listed id it does not take (deleted, or no longer
+     * matching: redriven meanwhile, say) as FERRY_DLQ_SKIPPED with only entry->id set, and
+     * counts it in stats->skipped (not in matched). */
+    const char *const *ids;
+    size_t nids;
 } ferry_dlq_filter;
 
 /* One row. Strings owned by the list (NULL when absent). */
@@ -218,8 +227,9 @@ typedef struct ferry_dlq_list {
 
 /* The rows matching f (NULL = all), oldest failure first.
  * Returns: 0 with *out. Errors: FERRY_EINVAL for a bad filter (an id that is not a UUID,
- *   since after until, a text over FERRY_DLQ_FILTER_TEXT_MAX, a limit out of range);
- *   FERRY_EDB / FERRY_EIO. Blocks: two statements.
+ *   an id list that is empty, over FERRY_DLQ_IDS_MAX or holds a non-UUID, since after
+ *   until, a text over FERRY_DLQ_FILTER_TEXT_MAX, a limit out of range); FERRY_EDB /
+ *   FERRY_EIO. Blocks: two statements.
  * Ownership: free *out with ferry_dlq_list_free. */
 FERRY_API int ferry_dlq_list_get(PGconn *conn, const ferry_dlq_options *o,
                                  const ferry_dlq_filter *f, ferry_dlq_list **out, ferry_error *err);

@@ -5,12 +5,18 @@
  *
  * A redrive or purge handles at most FERRY__ADMIN_LIST_MAX rows per request (its limit,
  * oldest failure first), so its answer always lists every row: a dry run's plan is the
- * exact list the same request executed then carries out (unless rows change meanwhile). */
+ * exact list the same request executed then carries out (unless rows change meanwhile).
+ * To execute exactly the plan shown, the body's "ids" names the rows (1..1000 ids, as the
+ * dry run's items give them): only those are taken, and only while they still match the
+ * rest of the filter; an id not taken comes back as an item "skipped" with its reason. A
+ * dry run's answer also groups the rows it would handle by queue, job name and reason (the
+ * error's first line, at most 120 bytes): "groups": [{"queue", "name", "reason", "count"}]. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "admin/api_json.h"
 #include "ferry/deadletter.h"
+#include "util/uuid7.h"
 
 #define LIST_DEFAULT 100
 
@@ -168,9 +174,60 @@ static int dl_audit(ferry__admin_req *r, ferry__admin_resp *out) {
 
 static const char *const status_names[] = {"would", "done", "skipped", "refused"};
 
+/* What a redrive or purge answers with: every row's result, and for a dry run the plan
+ * grouped by (queue, job name, reason). */
+typedef struct plan {
+    json_t *items;
+    json_t *groups; /* of the rows it would handle; NULL when executing */
+} plan;
+
+#define REASON_MAX 120 /* bytes of an error's first line a group is named by */
+
+/* The first line of an error, cut at REASON_MAX bytes on a character boundary. */
+static void reason_of(const char *error, char out[REASON_MAX + 1]) {
+    size_t n = error ? strcspn(error, "\r\n") : 0;
+    if (n > REASON_MAX) {
+        n = REASON_MAX;
+        while (n > 0 && ((unsigned char)error[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n) memcpy(out, error, n);
+    out[n] = 0;
+}
+
+static int same(json_t *g, const char *key, const char *s) {
+    const char *v = json_string_value(json_object_get(g, key));
+    return v && s && !strcmp(v, s);
+}
+
+static void group_add(json_t *groups, const ferry_dlq_entry *e) {
+    char reason[REASON_MAX + 1];
+    reason_of(e->error, reason);
+    /* compare as the JSON holds them (bad UTF-8 replaced), so equal texts meet */
+    json_t *q = ferry__api_str(e->queue ? e->queue : ""),
+           *n = ferry__api_str(e->job_name ? e->job_name : ""), *rs = ferry__api_str(reason);
+    size_t i;
+    json_t *g;
+    json_array_foreach(groups, i, g) {
+        if (same(g, "queue", json_string_value(q)) && same(g, "name", json_string_value(n)) &&
+            same(g, "reason", json_string_value(rs))) {
+            json_object_set_new(g, "count",
+                                json_integer(json_integer_value(json_object_get(g, "count")) + 1));
+            json_decref(q);
+            json_decref(n);
+            json_decref(rs);
+            return;
+        }
+    }
+    json_array_append_new(
+        groups, json_pack("{s:o, s:o, s:o, s:i}", "queue", q, "name", n, "reason", rs, "count", 1));
+}
+
 static void item_cb(const ferry_dlq_item *it, void *ud) {
-    json_t *items = ud;
+    plan *pl = ud;
+    json_t *items = pl->items;
     const ferry_dlq_entry *e = it->entry;
+    if (pl->groups && it->status == FERRY_DLQ_WOULD) group_add(pl->groups, e);
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(e->id));
     json_object_set_new(o, "queue", ferry__api_str(e->queue));
@@ -184,16 +241,60 @@ static void item_cb(const ferry_dlq_item *it, void *ud) {
     json_array_append_new(items, o);
 }
 
-/* The body of a redrive or purge: the filter, dryRun (default true), again (redrive). */
+/* Free the id list of f (returns -1, for the error paths). */
+static int ids_drop(ferry_dlq_filter *f) {
+    free((void *)f->ids);
+    f->ids = NULL;
+    f->nids = 0;
+    return -1;
+}
+
+/* Body member "ids": 1..FERRY_DLQ_IDS_MAX row ids (UUID strings); f->ids points into the
+ * body (valid during the request). */
+static int ids_body(ferry__admin_req *r, ferry__admin_resp *out, ferry_dlq_filter *f) {
+    json_t *v = r->body ? json_object_get(r->body, "ids") : NULL;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_array(v))
+        return ferry__admin_fail(out, 400, "body member ids: must be an array of dead letter ids");
+    size_t n = json_array_size(v);
+    if (n == 0 || n > FERRY_DLQ_IDS_MAX)
+        return ferry__admin_fail(out, 400, "body member ids: must hold 1..%d ids (got %zu)",
+                                 FERRY_DLQ_IDS_MAX, n);
+    const char **ids = calloc(n, sizeof *ids);
+    if (!ids) return ferry__admin_fail(out, 500, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = json_string_value(json_array_get(v, i));
+        if (!ids[i] || strlen(ids[i]) != FERRY_DLQ_ID_STRLEN ||
+            !ferry__uuid_text_valid(ids[i], FERRY_DLQ_ID_STRLEN)) {
+            free(ids);
+            return ferry__admin_fail(
+                out, 400, "body member ids: item %zu is not a dead letter id (a UUID)", i);
+        }
+    }
+    f->ids = ids;
+    f->nids = n;
+    return 0;
+}
+
+/* The body of a redrive or purge: the filter, dryRun (default true), again (redrive). On
+ * success f->ids (when given) is malloc'd: the caller frees it. */
 static int action_body(ferry__admin_req *r, ferry__admin_resp *out, int redrive,
                        ferry_dlq_filter *f, int *dry, int *again) {
-    static const char *const redrive_members[] = {
-        "dryRun", "id",    "queue", "name",  "errorContains",
-        "since",  "until", "limit", "again", "redrivenFewerThan",
-        NULL};
-    static const char *const purge_members[] = {"dryRun",        "id",    "queue", "name",
-                                                "errorContains", "since", "until", "limit",
-                                                "redriven",      NULL};
+    static const char *const redrive_members[] = {"dryRun",
+                                                  "id",
+                                                  "ids",
+                                                  "queue",
+                                                  "name",
+                                                  "errorContains",
+                                                  "since",
+                                                  "until",
+                                                  "limit",
+                                                  "again",
+                                                  "redrivenFewerThan",
+                                                  NULL};
+    static const char *const purge_members[] = {
+        "dryRun", "id",    "ids",   "queue",    "name", "errorContains",
+        "since",  "until", "limit", "redriven", NULL};
     long long limit, fewer = 0;
     memset(f, 0, sizeof *f);
     *again = 0;
@@ -208,13 +309,14 @@ static int action_body(ferry__admin_req *r, ferry__admin_resp *out, int redrive,
         ferry__api_body_ll(r, out, "limit", 1, FERRY__ADMIN_LIST_MAX, FERRY__ADMIN_LIST_MAX,
                            &limit))
         return -1;
+    if (ids_body(r, out, f)) return -1;
     if (redrive && (ferry__api_body_bool(r, out, "again", 0, again) ||
                     ferry__api_body_ll(r, out, "redrivenFewerThan", 1, 1000000000LL, 0, &fewer)))
-        return -1;
+        return ids_drop(f);
     if (!redrive) {
         int rd = 0;
         json_t *m = r->body ? json_object_get(r->body, "redriven") : NULL;
-        if (ferry__api_body_bool(r, out, "redriven", 0, &rd)) return -1;
+        if (ferry__api_body_bool(r, out, "redriven", 0, &rd)) return ids_drop(f);
         if (m && !json_is_null(m)) {
             if (rd)
                 f->redriven_at_least = 1;
@@ -222,8 +324,10 @@ static int action_body(ferry__admin_req *r, ferry__admin_resp *out, int redrive,
                 f->redriven_fewer_than = 1;
         }
     }
-    if (f->since_ms && f->until_ms && f->until_ms <= f->since_ms)
+    if (f->since_ms && f->until_ms && f->until_ms <= f->since_ms) {
+        ids_drop(f);
         return ferry__admin_fail(out, 400, "body member until: must be later than since");
+    }
     f->limit = limit;
     f->redriven_fewer_than = f->redriven_fewer_than ? f->redriven_fewer_than : (long)fewer;
     f->prefix = r->cfg->prefix ? r->cfg->prefix : FERRY_DEFAULT_PREFIX;
@@ -235,8 +339,9 @@ static int dl_action(ferry__admin_req *r, ferry__admin_resp *out, int redrive) {
     int dry, again;
     if (action_body(r, out, redrive, &f, &dry, &again)) return -1;
     PGconn *conn;
-    if (pg_get(r, out, &conn)) return -1;
+    if (pg_get(r, out, &conn)) return ids_drop(&f);
     json_t *items = json_array();
+    plan pl = {items, dry ? json_array() : NULL};
     ferry_dlq_action_options a;
     ferry_dlq_action_options_init(&a);
     a.execute = !dry;
@@ -244,22 +349,26 @@ static int dl_action(ferry__admin_req *r, ferry__admin_resp *out, int redrive) {
     a.actor = r->actor;
     a.redis = r->cfg->redis;
     a.item = item_cb;
-    a.userdata = items;
+    a.userdata = &pl;
     a.metrics = redrive ? r->cfg->metrics : NULL;
     ferry_dlq_options o = {r->cfg->schema};
     ferry_dlq_action_stats st = {0};
     ferry_error err = {0};
     int rc = (redrive ? ferry_dlq_redrive : ferry_dlq_purge)(conn, &o, &f, &a, &st, &err);
     ferry__admin_pg_release(r, conn, rc == FERRY_EIO);
+    size_t nids = f.nids;
+    ids_drop(&f);
     const char *what = redrive ? "redrive" : "purge";
+    char of_ids[48] = "";
+    if (nids) snprintf(of_ids, sizeof of_ids, " of %zu ids given", nids);
     if (dry)
         out->audit_summary =
-            ferry__api_summary("dry run %s: %lld rows would be %s (%lld matched)", what, st.would,
-                               redrive ? "redriven" : "purged", st.matched);
+            ferry__api_summary("dry run %s: %lld rows would be %s (%lld matched%s)", what, st.would,
+                               redrive ? "redriven" : "purged", st.matched, of_ids);
     else
         out->audit_summary = ferry__api_summary(
-            "%s: %lld done, %lld skipped, %lld refused (%lld matched)%s", what, st.done, st.skipped,
-            st.refused, st.matched, rc ? "; then stopped by an error" : "");
+            "%s: %lld done, %lld skipped, %lld refused (%lld matched%s)%s", what, st.done,
+            st.skipped, st.refused, st.matched, of_ids, rc ? "; then stopped by an error" : "");
     if (rc) {
         /* what was done before the error stays done: say so */
         ferry__admin_fail_err(out, &err);
@@ -270,6 +379,7 @@ static int dl_action(ferry__admin_req *r, ferry__admin_resp *out, int redrive) {
         } else {
             json_decref(items);
         }
+        json_decref(pl.groups);
         return -1;
     }
     out->json = json_object();
@@ -280,6 +390,7 @@ static int dl_action(ferry__admin_req *r, ferry__admin_resp *out, int redrive) {
     json_object_set_new(out->json, "skipped", json_integer(st.skipped));
     json_object_set_new(out->json, "refused", json_integer(st.refused));
     json_object_set_new(out->json, "items", items);
+    if (pl.groups) json_object_set_new(out->json, "groups", pl.groups);
     return 0;
 }
 

@@ -30,20 +30,23 @@ void ferry__dlq_insert_sql(const char *qs, char *out, size_t cap);
 #define FERRY__DLQ_INSERT_SQL_MAX (FERRY__QSCHEMA_MAX + 700)
 
 /* A filter turned into a WHERE clause with its parameters ($1..$n). */
-#define FERRY__DLQ_FILTER_PARAMS 9
+#define FERRY__DLQ_FILTER_PARAMS 10
 typedef struct ferry__dlq_where {
-    char sql[600];
+    char sql[700];
     const char *v[FERRY__DLQ_FILTER_PARAMS];
     int n;
     char num[4][32];
     long long limit; /* the filter's limit, 0 when none */
     long fewer_than; /* the filter's redriven_fewer_than, 0 when none */
+    char *ids;       /* the id list as a uuid[] literal (owned), NULL when none */
 } ferry__dlq_where;
 
 /* Check f (NULL = all rows) and build its clause; `not_redriven` adds "redrive_count = 0".
- * Returns 0 or FERRY_EINVAL naming the bad member. Pure. */
+ * Returns 0, FERRY_EINVAL naming the bad member, FERRY_ENOMEM. Pure. Free with
+ * ferry__dlq_where_free (also after a failure; a zeroed or NULL w accepted). */
 int ferry__dlq_where_build(const ferry_dlq_filter *f, int not_redriven, ferry__dlq_where *w,
                            ferry_error *err);
+void ferry__dlq_where_free(ferry__dlq_where *w);
 
 /* A one-line description of the filter for the audit ("queue=q name=n since=..."),
  * malloc'd; NULL when out of memory. Pure. */

@@ -21,6 +21,28 @@ static int text_ok(const char *what, const char *s, ferry_error *err) {
     return 0;
 }
 
+static int ids_check(const ferry_dlq_filter *f, ferry_error *err) {
+    if (!f->ids || f->nids == 0)
+        return ferry__err(err, FERRY_EINVAL, "dead letters: ids is empty (give 1..%d row ids)",
+                          FERRY_DLQ_IDS_MAX);
+    if (f->nids > FERRY_DLQ_IDS_MAX)
+        return ferry__err(err, FERRY_EINVAL, "dead letters: ids holds %zu ids, at most %d", f->nids,
+                          FERRY_DLQ_IDS_MAX);
+    for (size_t i = 0; i < f->nids; i++)
+        if (!f->ids[i] || !ferry__uuid_text_valid(f->ids[i], strlen(f->ids[i])))
+            return ferry__err(err, FERRY_EINVAL,
+                              "dead letters: ids[%zu] is not a dead letter id (a UUID, as `ferry "
+                              "dlq list` shows)",
+                              i);
+    return 0;
+}
+
+void ferry__dlq_where_free(ferry__dlq_where *w) {
+    if (!w) return;
+    free(w->ids);
+    w->ids = NULL;
+}
+
 /* Append "<before>$<n><after>" (AND-ed to what is there) with value as parameter n. */
 static void add(ferry__dlq_where *w, const char *before, const char *after, const char *value) {
     size_t used = strlen(w->sql);
@@ -63,7 +85,14 @@ int ferry__dlq_where_build(const ferry_dlq_filter *f, int not_redriven, ferry__d
     if (f->limit < 0 || f->limit > FERRY_DLQ_LIMIT_MAX)
         return ferry__err(err, FERRY_EINVAL, "dead letters: limit must be 1..%d (got %lld)",
                           FERRY_DLQ_LIMIT_MAX, f->limit);
+    if (f->ids || f->nids) {
+        int rc = ids_check(f, err);
+        if (rc) return rc;
+        w->ids = ferry__pg_text_array(f->ids, f->nids);
+        if (!w->ids) return ferry__err(err, FERRY_ENOMEM, "dead letters: out of memory");
+    }
     if (f->id) add(w, "id = ", "::uuid", f->id);
+    if (w->ids) add(w, "id = ANY(", "::uuid[])", w->ids);
     if (f->prefix) add(w, "prefix = ", "", f->prefix);
     if (f->queue) add(w, "queue = ", "", f->queue);
     if (f->name) add(w, "job_name = ", "", f->name);
@@ -122,6 +151,12 @@ char *ferry__dlq_filter_text(const ferry_dlq_filter *f, int again) {
     int bad = 0;
     if (f) {
         if (f->id) bad |= put(&buf, &len, "id", f->id);
+        if (f->ids && f->nids) {
+            /* the count and the first id: the audit rows name each row anyway */
+            snprintf(num, sizeof num, "%zu", f->nids);
+            bad |= put(&buf, &len, "ids", num);
+            if (f->ids[0]) bad |= put(&buf, &len, "ids_first", f->ids[0]);
+        }
         if (f->prefix) bad |= put(&buf, &len, "prefix", f->prefix);
         if (f->queue) bad |= put(&buf, &len, "queue", f->queue);
         if (f->name) bad |= put(&buf, &len, "name", f->name);

@@ -69,13 +69,19 @@ int ferry_dlq_list_get(PGconn *conn, const ferry_dlq_options *o, const ferry_dlq
     if (rc) return rc;
     ferry__dlq_where w;
     rc = ferry__dlq_where_build(f, 0, &w, err);
-    if (rc) return rc;
+    if (rc) {
+        ferry__dlq_where_free(&w);
+        return rc;
+    }
     long long limit = w.limit ? w.limit : FERRY_DLQ_LIMIT_DEFAULT;
     char sql[sizeof w.sql + 2 * FERRY__QSCHEMA_MAX + 400];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.dead_letters WHERE %s", qs, w.sql);
     PGresult *r = NULL;
     rc = ferry__pg_run(conn, "dead letters count", sql, w.n, w.v, &r, err);
-    if (rc) return rc;
+    if (rc) {
+        ferry__dlq_where_free(&w);
+        return rc;
+    }
     long long total = atoll(PQgetvalue(r, 0, 0));
     PQclear(r);
     snprintf(sql, sizeof sql,
@@ -83,6 +89,7 @@ int ferry_dlq_list_get(PGconn *conn, const ferry_dlq_options *o, const ferry_dlq
              "LIMIT %lld",
              qs, w.sql, limit);
     rc = ferry__pg_run(conn, "dead letters list", sql, w.n, w.v, &r, err);
+    ferry__dlq_where_free(&w);
     if (rc) return rc;
     ferry_dlq_list *l = calloc(1, sizeof *l);
     int rows = PQntuples(r);

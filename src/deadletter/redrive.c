@@ -4,10 +4,12 @@
  * order. A redrive's job id is "dlq-<row id>-<count + 1>": the same for a row until its
  * redrive is recorded, so a run that stopped between adding the job and committing the row
  * adds nothing the second time (BullMQ keeps the first job of a custom id). */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "deadletter/dlq_internal.h"
 #include "util/error.h"
@@ -81,16 +83,23 @@ static int action_begin(action *x, PGconn *conn, const ferry_dlq_options *o,
                           "transactions of their own)");
     ferry__dlq_where w;
     rc = ferry__dlq_where_build(f, not_redriven, &w, err);
-    if (rc) return rc;
+    if (rc) {
+        ferry__dlq_where_free(&w);
+        return rc;
+    }
     x->fewer_than = w.fewer_than;
     x->filter_text = a->filter_text ? strdup(a->filter_text) : ferry__dlq_filter_text(f, a->again);
-    if (!x->filter_text) return ferry__err(err, FERRY_ENOMEM, "dead letters: out of memory");
+    if (!x->filter_text) {
+        ferry__dlq_where_free(&w);
+        return ferry__err(err, FERRY_ENOMEM, "dead letters: out of memory");
+    }
     char sql[sizeof w.sql + FERRY__QSCHEMA_MAX + 200];
     snprintf(sql, sizeof sql,
              "SELECT id::text FROM %s.dead_letters WHERE %s ORDER BY failed_at, id LIMIT %lld",
              x->qs, w.sql, w.limit ? w.limit : (long long)FERRY_DLQ_LIMIT_MAX);
     PGresult *r = NULL;
     rc = ferry__pg_run(conn, "dead letters choose", sql, w.n, w.v, &r, err);
+    ferry__dlq_where_free(&w);
     if (rc) return rc;
     size_t n = (size_t)PQntuples(r);
     x->ids = n ? calloc(n, sizeof *x->ids) : NULL;
@@ -128,6 +137,53 @@ static void emit(const action *x, const ferry_dlq_entry *e, const char *new_id, 
         ferry_dlq_item it = {e, new_id, status, reason};
         x->a->item(&it, x->a->userdata);
     }
+}
+
+static int chosen(const action *x, const char *id) {
+    for (size_t i = 0; i < x->nids; i++)
+        if (!strcasecmp(x->ids[i], id)) return 1;
+    return 0;
+}
+
+/* The ids of the filter's list that were not chosen (deleted, or no longer matching the
+ * rest of the filter), each reported SKIPPED once, before the run. */
+static int skip_unchosen(action *x, const ferry_dlq_filter *f, ferry_error *err) {
+    if (!f || !f->ids || !f->nids) return 0;
+    const char **missing = calloc(f->nids, sizeof *missing);
+    if (!missing) return ferry__err(err, FERRY_ENOMEM, "dead letters: out of memory");
+    size_t nm = 0;
+    for (size_t i = 0; i < f->nids; i++) {
+        int seen = chosen(x, f->ids[i]);
+        for (size_t j = 0; !seen && j < nm; j++)
+            seen = !strcasecmp(missing[j], f->ids[i]);
+        if (!seen) missing[nm++] = f->ids[i];
+    }
+    int rc = 0;
+    PGresult *r = NULL;
+    if (nm) {
+        char *arr = ferry__pg_text_array(missing, nm);
+        if (!arr) rc = ferry__err(err, FERRY_ENOMEM, "dead letters: out of memory");
+        char sql[FERRY__QSCHEMA_MAX + 100];
+        snprintf(sql, sizeof sql, "SELECT id::text FROM %s.dead_letters WHERE id = ANY($1::uuid[])",
+                 x->qs);
+        const char *p[] = {arr};
+        if (rc == 0) rc = ferry__pg_run(x->conn, "dead letters", sql, 1, p, &r, err);
+        free(arr);
+    }
+    for (size_t i = 0; rc == 0 && i < nm; i++) {
+        int exists = 0;
+        for (int k = 0; !exists && k < PQntuples(r); k++)
+            exists = !strcasecmp(PQgetvalue(r, k, 0), missing[i]);
+        ferry_dlq_entry gone = {0};
+        for (size_t c = 0; c < FERRY_DLQ_ID_STRLEN && missing[i][c]; c++)
+            gone.id[c] = (char)tolower((unsigned char)missing[i][c]);
+        emit(x, &gone, NULL, FERRY_DLQ_SKIPPED,
+             exists ? "no longer matches the filter (redriven or changed since it was chosen)"
+                    : "deleted since it was chosen");
+    }
+    PQclear(r);
+    free(missing);
+    return rc;
 }
 
 static void progress(const action *x, size_t done) {
@@ -401,6 +457,7 @@ int ferry_dlq_redrive(PGconn *conn, const ferry_dlq_options *o, const ferry_dlq_
     action x;
     int rc = action_begin(&x, conn, o, f, a, a ? !a->again : 1, &st, err);
     if (rc == 0) rc = ferry__dlq_redrive_counters(a->metrics, a->execute, x.count, err);
+    if (rc == 0) rc = skip_unchosen(&x, f, err);
     qcache qc = {0};
     for (size_t i = 0; rc == 0 && i < x.nids;) {
         if (!a->execute) {
@@ -469,6 +526,7 @@ int ferry_dlq_purge(PGconn *conn, const ferry_dlq_options *o, const ferry_dlq_fi
     ferry_dlq_action_stats st;
     action x;
     int rc = action_begin(&x, conn, o, f, a, 0, &st, err);
+    if (rc == 0) rc = skip_unchosen(&x, f, err);
     for (size_t i = 0; rc == 0 && i < x.nids;) {
         size_t n = x.nids - i < BATCH ? x.nids - i : BATCH;
         rc = a->execute ? purge_batch(&x, x.ids + i, n, err)

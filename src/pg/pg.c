@@ -33,31 +33,6 @@ int ferry__pg_quote_schema(const char *schema, char out[FERRY__QSCHEMA_MAX], fer
     return 0;
 }
 
-char *ferry__pg_text_array(const char *const *items, size_t n) {
-    size_t len = 3;
-    for (size_t i = 0; i < n; i++) {
-        len += 3;
-        for (const char *p = items[i]; *p; p++)
-            len += (*p == '"' || *p == '\\') ? 2 : 1;
-    }
-    char *out = malloc(len);
-    if (!out) return NULL;
-    size_t k = 0;
-    out[k++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        if (i) out[k++] = ',';
-        out[k++] = '"';
-        for (const char *p = items[i]; *p; p++) {
-            if (*p == '"' || *p == '\\') out[k++] = '\\';
-            out[k++] = *p;
-        }
-        out[k++] = '"';
-    }
-    out[k++] = '}';
-    out[k] = '\0';
-    return out;
-}
-
 /* Copy s into one line: newlines and tabs become spaces, trailing blanks go. */
 static void one_line(char *dst, size_t cap, const char *s) {
     size_t k = 0;
