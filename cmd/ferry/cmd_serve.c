@@ -1,5 +1,5 @@
-/* cmd_serve.c - `ferry serve`: the admin HTTP server (JSON API, /metrics, /healthz,
- * /readyz) as a daemon: options into ferry_admin_options (ferry/admin.h), the token file
+/* cmd_serve.c - `ferry serve`: the admin HTTP server (JSON API, the dashboard, /metrics,
+ * /healthz, /readyz) as a daemon: options into ferry_admin_options (ferry/admin.h), the token file
  * read with ferry_admin_tokens_load, the server's log records written as text or JSON lines
  * (logline.h), SIGTERM/SIGINT/SIGHUP = graceful stop and exit 0. docs/serve.md. */
 #include <jansson.h>
@@ -28,6 +28,7 @@ typedef struct serve_opts {
     const char *routes;
     const char *token_file;
     int require_read_token;
+    int read_only;
     const char *tls_cert;
     const char *tls_key;
     const char *slo;
@@ -46,6 +47,10 @@ static const opt_def serve_defs[] = {
      "(403) and reads are open."},
     {"require-read-token", OPT_FLAG, NULL, offsetof(serve_opts, require_read_token), 0, 0,
      "Reads (GET /api/..., /metrics) need a token too. Needs --token-file."},
+    {"read-only", OPT_FLAG, NULL, offsetof(serve_opts, read_only), 0, 0,
+     "Refuse every action (queue and job changes, dead-letter redrives and purges, tasks) "
+     "with 403, audited like any refused action, whatever the token; reads and the "
+     "dashboard are unchanged."},
     {"tls-cert", OPT_STRING, "FILE", offsetof(serve_opts, tls_cert), 0, 0,
      "Serve HTTPS with this PEM certificate (chain). With --tls-key."},
     {"tls-key", OPT_STRING, "FILE", offsetof(serve_opts, tls_key), 0, 0,
@@ -67,9 +72,11 @@ static const opt_def serve_defs[] = {
 static const cmd_spec serve_spec = {
     "serve",
     "",
-    "Serve the admin JSON API (/api/...), /metrics, /healthz and /readyz over HTTP(S).",
+    "Serve the admin JSON API (/api/...), the dashboard, /metrics, /healthz, /readyz over HTTP(S).",
     "Actions (scope act: queue and job changes; scope redrive: dead letters) need a token\n"
     "from --token-file (Authorization: Bearer SECRET); reads too with --require-read-token.\n"
+    "The dashboard (GET /, /ui/...) is built into the binary and open; it asks the API for\n"
+    "everything with the token the user signs in with (GET /api/stream: live updates).\n"
     "No cookies. With a database every action, refused ones included, is audited in\n"
     "<schema>.admin_audit (`ferry migrate` creates it); without one the audit is the log.\n"
     "Neither Redis nor PostgreSQL needs to be up to start: /readyz tells.\n"
@@ -252,6 +259,7 @@ static int serve_run(int argc, char **argv, db_opts *d, ferry_admin_tokens **tok
     ao.routes = *routes;
     ao.tokens = *tokens;
     ao.require_read_token = o.require_read_token;
+    ao.read_only = o.read_only;
     ao.tls_cert_file = o.tls_cert;
     ao.tls_key_file = o.tls_key;
     ao.slo_backlog_age_s = slo;
@@ -286,6 +294,7 @@ static int serve_run(int argc, char **argv, db_opts *d, ferry_admin_tokens **tok
     logline_set_int(f, "actions_enabled", *tokens != NULL);
     logline_set_int(f, "tokens", (long long)ntok);
     logline_set_int(f, "read_token_required", o.require_read_token);
+    logline_set_int(f, "read_only", o.read_only);
     logline_set_str(f, "redis", ferryx_printable(conn.host, host, sizeof host));
     logline_set_str(f, "prefix", ferryx_printable(conn.prefix, prefix, sizeof prefix));
     logline_set_str(f, "database", where);
@@ -293,8 +302,9 @@ static int serve_run(int argc, char **argv, db_opts *d, ferry_admin_tokens **tok
                   "listening on %s://%s:%d, actions %s, reads %s, redis %s, prefix %s, "
                   "database %s",
                   o.tls_cert ? "https" : "http", addr, ferry_admin_port(srv),
-                  *tokens ? (ntok ? "enabled (token file)" : "enabled (token file, no token)")
-                          : "disabled (no --token-file)",
+                  o.read_only ? "disabled (--read-only)"
+                  : *tokens   ? (ntok ? "enabled (token file)" : "enabled (token file, no token)")
+                              : "disabled (no --token-file)",
                   o.require_read_token ? "need a token" : "open", host, prefix, where);
 
     pthread_mutex_lock(&state.mu);

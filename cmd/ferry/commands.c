@@ -83,6 +83,8 @@ const cli_command cli_commands[] = {
      CLI_NEEDS_DATABASE | CLI_NEEDS_REDIS},
     {"dlq purge", "Delete dead letters (dry run unless --execute).", &dlq_purge_cmd,
      CLI_NEEDS_DATABASE},
+    {"trace", "Show everything known about one outbox event, hop by hop.", &trace_cmd,
+     CLI_NEEDS_DATABASE | CLI_NEEDS_REDIS},
     {"serve", "Serve the admin API, /metrics, /healthz and /readyz (daemon).", &serve_cmd,
      CLI_NEEDS_DATABASE | CLI_NEEDS_REDIS},
     {"bench", "Measure throughput and latency against a Redis server.", &bench_cmd,

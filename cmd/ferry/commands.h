@@ -74,6 +74,7 @@ extern const cli_setup migrate_cmd, relay_cmd, outbox_status_cmd, outbox_cleanup
 extern const cli_setup serve_cmd; /* cmd_serve.c */
 extern const cli_setup inbox_status_cmd, inbox_cleanup_cmd;
 extern const cli_setup dlq_sync_cmd, dlq_list_cmd, dlq_show_cmd, dlq_redrive_cmd, dlq_purge_cmd;
+extern const cli_setup trace_cmd; /* cmd_trace.c */
 extern const cli_setup bench_cmd;
 
 #endif

@@ -1,7 +1,7 @@
 /* ferry/admin.h - the admin HTTP server of `ferry serve`: the JSON API under /api/, /metrics,
- * /healthz and /readyz on libmicrohttpd, with scoped bearer tokens, an audit of every action
- * and an access log given to a callback (the library never prints). docs/serve.md describes
- * running it; docs/operations.md every endpoint.
+ * /healthz and /readyz, and the dashboard (/, /ui/..., an event stream) on libmicrohttpd, with
+ * scoped bearer tokens, an audit of every action and an access log given to a callback (the library
+ * never prints). docs/serve.md describes running it; docs/operations.md every endpoint.
  *
  * For every function below unless it says otherwise:
  * Threads: any thread; one server handle is not used by two threads at once, except
@@ -32,6 +32,8 @@ extern "C" {
 #define FERRY_ADMIN_CONNECTION_TIMEOUT_S 10         /* idle seconds before a connection ends */
 #define FERRY_ADMIN_READY_TIMEOUT_DEFAULT_MS 2000   /* each /readyz check's deadline */
 #define FERRY_ADMIN_STOP_TIMEOUT_DEFAULT_MS 10000   /* ferry_admin_stop's grace for requests */
+#define FERRY_ADMIN_STREAMS_MAX 8                   /* GET /api/stream open at once (429 past) */
+#define FERRY_ADMIN_STREAM_SECONDS 300              /* one event stream's life (then it ends) */
 
 /* Scopes a token may hold (a bit set). "read" is implied by holding any. */
 #define FERRY_ADMIN_SCOPE_READ 1
@@ -123,7 +125,12 @@ typedef struct ferry_admin_options {
                                     Borrowed: must outlive the server */
     /* Tokens (copied). NULL = no token file: every action is refused (403). */
     const ferry_admin_tokens *tokens;
-    int require_read_token;    /* 1 = reads (and /metrics) need a token too */
+    int require_read_token; /* 1 = reads (and /metrics) need a token too */
+    /* 1 = read-only: every action route (scope act or redrive: queue and job changes,
+     * dead-letter redrives and purges, dry runs included, server-side tasks) answers 403
+     * "the server is read-only ..." before its handler runs, audited like any refused
+     * action; reads, /metrics, /healthz, /readyz and the dashboard are unchanged. */
+    int read_only;
     const char *tls_cert_file; /* PEM certificate (chain) and key: HTTPS when both */
     const char *tls_key_file;  /*   are set; one without the other is FERRY_EINVAL */
     double slo_backlog_age_s;  /* /readyz says "degraded" past it; 0 = no SLO */
@@ -153,8 +160,9 @@ FERRY_API int ferry_admin_start(const ferry_admin_options *o, ferry_admin_server
 /* The port the server listens on (the chosen one when asked for 0); 0 for NULL. */
 FERRY_API int ferry_admin_port(const ferry_admin_server *s);
 
-/* Stop gracefully and free s: stop accepting connections, let requests in progress finish
- * within stop_timeout_ms, then close every connection. NULL accepted.
+/* Stop gracefully and free s: stop accepting connections, end every open event stream
+ * (GET /api/stream) at once, let requests in progress finish within stop_timeout_ms, then
+ * close every connection. NULL accepted.
  * Blocks: up to stop_timeout_ms plus the time a handler past it takes to reach its own
  *   deadline (every Redis and PostgreSQL call a handler makes has one). */
 FERRY_API void ferry_admin_stop(ferry_admin_server *s);

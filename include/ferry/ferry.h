@@ -13,6 +13,7 @@
 #include "contract.h"
 #include "inbox.h"
 #include "deadletter.h"
+#include "trace.h"
 #include "metrics.h"
 #include "admin.h"
 #endif

@@ -35,12 +35,15 @@ enum {
                                        for reads) */
     FERRY__ADMIN_SCOPE_ACT = 2,     /* queue and job actions: pause, retry, clean, ... */
     FERRY__ADMIN_SCOPE_REDRIVE = 4, /* dead-letter redrive and purge (dry runs included) */
+    /* any valid token, even when reads are open (GET /api/whoami); not an action */
+    FERRY__ADMIN_SCOPE_TOKEN = 8,
 };
 
 /* Bounds every handler may rely on (the framework enforces them before the handler runs). */
 #define FERRY__ADMIN_BODY_MAX (64 * 1024) /* bytes of a request body */
 #define FERRY__ADMIN_PATH_PARAMS_MAX 4    /* {} segments of a route pattern */
 #define FERRY__ADMIN_LIST_MAX 1000        /* items one list endpoint returns at most */
+#define FERRY__ADMIN_TASKS_RUNNING_MAX 4  /* server-side tasks running at once (/api/info) */
 
 /* The server's configuration as handlers see it (read-only, lives as long as the server). */
 typedef struct ferry__admin_config {
@@ -50,6 +53,8 @@ typedef struct ferry__admin_config {
     const char *schema;               /* PostgreSQL schema of the ferry tables */
     const ferry_routes *routes;       /* outbox routes when given, else NULL */
     ferry_metrics *metrics;           /* the server's registry (/metrics renders it) */
+    int read_only;                    /* 1: ACT / REDRIVE routes are refused (403) before
+                                         their handler runs */
 } ferry__admin_config;
 
 typedef struct ferry__admin_req ferry__admin_req;
@@ -75,6 +80,10 @@ struct ferry__admin_req {
 /* The query parameter `key` (percent-decoded), or NULL when absent. A parameter given twice
  * is refused by the framework (400) before the handler runs. Cannot fail. */
 const char *ferry__admin_query(const ferry__admin_req *r, const char *key);
+
+/* The request header `name` (case-insensitive; the first when repeated), as received, or
+ * NULL when absent. Valid during the handler call. Cannot fail. */
+const char *ferry__admin_header(const ferry__admin_req *r, const char *name);
 
 /* The answer a handler fills. status 0 is taken as 200. */
 typedef struct ferry__admin_resp {
@@ -104,6 +113,10 @@ extern const ferry__admin_route ferry__admin_routes_queues[];      /* api_queues
 extern const ferry__admin_route ferry__admin_routes_deadletters[]; /* api_deadletters.c */
 extern const ferry__admin_route ferry__admin_routes_outbox[];      /* api_outbox.c */
 extern const ferry__admin_route ferry__admin_routes_schedulers[];  /* api_schedulers.c */
+extern const ferry__admin_route ferry__admin_routes_ui[];          /* ui.c: the dashboard */
+extern const ferry__admin_route ferry__admin_routes_overview[];    /* api_overview.c */
+extern const ferry__admin_route ferry__admin_routes_tasks[];       /* api_tasks.c */
+extern const ferry__admin_route ferry__admin_routes_trace[];       /* api_trace.c */
 
 /* Set out to {"error": "<formatted text>"} with `status`; returns -1 (so `return
  * ferry__admin_fail(out, 400, ...)`). The text must already be printable (names from the

@@ -12,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "ferry/trace.h"
+
 #include "admin/admin_internal.h"
 #include "ferry/queue.h"
 
@@ -118,5 +120,9 @@ int ferry__api_job_promote(ferry__admin_req *r, ferry__admin_resp *out);
 int ferry__api_job_logs(ferry__admin_req *r, ferry__admin_resp *out);
 int ferry__api_job_add_log(ferry__admin_req *r, ferry__admin_resp *out);
 int ferry__api_jobs_find(ferry__admin_req *r, ferry__admin_resp *out);
+
+/* A trace as the API answers it (trace_json.c; ferry_trace_json is its text). NULL when out
+ * of memory. */
+json_t *ferry__trace_json(const ferry_trace *t);
 
 #endif

@@ -17,15 +17,18 @@
 struct MHD_Connection;
 struct MHD_Daemon;
 
-#define ADMIN_QUERY_PARAMS_MAX 32  /* query parameters of one request */
-#define ADMIN_QUERY_VALUE_MAX 4096 /* bytes of one decoded query key or value */
-#define ADMIN_PATH_SEGMENTS_MAX 16 /* segments of a path */
-#define ADMIN_QUEUE_CACHE_MAX 32   /* idle queue handles kept */
-#define ADMIN_QUEUE_IDLE_MS 60000  /* an idle queue handle older than this is closed */
-#define ADMIN_PG_POOL_MAX 16       /* PostgreSQL connections open at once */
-#define ADMIN_PG_IDLE_MAX 8        /* ... of which kept idle */
-#define ADMIN_REQUEST_ID_MAX 64    /* bytes of a request id (ours or the client's) */
-#define ADMIN_REMOTE_MAX 64        /* "ADDR:PORT" text */
+#define ADMIN_QUERY_PARAMS_MAX 32      /* query parameters of one request */
+#define ADMIN_QUERY_VALUE_MAX 4096     /* bytes of one decoded query key or value */
+#define ADMIN_PATH_SEGMENTS_MAX 16     /* segments of a path */
+#define ADMIN_QUEUE_CACHE_MAX 32       /* idle queue handles kept */
+#define ADMIN_QUEUE_IDLE_MS 60000      /* an idle queue handle older than this is closed */
+#define ADMIN_PG_POOL_MAX 16           /* PostgreSQL connections open at once */
+#define ADMIN_PG_IDLE_MAX 8            /* ... of which kept idle */
+#define ADMIN_REQUEST_ID_MAX 64        /* bytes of a request id (ours or the client's) */
+#define ADMIN_REMOTE_MAX 64            /* "ADDR:PORT" text */
+#define ADMIN_HISTORY_MAX 60           /* overview samples the server keeps (GET /api/overview) */
+#define ADMIN_HISTORY_INTERVAL_MS 5000 /* at most one sample per this many ms */
+#define ADMIN_HEADERS_MAX 8            /* extra answer headers a raw answer may carry */
 /* a chunked body past FERRY__ADMIN_BODY_MAX: bytes read and dropped before the 413, past
  * which the connection is closed without an answer */
 #define ADMIN_BODY_DRAIN_MAX (1024 * 1024)
@@ -41,6 +44,24 @@ struct ferry_admin_tokens {
     size_t n;
     admin_token *items;
 };
+
+/* One sample of the overview's history (api_overview.c); -1 = not known then (no
+ * database, or the source could not be read). */
+typedef struct admin_history_point {
+    long long outbox_unpublished, dead_letters, ready;
+} admin_history_point;
+
+/* One file of src/admin/assets, embedded at build time (cmake/embed_assets.cmake writes
+ * the table into generated/admin_assets.c). Everything is static. */
+typedef struct ferry__admin_asset {
+    const char *name;         /* path under assets/, "index.html", "img/logo.svg" */
+    const char *content_type; /* from the extension */
+    const char *etag;         /* "\"<16 hex digits of the SHA-256 of the bytes>\"" */
+    const unsigned char *data;
+    size_t len;
+} ferry__admin_asset;
+extern const ferry__admin_asset ferry__admin_assets[];
+extern const size_t ferry__admin_assets_count;
 
 typedef struct admin_cached_queue {
     char *name;
@@ -89,6 +110,26 @@ struct ferry_admin_server {
     ferry__pgc pg_idle[ADMIN_PG_IDLE_MAX];
     size_t npg_idle;
     int pg_open; /* connections open, idle or borrowed */
+
+    /* tasks.c: server-side background tasks (retry all by selector) */
+    struct admin_tasks *tasks;
+
+    /* api_overview.c: the overview's history ring [history_mu] */
+    pthread_mutex_t history_mu;
+    admin_history_point history[ADMIN_HISTORY_MAX];
+    size_t history_n, history_next; /* points held, the slot the next one goes to */
+    int64_t history_last_ms;        /* monotonic time of the newest point (0: none) */
+
+    /* stream.c: open event streams; stopping wakes them all [stream_mu] */
+    pthread_mutex_t stream_mu;
+    pthread_cond_t stream_cv;
+    int streams_open;
+    int stopping;
+    /* the last overview a stream built, shared by streams for a second [snap_mu, held while
+     * one is built so concurrent streams wait for it rather than build their own] */
+    pthread_mutex_t snap_mu;
+    char *snap_text;
+    int64_t snap_ms; /* monotonic start of its build */
 };
 
 /* The framework's view of one request: the handler's ferry__admin_req first. */
@@ -116,11 +157,20 @@ typedef struct admin_request {
     char actor[FERRY_ADMIN_TOKEN_NAME_MAX + 1];
     char trace_id[33];
     char remote[ADMIN_REMOTE_MAX];
-    char path_shown[512]; /* printable, for logs */
-    /* a non-JSON answer (/metrics): sent instead of the handler's json when set */
-    char *text_body;
+    char path_shown[512];        /* printable, for logs */
+    struct MHD_Connection *conn; /* the request's connection (headers) */
+    /* a non-JSON answer (/metrics, the dashboard's files): sent instead of the handler's
+     * json when text_set, for the statuses 200 and 304 */
+    int text_set;
+    char *text_body;         /* malloc'd (freed by the framework) ... */
+    const void *text_static; /* ... or static (never freed) */
     size_t text_len;
     const char *text_type;
+    /* static name, value pairs added to that answer; they replace the JSON answer's
+     * Cache-Control and Content-Security-Policy */
+    const char *text_headers[ADMIN_HEADERS_MAX][2];
+    size_t ntext_headers;
+    struct admin_stream *stream; /* an event stream's state (stream.c): answered by it */
 } admin_request;
 
 /* ---- listen_addr.c ---- */
@@ -176,6 +226,45 @@ void ferry__admin_event(ferry_admin_server *s, int level, const char *fmt, ...)
  * sets out->status and returns this; the framework sends `text` (stolen) as is. */
 int ferry__admin_text_answer(ferry__admin_req *r, ferry__admin_resp *out, char *text, size_t len,
                              const char *content_type);
+/* Answer `status` (200 or 304) with the static bytes data[0..len) of `content_type` and the
+ * extra headers (name, value pairs, nheaders <= ADMIN_HEADERS_MAX, static strings) instead
+ * of the JSON answer's Cache-Control and Content-Security-Policy. Returns 0. */
+int ferry__admin_static_answer(ferry__admin_req *r, ferry__admin_resp *out, int status,
+                               const void *data, size_t len, const char *content_type,
+                               const char *const (*headers)[2], size_t nheaders);
+/* The JSON answer's Content-Security-Policy. */
+#define ADMIN_CSP_JSON "default-src 'none'; frame-ancestors 'none'"
+
+/* ---- stream.c ---- */
+
+/* GET /api/stream's route table (one route; request.c tries it with the built-in ones). */
+extern const ferry__admin_route ferry__admin_routes_stream[];
+/* Make every open stream end now (at stop; new ones are refused). Cannot fail. */
+void ferry__admin_streams_stop(ferry_admin_server *s);
+/* The MHD response of the request's stream (ar->stream), and the end of the stream's
+ * access log; NULL when out of memory. Used by server.c's answer. */
+struct MHD_Response *ferry__admin_stream_response(admin_request *ar);
+/* Free a stream state that never became a response. */
+void ferry__admin_stream_discard(admin_request *ar);
+
+/* ---- api_overview.c ---- */
+
+/* The overview JSON (GET /api/overview's body), from the request's borrowed resources;
+ * adds a point to the server's history when the newest is ADMIN_HISTORY_INTERVAL_MS old.
+ * Returns the object (caller decrefs), or NULL with *status (503 Redis unreachable, 500)
+ * and the message in err. Blocks: per queue 6 round trips (at most 200 queues), and a few
+ * PostgreSQL statements with a database. Threads: any (the ring is locked). */
+json_t *ferry__admin_overview(ferry__admin_req *r, int *status, ferry_error *err);
+/* The access log record of a request (stream.c logs at a stream's end). */
+void ferry__admin_access_log(admin_request *ar, int status);
+
+/* ---- tasks.c ---- */
+
+/* Create the server's task registry (s->tasks). Returns 0, or FERRY_ENOMEM. */
+int ferry__admin_tasks_create(ferry_admin_server *s, ferry_error *err);
+/* Cancel every running task, wait for their threads, free the registry. Idempotent; NULL
+ * s->tasks accepted. Blocks: until each task's current chunk ends. */
+void ferry__admin_tasks_stop(ferry_admin_server *s);
 
 /* ---- resources.c ---- */
 

@@ -1,7 +1,9 @@
 /* health.c - the routes `ferry serve` answers itself: /healthz (the process runs), /readyz
  * (Redis PING and PostgreSQL SELECT 1, each within the readiness deadline, and the backlog
- * SLO) and /metrics (the system-wide gauges refreshed, one scrape at a time, then the
- * registry rendered as Prometheus text).
+ * SLO), /metrics (the system-wide gauges refreshed, one scrape at a time, then the
+ * registry rendered as Prometheus text), /api/info (what the dashboard needs to know of
+ * the server before it signs in: version, read-only, whether reads need a token, limits)
+ * and /api/whoami (the name and scopes of the caller's token).
  *
  * A breached backlog SLO answers 200 with "status": "degraded", not 503: Kubernetes takes a
  * pod that fails its readiness probe out of its Service, which would hide this server's
@@ -165,9 +167,53 @@ static int metrics(ferry__admin_req *r, ferry__admin_resp *out) {
     return ferry__admin_text_answer(r, out, text, len, FERRY_METRICS_CONTENT_TYPE);
 }
 
+/* GET /api/info (open): nothing secret, nothing from Redis or PostgreSQL. */
+static int info(ferry__admin_req *r, ferry__admin_resp *out) {
+    admin_request *ar = r->server;
+    ferry_admin_server *s = ar->srv;
+    json_t *limits = json_object();
+    json_object_set_new(limits, "listMax", json_integer(FERRY__ADMIN_LIST_MAX));
+    json_object_set_new(limits, "bodyMax", json_integer(FERRY__ADMIN_BODY_MAX));
+    json_object_set_new(limits, "connections", json_integer(FERRY_ADMIN_CONNECTIONS_MAX));
+    json_object_set_new(limits, "streams", json_integer(FERRY_ADMIN_STREAMS_MAX));
+    json_object_set_new(limits, "streamSeconds", json_integer(FERRY_ADMIN_STREAM_SECONDS));
+    json_object_set_new(limits, "findScanMax", json_integer(FERRY_QUEUE_FIND_SCAN_DEFAULT));
+    json_object_set_new(limits, "tasksRunningMax", json_integer(FERRY__ADMIN_TASKS_RUNNING_MAX));
+    char prefix[4 * FERRY_QUEUE_NAME_MAX + 16];
+    out->json = json_object();
+    json_object_set_new(out->json, "version", json_string(ferry_version()));
+    json_object_set_new(out->json, "bullmq", json_string(FERRY_BULLMQ_VERSION));
+    json_object_set_new(out->json, "readOnly", json_boolean(s->cfg.read_only));
+    json_object_set_new(out->json, "readsNeedToken", json_boolean(s->require_read_token));
+    json_object_set_new(out->json, "tokensConfigured", json_boolean(s->tokens != NULL));
+    json_object_set_new(out->json, "database", json_boolean(s->database_url != NULL));
+    json_object_set_new(out->json, "prefix",
+                        json_string(ferryx_printable(s->prefix, prefix, sizeof prefix)));
+    json_object_set_new(out->json, "limits", limits);
+    return 0;
+}
+
+/* GET /api/whoami (any valid token, even when reads are open). */
+static int whoami(ferry__admin_req *r, ferry__admin_resp *out) {
+    admin_request *ar = r->server;
+    ferry_admin_server *s = ar->srv;
+    int scopes = 0;
+    for (size_t i = 0; s->tokens && i < s->tokens->n; i++)
+        if (strcmp(s->tokens->items[i].name, r->actor) == 0) scopes = s->tokens->items[i].scopes;
+    json_t *list = json_array();
+    json_array_append_new(list, json_string("read"));
+    if (scopes & FERRY_ADMIN_SCOPE_ACT) json_array_append_new(list, json_string("act"));
+    if (scopes & FERRY_ADMIN_SCOPE_REDRIVE) json_array_append_new(list, json_string("redrive"));
+    /* token names are [A-Za-z0-9._@-] (ferry_admin_tokens_parse) */
+    out->json = json_pack("{s:s,s:o}", "actor", r->actor, "scopes", list);
+    return 0;
+}
+
 const ferry__admin_route ferry__admin_routes_builtin[] = {
     {"GET", "/healthz", FERRY__ADMIN_SCOPE_NONE, healthz},
     {"GET", "/readyz", FERRY__ADMIN_SCOPE_NONE, readyz},
     {"GET", "/metrics", FERRY__ADMIN_SCOPE_READ, metrics},
+    {"GET", "/api/info", FERRY__ADMIN_SCOPE_NONE, info},
+    {"GET", "/api/whoami", FERRY__ADMIN_SCOPE_TOKEN, whoami},
     {NULL, NULL, 0, NULL},
 };

@@ -173,6 +173,11 @@ const char *ferry__admin_query(const ferry__admin_req *r, const char *key) {
     return NULL;
 }
 
+const char *ferry__admin_header(const ferry__admin_req *r, const char *name) {
+    const admin_request *ar = r->server;
+    return ar->conn ? MHD_lookup_connection_value(ar->conn, MHD_HEADER_KIND, name) : NULL;
+}
+
 /* Does pattern match segs? 1 yes (params captured when cap_params), 0 no, -1 a {} segment
  * too long. */
 static int pattern_match(const char *pattern, char **segs, size_t nsegs, const char **params,
@@ -216,8 +221,11 @@ static void allow_add(char *allow, size_t cap, const char *method) {
 const ferry__admin_route *ferry__admin_match(admin_request *ar, char **segs, size_t nsegs,
                                              int *status, char *allow, size_t cap) {
     const ferry__admin_route *tables[] = {
-        ferry__admin_routes_builtin, ferry__admin_routes_queues, ferry__admin_routes_deadletters,
-        ferry__admin_routes_outbox, ferry__admin_routes_schedulers};
+        ferry__admin_routes_builtin, ferry__admin_routes_stream,
+        ferry__admin_routes_queues,  ferry__admin_routes_deadletters,
+        ferry__admin_routes_outbox,  ferry__admin_routes_schedulers,
+        ferry__admin_routes_ui,      ferry__admin_routes_overview,
+        ferry__admin_routes_tasks,   ferry__admin_routes_trace};
     const char *method = strcmp(ar->method, "HEAD") == 0 ? "GET" : ar->method;
     allow[0] = '\0';
     int path_known = 0, too_long = 0;

@@ -1,7 +1,9 @@
 /* server.c - the HTTP server of `ferry serve` on libmicrohttpd: start (options checked and
  * copied, the address bound here so a bind failure says why, TLS files checked), one
  * request's life (route, bounds, token, body, handler, audit, answer, access log) and the
- * graceful stop.
+ * graceful stop. --read-only refuses every action route here, before its handler; answers
+ * are JSON, a handler's text or static bytes (/metrics, the dashboard's files, with their
+ * own headers) or an event stream (stream.c), each with the security headers.
  *
  * Threads: libmicrohttpd's thread-per-connection mode. A handler blocks on Redis or
  * PostgreSQL (each call with its deadline), and in the thread-pool mode one blocked
@@ -49,14 +51,37 @@ int ferry__admin_text_answer(ferry__admin_req *r, ferry__admin_resp *out, char *
                              const char *content_type) {
     admin_request *ar = r->server;
     free(ar->text_body);
+    ar->text_set = 1;
     ar->text_body = text;
+    ar->text_static = NULL;
     ar->text_len = len;
     ar->text_type = content_type;
+    ar->ntext_headers = 0;
     out->status = 200;
     return 0;
 }
 
-static void access_log(admin_request *ar, int status) {
+int ferry__admin_static_answer(ferry__admin_req *r, ferry__admin_resp *out, int status,
+                               const void *data, size_t len, const char *content_type,
+                               const char *const (*headers)[2], size_t nheaders) {
+    admin_request *ar = r->server;
+    free(ar->text_body);
+    ar->text_body = NULL;
+    ar->text_set = 1;
+    ar->text_static = data;
+    ar->text_len = len;
+    ar->text_type = content_type;
+    if (nheaders > ADMIN_HEADERS_MAX) nheaders = ADMIN_HEADERS_MAX;
+    for (size_t i = 0; i < nheaders; i++) {
+        ar->text_headers[i][0] = headers[i][0];
+        ar->text_headers[i][1] = headers[i][1];
+    }
+    ar->ntext_headers = nheaders;
+    out->status = status;
+    return 0;
+}
+
+void ferry__admin_access_log(admin_request *ar, int status) {
     ferry_admin_server *s = ar->srv;
     if (!s->log) return;
     ferry_admin_log_record rec = {
@@ -74,22 +99,34 @@ static void access_log(admin_request *ar, int status) {
     s->log(&rec, s->log_userdata);
 }
 
-/* Queue the answer: json (stolen; NULL = {}) or the request's text body. */
+/* Queue the answer: json (stolen; NULL = {}), the request's text body or its stream. */
 static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int status, json_t *json,
                               const char *allow, int challenge) {
     struct MHD_Response *resp;
-    if (ar->text_body && status == 200) {
-        resp = MHD_create_response_from_buffer(ar->text_len, ar->text_body, MHD_RESPMEM_MUST_FREE);
-        if (resp) ar->text_body = NULL;
+    int text = ar->text_set && (status == 200 || status == 304);
+    int stream = ar->stream && status == 200;
+    if (ar->stream && !stream) ferry__admin_stream_discard(ar);
+    if (stream) {
         json_decref(json);
+        resp = ferry__admin_stream_response(ar); /* the stream's state is the response's now */
+        if (!resp) return MHD_NO;
+    } else if (text && ar->text_static) {
+        json_decref(json);
+        resp = MHD_create_response_from_buffer(status == 304 ? 0 : ar->text_len,
+                                               (void *)ar->text_static, MHD_RESPMEM_PERSISTENT);
+    } else if (text) {
+        json_decref(json);
+        resp = MHD_create_response_from_buffer(status == 304 ? 0 : ar->text_len, ar->text_body,
+                                               MHD_RESPMEM_MUST_FREE);
+        if (resp) ar->text_body = NULL;
     } else {
         if (!json) json = json_object();
-        char *text = json ? json_dumps(json, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        char *jtext = json ? json_dumps(json, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
         json_decref(json);
-        size_t n = text ? strlen(text) : 0;
-        char *body = text ? realloc(text, n + 2) : NULL;
+        size_t n = jtext ? strlen(jtext) : 0;
+        char *body = jtext ? realloc(jtext, n + 2) : NULL;
         if (!body) {
-            free(text);
+            free(jtext);
             return MHD_NO;
         }
         body[n] = '\n';
@@ -99,17 +136,25 @@ static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int s
     }
     if (!resp) return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            ar->text_type && status == 200 ? ar->text_type : JSON_TYPE);
+                            (text || stream) && ar->text_type ? ar->text_type : JSON_TYPE);
     MHD_add_response_header(resp, "X-Request-Id", ar->request_id);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (text && ar->ntext_headers) {
+        for (size_t i = 0; i < ar->ntext_headers; i++)
+            MHD_add_response_header(resp, ar->text_headers[i][0], ar->text_headers[i][1]);
+    } else {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        MHD_add_response_header(resp, "Content-Security-Policy", ADMIN_CSP_JSON);
+    }
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     if (allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     if (challenge) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (ar->close_conn) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     ar->done = 1;
-    access_log(ar, status);
+    if (!stream) ferry__admin_access_log(ar, status); /* a stream's is written at its end */
     return ret;
 }
 
@@ -164,6 +209,27 @@ static const char *ambiguous_framing(struct MHD_Connection *c) {
     return NULL;
 }
 
+/* The token check of the route's scope; FERRY__ADMIN_SCOPE_TOKEN is any valid token, asked
+ * for even when reads are open (every token holds READ). Returns 0 or the status. */
+static int authorize(admin_request *ar, struct MHD_Connection *c, char *msg, size_t cap,
+                     int *challenge) {
+    if (ar->route->scope != FERRY__ADMIN_SCOPE_TOKEN)
+        return ferry__admin_authorize(ar, c, msg, cap, challenge);
+    if (!MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) {
+        snprintf(ar->actor, sizeof ar->actor, "unknown");
+        snprintf(msg, cap, "this endpoint needs a token (Authorization: Bearer TOKEN)");
+        *challenge = 1;
+        return 401;
+    }
+    const ferry__admin_route *route = ar->route;
+    ferry__admin_route as_read = *route;
+    as_read.scope = FERRY__ADMIN_SCOPE_READ;
+    ar->route = &as_read;
+    int refused = ferry__admin_authorize(ar, c, msg, cap, challenge);
+    ar->route = route;
+    return refused;
+}
+
 /* First call for a request: everything that can be judged from the headers. Returns
  * MHD_YES to go on (the body follows, or the final call), or the result of a refusal. */
 static enum MHD_Result begin(admin_request *ar, struct MHD_Connection *c) {
@@ -203,7 +269,14 @@ static enum MHD_Result begin(admin_request *ar, struct MHD_Connection *c) {
     }
     ar->audited = (ar->route->scope & (FERRY__ADMIN_SCOPE_ACT | FERRY__ADMIN_SCOPE_REDRIVE)) != 0;
     int challenge = 0;
-    int refused = ferry__admin_authorize(ar, c, msg, sizeof msg, &challenge);
+    int refused = authorize(ar, c, msg, sizeof msg, &challenge);
+    if (ar->audited && ar->srv->cfg.read_only) {
+        /* the actor is known (or "unknown") for the audit whatever the token said */
+        return refuse(ar, c, 403,
+                      "the server is read-only (ferry serve --read-only): actions are "
+                      "refused; reads are unchanged",
+                      NULL, 0);
+    }
     if (refused) return refuse(ar, c, refused, msg, NULL, challenge);
     if (ferry__admin_read_query(ar, c, msg, sizeof msg)) return refuse(ar, c, 400, msg, NULL, 0);
     const char *cl =
@@ -273,6 +346,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!ar) return MHD_NO;
         *req_cls = ar;
         ar->srv = s;
+        ar->conn = c;
         ar->t0_us = mono_us();
         pthread_mutex_lock(&s->mu);
         s->inflight++;
@@ -305,7 +379,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (ar->dropped <= ADMIN_BODY_DRAIN_MAX) return MHD_YES;
             /* closed without an answer: still logged, and audited on an action route */
             if (ar->audited) ferry__admin_audit(ar, 413, "body over the bound; connection closed");
-            access_log(ar, 413);
+            ferry__admin_access_log(ar, 413);
             ar->done = 1;
             return MHD_NO;
         }
@@ -350,6 +424,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     free(ar->body);
     free(ar->path);
     free(ar->text_body);
+    if (ar->stream) ferry__admin_stream_discard(ar);
     free(ar);
     pthread_mutex_lock(&s->mu);
     s->inflight--;
@@ -378,6 +453,7 @@ static char *dup_or_null(const char *s, int *oom) {
 
 static void server_free(ferry_admin_server *s) {
     if (!s) return;
+    ferry__admin_tasks_stop(s);
     ferry__admin_resources_close(s);
     ferry__admin_gauges_destroy(s->gauges);
     if (s->own_metrics) ferry_metrics_destroy(s->metrics);
@@ -392,6 +468,11 @@ static void server_free(ferry_admin_server *s) {
     pthread_cond_destroy(&s->idle_cv);
     pthread_mutex_destroy(&s->res_mu);
     pthread_cond_destroy(&s->res_cv);
+    pthread_mutex_destroy(&s->history_mu);
+    pthread_mutex_destroy(&s->stream_mu);
+    pthread_cond_destroy(&s->stream_cv);
+    pthread_mutex_destroy(&s->snap_mu);
+    free(s->snap_text);
     free(s);
 }
 
@@ -448,12 +529,14 @@ static int server_config(ferry_admin_server *s, const ferry_admin_options *o, fe
         (rc = ferry_metrics_build_info(s->metrics, err)))
         return rc;
     if ((rc = ferry__admin_gauges_create(s->metrics, &s->gauges, err))) return rc;
+    if ((rc = ferry__admin_tasks_create(s, err))) return rc;
     s->cfg.redis = &s->redis;
     s->cfg.prefix = s->prefix;
     s->cfg.has_database = s->database_url != NULL;
     s->cfg.schema = s->schema;
     s->cfg.routes = o->routes;
     s->cfg.metrics = s->metrics;
+    s->cfg.read_only = o->read_only != 0;
     return 0;
 }
 
@@ -468,6 +551,14 @@ int ferry_admin_start(const ferry_admin_options *o, ferry_admin_server **out, fe
     pthread_cond_init(&s->idle_cv, NULL);
     pthread_mutex_init(&s->res_mu, NULL);
     pthread_cond_init(&s->res_cv, NULL);
+    pthread_mutex_init(&s->history_mu, NULL);
+    pthread_mutex_init(&s->stream_mu, NULL);
+    pthread_mutex_init(&s->snap_mu, NULL);
+    pthread_condattr_t ca; /* streams wait with monotonic deadlines */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->stream_cv, &ca);
+    pthread_condattr_destroy(&ca);
     s->listen_fd = -1;
     int rc = server_config(s, o, err);
     admin_tls tls = {0};
@@ -527,6 +618,7 @@ void ferry_admin_stop(ferry_admin_server *s) {
     /* stop accepting; requests in progress (and on open connections) go on */
     MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    ferry__admin_streams_stop(s); /* open event streams end now, not at their 300 s */
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += s->stop_ms / 1000;
@@ -548,6 +640,7 @@ void ferry_admin_stop(ferry_admin_server *s) {
                            "stop: %d request(s) still in progress after %d ms; closing their "
                            "connections",
                            left, s->stop_ms);
+    ferry__admin_tasks_stop(s); /* before the daemon: tasks borrow the server's resources */
     MHD_stop_daemon(s->daemon);
     server_free(s);
 }
