@@ -2,7 +2,8 @@
 # install-deps.sh - install what building and testing ferry needs on Debian 12 (`make deps`).
 # Idempotent and silent when everything is there: packages are checked with dpkg-query first and
 # apt runs only for what is missing; Node packages for the interop tests (tests/interop) are
-# installed with `npm ci` only when node_modules is missing or older than the lockfile.
+# installed with `npm ci` only when node_modules is missing or older than the lockfile (and so
+# is playwright-core for the browser tests, tests/browser).
 # As root it installs; otherwise it prints what to install and exits 1.
 set -euo pipefail
 
@@ -17,6 +18,7 @@ pkgs=(
     libmicrohttpd-dev libcurl4-openssl-dev
     prometheus # the server (tests/integration/test_prometheus.c scrapes ferry with it) and promtool (checks the /metrics text)
     python3 python3-yaml systemd # tests/deploy/check.sh: the alert rules and dashboard read in Python, systemd-analyze verify on deploy/systemd
+    chromium # the dashboard's browser tests (tests/browser) drive Debian's headless Chromium with playwright-core
 )
 # Only what the build, the tests and the scripts use today; a library is added with the code
 # that links it. (libmicrohttpd: the library's /metrics listener and the examples' HTTP
@@ -79,4 +81,15 @@ if [[ -f $interop/package-lock.json ]] &&
     command -v npm >/dev/null 2>&1 || { echo "$prog: npm not found (install nodejs and npm)" >&2; exit 1; }
     echo "$prog: installing Node packages for the interop tests (npm ci in tests/interop)" >&2
     (cd "$interop" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# playwright-core for the browser tests, pinned the same way. It drives /usr/bin/chromium (the
+# Debian package above) and downloads no browser of its own.
+browser=$root/tests/browser
+stamp=$browser/node_modules/.package-lock.json
+if [[ -f $browser/package-lock.json ]] &&
+    { [[ ! -f $stamp ]] || [[ $browser/package-lock.json -nt $stamp ]] || [[ $browser/package.json -nt $stamp ]]; }; then
+    command -v npm >/dev/null 2>&1 || { echo "$prog: npm not found (install nodejs and npm)" >&2; exit 1; }
+    echo "$prog: installing Node packages for the browser tests (npm ci in tests/browser)" >&2
+    (cd "$browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
