@@ -113,6 +113,15 @@ static void test_retry_all_and_audit(void **state) {
     sv_expect_error(&s, "POST", "/api/queues/big/retry-all", OPS, "{\"nme\":\"x\"}", 400, "nme");
     sv_expect_error(&s, "POST", "/api/queues/big/retry-all", OPS,
                     "{\"state\":\"completed\",\"reasonContains\":\"x\"}", 400, "reasonContains");
+    for (int k = 0; k < 2; k++) { /* a selector text past its bound: 400, no task */
+        char *body = malloc(4200);
+        int n = snprintf(body, 4200, "{\"%s\":\"", k ? "dataContains" : "reasonContains");
+        memset(body + n, 'x', 4097);
+        strcpy(body + n + 4097, "\"}");
+        sv_expect_error(&s, "POST", "/api/queues/big/retry-all", OPS, body, 400,
+                        k ? "dataContains" : "reasonContains");
+        free(body);
+    }
     sv_expect_error(&s, "POST", "/api/queues/nosuchq/retry-all", OPS, NULL, 404, "nosuchq");
     sv_expect_error(&s, "GET", "/api/tasks/t-nope", NULL, NULL, 404, "t-nope");
     sv_expect_error(&s, "POST", "/api/tasks/t-nope/cancel", OPS, NULL, 404, "t-nope");
