@@ -253,7 +253,7 @@ static int ids_drop(ferry_dlq_filter *f) {
  * body (valid during the request). */
 static int ids_body(ferry__admin_req *r, ferry__admin_resp *out, ferry_dlq_filter *f) {
     json_t *v = r->body ? json_object_get(r->body, "ids") : NULL;
-    if (!v || json_is_null(v)) return 0;
+    if (!v) return 0;
     if (!json_is_array(v))
         return ferry__admin_fail(out, 400, "body member ids: must be an array of dead letter ids");
     size_t n = json_array_size(v);

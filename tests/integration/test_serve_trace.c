@@ -243,6 +243,8 @@ static void test_bad_ids(void **state) {
     long long before = ob_ll(db, "SELECT count(*) FROM %s.dead_letter_redrives", schema);
     sv_expect_error(&srv, "POST", "/api/dead-letters/redrive", ADMIN, "{\"ids\":\"x\"}", 400,
                     "ids");
+    /* null is not "no ids": a client bug must not widen a plan to the whole filter */
+    sv_expect_error(&srv, "POST", "/api/dead-letters/redrive", ADMIN, "{\"ids\":null}", 400, "ids");
     sv_expect_error(&srv, "POST", "/api/dead-letters/redrive", ADMIN, "{\"ids\":[]}", 400,
                     "body member ids: must hold 1..1000");
     sv_expect_error(&srv, "POST", "/api/dead-letters/purge", ADMIN,
