@@ -43,6 +43,10 @@ enum {
 #define FERRY__ADMIN_BODY_MAX (64 * 1024) /* bytes of a request body */
 #define FERRY__ADMIN_PATH_PARAMS_MAX 4    /* {} segments of a route pattern */
 #define FERRY__ADMIN_LIST_MAX 1000        /* items one list endpoint returns at most */
+
+/* How every JSON answer is written: compact, ASCII only, and reals with 15 significant digits,
+ * so 174.525 reads 174.525 and not 174.52500000000001. */
+#define FERRY__ADMIN_JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15))
 #define FERRY__ADMIN_TASKS_RUNNING_MAX 4  /* server-side tasks running at once (/api/info) */
 
 /* The server's configuration as handlers see it (read-only, lives as long as the server). */

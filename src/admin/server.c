@@ -121,7 +121,7 @@ static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int s
         if (resp) ar->text_body = NULL;
     } else {
         if (!json) json = json_object();
-        char *jtext = json ? json_dumps(json, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        char *jtext = json ? json_dumps(json, FERRY__ADMIN_JSON_FLAGS) : NULL;
         json_decref(json);
         size_t n = jtext ? strlen(jtext) : 0;
         char *body = jtext ? realloc(jtext, n + 2) : NULL;

@@ -76,7 +76,7 @@ static char *overview_text(admin_stream *st, int *status, ferry_error *err) {
     } else {
         json_t *o = ferry__admin_overview(st->r, status, err);
         /* compact JSON has no newline: one data line */
-        text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        text = o ? json_dumps(o, FERRY__ADMIN_JSON_FLAGS) : NULL;
         json_decref(o);
         if (o && !text) *status = 500;
         if (text) {
@@ -100,7 +100,7 @@ static void build_event(admin_stream *st, const char *before) {
         kind = "error";
         json_t *o = json_pack("{s:i,s:s}", "status", status, "error",
                               ferryx_printable(err.message, shown, sizeof shown));
-        text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        text = o ? json_dumps(o, FERRY__ADMIN_JSON_FLAGS) : NULL;
         json_decref(o);
     }
     size_t cap = strlen(before) + (text ? strlen(text) : 2) + 64;

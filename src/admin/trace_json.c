@@ -114,7 +114,7 @@ json_t *ferry__trace_json(const ferry_trace *t) {
 char *ferry_trace_json(const ferry_trace *t) {
     if (!t) return NULL;
     json_t *j = ferry__trace_json(t);
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+    char *text = j ? json_dumps(j, FERRY__ADMIN_JSON_FLAGS) : NULL;
     json_decref(j);
     return text;
 }
