@@ -35,6 +35,7 @@ typedef struct serve_opts {
     const char *log_format;
     long long ready_timeout_ms;
     long long stop_timeout_ms;
+    long long connections_per_ip;
 } serve_opts;
 
 static const opt_def serve_defs[] = {
@@ -43,14 +44,14 @@ static const opt_def serve_defs[] = {
      "start-up line says which). Default " FERRY_ADMIN_LISTEN_DEFAULT " (loopback only)."},
     {"token-file", OPT_STRING, "FILE", offsetof(serve_opts, token_file), 0, 0,
      "Tokens, one per line: NAME SCOPES SECRET (scopes: read, act, redrive, comma-separated; "
-     "secret 32+ characters; '#' comments). Mode 600. Without it every action is refused "
-     "(403) and reads are open."},
+     "secret 32+ characters; '#' comments; at least one token). Mode 600. Without it every "
+     "action is refused (403) and reads are open."},
     {"require-read-token", OPT_FLAG, NULL, offsetof(serve_opts, require_read_token), 0, 0,
      "Reads (GET /api/..., /metrics) need a token too. Needs --token-file."},
     {"read-only", OPT_FLAG, NULL, offsetof(serve_opts, read_only), 0, 0,
      "Refuse every action (queue and job changes, dead-letter redrives and purges, tasks) "
-     "with 403, audited like any refused action, whatever the token; reads and the "
-     "dashboard are unchanged."},
+     "with 403, audited like any refused action (a request without a valid token gets the "
+     "401 first); reads and the dashboard are unchanged."},
     {"tls-cert", OPT_STRING, "FILE", offsetof(serve_opts, tls_cert), 0, 0,
      "Serve HTTPS with this PEM certificate (chain). With --tls-key."},
     {"tls-key", OPT_STRING, "FILE", offsetof(serve_opts, tls_key), 0, 0,
@@ -64,6 +65,12 @@ static const opt_def serve_defs[] = {
      "Deadline of each /readyz check (Redis, PostgreSQL, backlog). Default 2000."},
     {"stop-timeout", OPT_INT, "MS", offsetof(serve_opts, stop_timeout_ms), 1, 3600000,
      "On SIGTERM, how long requests in progress may take to finish. Default 10000."},
+    {"connections-per-ip", OPT_INT, "N", offsetof(serve_opts, connections_per_ip), 1,
+     FERRY_ADMIN_CONNECTIONS_MAX,
+     "Connections one client address may hold at once (of the server's 64); one past it is "
+     "closed without an answer. Default 32, half of them: a browser holds at most 6. Behind a "
+     "reverse "
+     "proxy every client has the proxy's address: give 64 there."},
     {"log-format", OPT_STRING, "FORMAT", offsetof(serve_opts, log_format), 0, 0,
      "text (default) or json: one JSON object per line (access lines, audit records, "
      "events)."},
@@ -265,6 +272,7 @@ static int serve_run(int argc, char **argv, db_opts *d, ferry_admin_tokens **tok
     ao.slo_backlog_age_s = slo;
     ao.ready_timeout_ms = (int)o.ready_timeout_ms;
     ao.stop_timeout_ms = (int)o.stop_timeout_ms;
+    ao.connections_per_ip = (int)o.connections_per_ip;
     ao.log = serve_log;
     ao.log_userdata = &state;
 

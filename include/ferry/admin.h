@@ -30,6 +30,9 @@ extern "C" {
 #define FERRY_ADMIN_SECRET_MAX 512                  /* bytes of a secret, at most */
 #define FERRY_ADMIN_CONNECTIONS_MAX 64              /* connections served at once */
 #define FERRY_ADMIN_CONNECTION_TIMEOUT_S 10         /* idle seconds before a connection ends */
+#define FERRY_ADMIN_CONNECTIONS_PER_IP_DEFAULT 32   /* connections of one client address */
+#define FERRY_ADMIN_HEAD_TIMEOUT_S 10               /* a request head's time (see options) */
+#define FERRY_ADMIN_REQUEST_TIMEOUT_S 30            /* a request's, an answer's (see options) */
 #define FERRY_ADMIN_READY_TIMEOUT_DEFAULT_MS 2000   /* each /readyz check's deadline */
 #define FERRY_ADMIN_STOP_TIMEOUT_DEFAULT_MS 10000   /* ferry_admin_stop's grace for requests */
 #define FERRY_ADMIN_STREAMS_MAX 8                   /* GET /api/stream open at once (429 past) */
@@ -61,9 +64,12 @@ FERRY_API int ferry_admin_tokens_parse(const char *text, size_t len, const char 
                                        ferry_admin_tokens **out, ferry_error *err);
 
 /* Read and parse the token file at path. A file that the group or others may read or write
- * (mode & 077) is refused: it holds secrets.
+ * (mode & 077) is refused: it holds secrets; so is a file without any token (empty, or
+ * only blank and comment lines): a server started with it would refuse every action with
+ * no token able to pass, which is never what a token file is given for.
  * Returns, Errors: as ferry_admin_tokens_parse, and FERRY_EIO when it cannot be read (the
- *   reason in the message), FERRY_EINVAL for the mode. Blocks: reads the file. */
+ *   reason in the message), FERRY_EINVAL for the mode or a file without a token (the
+ *   message names the file, never its content). Blocks: reads the file. */
 FERRY_API int ferry_admin_tokens_load(const char *path, ferry_admin_tokens **out, ferry_error *err);
 
 /* How many tokens t holds; 0 for NULL. Cannot fail. */
@@ -129,8 +135,21 @@ typedef struct ferry_admin_options {
     /* 1 = read-only: every action route (scope act or redrive: queue and job changes,
      * dead-letter redrives and purges, dry runs included, server-side tasks) answers 403
      * "the server is read-only ..." before its handler runs, audited like any refused
-     * action; reads, /metrics, /healthz, /readyz and the dashboard are unchanged. */
+     * action; the token is checked first, so a request without a valid one gets the 401
+     * any action would. Reads, /metrics, /healthz, /readyz and the dashboard are
+     * unchanged. */
     int read_only;
+    /* Connections one client address may hold at once, 1..FERRY_ADMIN_CONNECTIONS_MAX; one
+     * past it is closed at once, without an answer. 0 = FERRY_ADMIN_CONNECTIONS_PER_IP_DEFAULT
+     * (half the server: a browser holds at most 6, a script running requests in parallel
+     * a few more while closed ones are cleaned up). Behind a reverse proxy every connection
+     * comes from the proxy's address: set it to FERRY_ADMIN_CONNECTIONS_MAX there (and
+     * bound clients at the proxy). Whatever it is, a connection is closed when its request
+     * head is not complete within FERRY_ADMIN_HEAD_TIMEOUT_S of its start (or of the
+     * previous answer), its head and body within FERRY_ADMIN_REQUEST_TIMEOUT_S, or when
+     * the client takes more than FERRY_ADMIN_REQUEST_TIMEOUT_S to read an answer (an event
+     * stream excepted); a handler's own time is bounded by its Redis and PostgreSQL calls. */
+    int connections_per_ip;
     const char *tls_cert_file; /* PEM certificate (chain) and key: HTTPS when both */
     const char *tls_key_file;  /*   are set; one without the other is FERRY_EINVAL */
     double slo_backlog_age_s;  /* /readyz says "degraded" past it; 0 = no SLO */

@@ -239,6 +239,14 @@ int ferry_admin_tokens_load(const char *path, ferry_admin_tokens **out, ferry_er
     int rc = ferry_admin_tokens_parse(buf, len, path, out, err);
     OPENSSL_cleanse(buf, len);
     free(buf);
+    if (!rc && (*out)->n == 0) {
+        ferry_admin_tokens_free(*out);
+        *out = NULL;
+        return ferry__err(err, FERRY_EINVAL,
+                          "%s: holds no token (at least one line NAME SCOPES SECRET is "
+                          "needed)",
+                          file);
+    }
     return rc;
 }
 

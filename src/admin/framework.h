@@ -1,7 +1,7 @@
 /* framework.h - what the files of `ferry serve`'s HTTP framework share among themselves
- * (server.c, request.c, auth.c, audit.c, health.c, resources.c, listen_addr.c): the server
- * handle's layout, the framework's view of one request, and the helpers each file offers
- * the others. The endpoint files (api_*.c) use admin_internal.h only. */
+ * (server.c, conns.c, request.c, auth.c, audit.c, health.c, resources.c, listen_addr.c):
+ * the server handle's layout, the framework's view of one request, and the helpers each
+ * file offers the others. The endpoint files (api_*.c) use admin_internal.h only. */
 #ifndef FERRY_ADMIN_FRAMEWORK_H
 #define FERRY_ADMIN_FRAMEWORK_H
 
@@ -10,12 +10,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <microhttpd.h>
+
 #include "admin/admin_internal.h"
 #include "ferry/admin.h"
 #include "pg/pg.h"
-
-struct MHD_Connection;
-struct MHD_Daemon;
 
 #define ADMIN_QUERY_PARAMS_MAX 32      /* query parameters of one request */
 #define ADMIN_QUERY_VALUE_MAX 4096     /* bytes of one decoded query key or value */
@@ -63,6 +62,26 @@ typedef struct ferry__admin_asset {
 extern const ferry__admin_asset ferry__admin_assets[];
 extern const size_t ferry__admin_assets_count;
 
+/* What a connection is doing, for its deadline (conns.c). */
+enum {
+    ADMIN_CONN_NONE,   /* a handler running, or an event stream: no deadline here */
+    ADMIN_CONN_HEAD,   /* waiting for a request head: FERRY_ADMIN_HEAD_TIMEOUT_S */
+    ADMIN_CONN_BODY,   /* reading a body: FERRY_ADMIN_REQUEST_TIMEOUT_S since the head began */
+    ADMIN_CONN_ANSWER, /* sending an answer: FERRY_ADMIN_REQUEST_TIMEOUT_S since queued */
+    ADMIN_CONN_PHASES
+};
+
+/* One open connection (conns.c) [conns_mu]. */
+typedef struct admin_conn {
+    struct MHD_Connection *conn; /* NULL: a free slot */
+    int fd;                      /* its socket, open until CLOSED is notified */
+    int phase;                   /* ADMIN_CONN_* */
+    int shut;                    /* shut down past its deadline; waiting for CLOSED */
+    int64_t since_ms;            /* monotonic: accepted, or the previous answer sent */
+    int64_t deadline_ms;         /* monotonic; 0 = none */
+    char remote[ADMIN_REMOTE_MAX];
+} admin_conn;
+
 typedef struct admin_cached_queue {
     char *name;
     ferry_queue *q;
@@ -89,6 +108,7 @@ struct ferry_admin_server {
     int own_metrics;
     int tls;
     int port;
+    int per_ip; /* connections one client address may hold */
     struct MHD_Daemon *daemon;
     int listen_fd;
 
@@ -130,6 +150,16 @@ struct ferry_admin_server {
     pthread_mutex_t snap_mu;
     char *snap_text;
     int64_t snap_ms; /* monotonic start of its build */
+
+    /* conns.c: open connections, their deadlines, the sweeper that closes late ones
+     * [conns_mu] */
+    pthread_mutex_t conns_mu;
+    pthread_cond_t conns_cv; /* monotonic clock */
+    admin_conn conns[FERRY_ADMIN_CONNECTIONS_MAX];
+    int64_t sweep_at_ms; /* when the sweeper wakes next; 0 = running, or no deadline */
+    int conns_stopping;
+    pthread_t sweeper;
+    int sweeper_started;
 };
 
 /* The framework's view of one request: the handler's ferry__admin_req first. */
@@ -198,6 +228,27 @@ const ferry__admin_route *ferry__admin_match(admin_request *ar, char **segs, siz
  * trace id of a valid traceparent, the remote address text. */
 void ferry__admin_request_ids(admin_request *ar, struct MHD_Connection *c);
 
+/* The peer's "ADDR:PORT" ("[ADDR]:PORT" for IPv6, "unknown") into out. Cannot fail. */
+void ferry__admin_remote_text(struct MHD_Connection *c, char *out, size_t cap);
+
+/* ---- conns.c ---- */
+
+/* Initialise / destroy the connection table's lock and condition (at create / free). */
+void ferry__admin_conns_init(ferry_admin_server *s);
+void ferry__admin_conns_destroy(ferry_admin_server *s);
+/* Start the sweeper thread (with the caller's signal mask). Returns 0 or FERRY_EIO. */
+int ferry__admin_conns_start(ferry_admin_server *s, ferry_error *err);
+/* Stop and join the sweeper; idempotent, fine when it never started. */
+void ferry__admin_conns_stop(ferry_admin_server *s);
+/* MHD_OPTION_NOTIFY_CONNECTION's callback (cls = the server): STARTED takes a slot with
+ * the head deadline, CLOSED frees it (both on libmicrohttpd's daemon thread). */
+void ferry__admin_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code);
+/* The connection c of s moves to phase (ADMIN_CONN_*), which sets its deadline: HEAD after
+ * an answer was sent, BODY once the head is in, NONE while the handler runs (and for an
+ * event stream), ANSWER once an answer is queued. On c's thread; cannot fail. */
+void ferry__admin_conn_phase(ferry_admin_server *s, struct MHD_Connection *c, int phase);
+
 /* ---- auth.c ---- */
 
 /* Check the Authorization header against the route's scope. Returns 0 (ar->actor set) or
@@ -260,7 +311,8 @@ void ferry__admin_access_log(admin_request *ar, int status);
 
 /* ---- tasks.c ---- */
 
-/* Create the server's task registry (s->tasks). Returns 0, or FERRY_ENOMEM. */
+/* Create the server's task registry (s->tasks), reading FERRY_SERVE_TASK_SCAN_MAX.
+ * Returns 0, FERRY_EINVAL for a bad FERRY_SERVE_TASK_SCAN_MAX (naming it), or FERRY_ENOMEM. */
 int ferry__admin_tasks_create(ferry_admin_server *s, ferry_error *err);
 /* Cancel every running task, wait for their threads, free the registry. Idempotent; NULL
  * s->tasks accepted. Blocks: until each task's current chunk ends. */

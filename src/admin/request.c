@@ -284,7 +284,11 @@ void ferry__admin_request_ids(admin_request *ar, struct MHD_Connection *c) {
     ferry__traceparent parsed;
     if (tp && strlen(tp) <= 512 && ferry__traceparent_parse(tp, strlen(tp), &parsed, NULL) == 0)
         snprintf(ar->trace_id, sizeof ar->trace_id, "%s", parsed.trace_id);
-    snprintf(ar->remote, sizeof ar->remote, "unknown");
+    ferry__admin_remote_text(c, ar->remote, sizeof ar->remote);
+}
+
+void ferry__admin_remote_text(struct MHD_Connection *c, char *out, size_t cap) {
+    snprintf(out, cap, "unknown");
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr) {
@@ -293,11 +297,11 @@ void ferry__admin_request_ids(admin_request *ar, struct MHD_Connection *c) {
         if (sa->sa_family == AF_INET) {
             const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
             inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-            snprintf(ar->remote, sizeof ar->remote, "%s:%u", host, ntohs(a->sin_port));
+            snprintf(out, cap, "%s:%u", host, ntohs(a->sin_port));
         } else if (sa->sa_family == AF_INET6) {
             const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
             inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-            snprintf(ar->remote, sizeof ar->remote, "[%s]:%u", host, ntohs(a->sin6_port));
+            snprintf(out, cap, "[%s]:%u", host, ntohs(a->sin6_port));
         }
     }
 }

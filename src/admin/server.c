@@ -3,7 +3,10 @@
  * request's life (route, bounds, token, body, handler, audit, answer, access log) and the
  * graceful stop. --read-only refuses every action route here, before its handler; answers
  * are JSON, a handler's text or static bytes (/metrics, the dashboard's files, with their
- * own headers) or an event stream (stream.c), each with the security headers.
+ * own headers) or an event stream (stream.c), each with the security headers (an answer
+ * whose headers cannot all be added is replaced by a 500 that has them, or not sent).
+ * Connections are bounded per client address (MHD_OPTION_PER_IP_CONNECTION_LIMIT) and in
+ * time (conns.c: the request head, the body, the answer's sending).
  *
  * Threads: libmicrohttpd's thread-per-connection mode. A handler blocks on Redis or
  * PostgreSQL (each call with its deadline), and in the thread-pool mode one blocked
@@ -99,6 +102,39 @@ void ferry__admin_access_log(admin_request *ar, int status) {
     s->log(&rec, s->log_userdata);
 }
 
+/* The answer when its own could not be given its headers. */
+#define ANSWER_FAILED_BODY "{\"error\":\"internal error: the answer could not be built\"}\n"
+
+/* Add every header of an answer: Content-Type, X-Request-Id, the request's own static
+ * headers (own_headers) or the JSON answer's Cache-Control and CSP, the security headers,
+ * Allow, WWW-Authenticate, Connection: close. Returns 0, or -1 when one could not be added
+ * (libmicrohttpd out of memory, or a value it refuses): the caller must not send resp. */
+static int add_headers(const admin_request *ar, struct MHD_Response *resp, const char *type,
+                       int own_headers, const char *allow, int challenge) {
+    int ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_YES;
+    ok = ok && MHD_add_response_header(resp, "X-Request-Id", ar->request_id) == MHD_YES;
+    if (own_headers) {
+        for (size_t i = 0; ok && i < ar->ntext_headers; i++)
+            ok = MHD_add_response_header(resp, ar->text_headers[i][0], ar->text_headers[i][1]) ==
+                 MHD_YES;
+    } else {
+        ok = ok &&
+             MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") == MHD_YES;
+        ok = ok &&
+             MHD_add_response_header(resp, "Content-Security-Policy", ADMIN_CSP_JSON) == MHD_YES;
+    }
+    ok = ok && MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") == MHD_YES;
+    ok = ok && MHD_add_response_header(resp, "X-Frame-Options", "DENY") == MHD_YES;
+    ok = ok && MHD_add_response_header(resp, "Referrer-Policy", "no-referrer") == MHD_YES;
+    if (allow) ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) == MHD_YES;
+    if (challenge)
+        ok = ok &&
+             MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer") == MHD_YES;
+    if (ar->close_conn)
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
+    return ok ? 0 : -1;
+}
+
 /* Queue the answer: json (stolen; NULL = {}), the request's text body or its stream. */
 static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int status, json_t *json,
                               const char *allow, int challenge) {
@@ -135,25 +171,33 @@ static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int s
         if (!resp) free(body);
     }
     if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            (text || stream) && ar->text_type ? ar->text_type : JSON_TYPE);
-    MHD_add_response_header(resp, "X-Request-Id", ar->request_id);
-    if (text && ar->ntext_headers) {
-        for (size_t i = 0; i < ar->ntext_headers; i++)
-            MHD_add_response_header(resp, ar->text_headers[i][0], ar->text_headers[i][1]);
-    } else {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        MHD_add_response_header(resp, "Content-Security-Policy", ADMIN_CSP_JSON);
+    if (add_headers(ar, resp, (text || stream) && ar->text_type ? ar->text_type : JSON_TYPE,
+                    text && ar->ntext_headers, allow, challenge) != 0) {
+        /* never an answer without its security headers: a bare 500 with them, or none */
+        MHD_destroy_response(resp); /* a stream's state with it (stream.c's free callback) */
+        ferry__admin_event(ar->srv, FERRY_LOG_ERROR,
+                           "answer: a header could not be added (out of memory?); answering 500 "
+                           "(request %s)",
+                           ar->request_id);
+        ar->text_set = 0;
+        ar->ntext_headers = 0;
+        stream = 0;
+        status = 500;
+        resp = MHD_create_response_from_buffer(strlen(ANSWER_FAILED_BODY),
+                                               (void *)ANSWER_FAILED_BODY, MHD_RESPMEM_PERSISTENT);
+        if (!resp) return MHD_NO;
+        if (add_headers(ar, resp, JSON_TYPE, 0, NULL, 0) != 0) {
+            MHD_destroy_response(resp);
+            ar->done = 1;
+            ferry__admin_access_log(ar, 500);
+            return MHD_NO; /* the connection is closed without an answer */
+        }
     }
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-    if (allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-    if (challenge) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (ar->close_conn) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     ar->done = 1;
+    /* the client has FERRY_ADMIN_REQUEST_TIMEOUT_S to read it; a stream bounds its own life */
+    ferry__admin_conn_phase(ar->srv, c, stream ? ADMIN_CONN_NONE : ADMIN_CONN_ANSWER);
     if (!stream) ferry__admin_access_log(ar, status); /* a stream's is written at its end */
     return ret;
 }
@@ -270,13 +314,15 @@ static enum MHD_Result begin(admin_request *ar, struct MHD_Connection *c) {
     ar->audited = (ar->route->scope & (FERRY__ADMIN_SCOPE_ACT | FERRY__ADMIN_SCOPE_REDRIVE)) != 0;
     int challenge = 0;
     int refused = authorize(ar, c, msg, sizeof msg, &challenge);
-    if (ar->audited && ar->srv->cfg.read_only) {
-        /* the actor is known (or "unknown") for the audit whatever the token said */
+    /* a caller without a valid token learns nothing of the server's mode: the 401 comes
+     * first; one with a token (whatever its scopes), or a server without tokens, gets the
+     * read-only refusal */
+    if (refused == 401) return refuse(ar, c, refused, msg, NULL, challenge);
+    if (ar->audited && ar->srv->cfg.read_only)
         return refuse(ar, c, 403,
                       "the server is read-only (ferry serve --read-only): actions are "
                       "refused; reads are unchanged",
                       NULL, 0);
-    }
     if (refused) return refuse(ar, c, refused, msg, NULL, challenge);
     if (ferry__admin_read_query(ar, c, msg, sizeof msg)) return refuse(ar, c, 400, msg, NULL, 0);
     const char *cl =
@@ -321,6 +367,7 @@ static enum MHD_Result finish(admin_request *ar, struct MHD_Connection *c) {
         }
     }
     ar->r.body = body;
+    ferry__admin_conn_phase(ar->srv, c, ADMIN_CONN_NONE); /* the handler's calls have theirs */
     if (ar->audited)
         ferry__admin_event(ar->srv, FERRY_LOG_INFO, "action started: %s %s by %s (request %s)",
                            ar->method, ar->path_shown, ar->actor, ar->request_id);
@@ -363,6 +410,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         ar->r.path = ar->path;
         ar->r.actor = ar->actor;
         ar->r.request_id = ar->request_id;
+        ferry__admin_conn_phase(s, c, ADMIN_CONN_BODY); /* the head is in */
         return begin(ar, c);
     }
     if (ar->done) { /* answered from the headers; whatever follows is dropped */
@@ -409,9 +457,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)c;
     (void)toe;
     ferry_admin_server *s = cls;
+    /* a kept-alive connection waits for its next request head from now */
+    ferry__admin_conn_phase(s, c, ADMIN_CONN_HEAD);
     admin_request *ar = *req_cls;
     if (!ar) return;
     *req_cls = NULL;
@@ -472,6 +521,8 @@ static void server_free(ferry_admin_server *s) {
     pthread_mutex_destroy(&s->stream_mu);
     pthread_cond_destroy(&s->stream_cv);
     pthread_mutex_destroy(&s->snap_mu);
+    ferry__admin_conns_stop(s);
+    ferry__admin_conns_destroy(s);
     free(s->snap_text);
     free(s);
 }
@@ -511,6 +562,11 @@ static int server_config(ferry_admin_server *s, const ferry_admin_options *o, fe
         return ferry__err(err, FERRY_EINVAL, "serve: a timeout is out of range");
     if (!(o->slo_backlog_age_s >= 0) || o->slo_backlog_age_s > 1e9)
         return ferry__err(err, FERRY_EINVAL, "serve: slo_backlog_age_s must be 0..1e9");
+    if (o->connections_per_ip < 0 || o->connections_per_ip > FERRY_ADMIN_CONNECTIONS_MAX)
+        return ferry__err(err, FERRY_EINVAL, "serve: connections_per_ip must be 0..%d",
+                          FERRY_ADMIN_CONNECTIONS_MAX);
+    s->per_ip =
+        o->connections_per_ip ? o->connections_per_ip : FERRY_ADMIN_CONNECTIONS_PER_IP_DEFAULT;
     s->require_read_token = o->require_read_token;
     s->slo_s = o->slo_backlog_age_s;
     s->ready_ms = o->ready_timeout_ms ? o->ready_timeout_ms : FERRY_ADMIN_READY_TIMEOUT_DEFAULT_MS;
@@ -559,6 +615,7 @@ int ferry_admin_start(const ferry_admin_options *o, ferry_admin_server **out, fe
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->stream_cv, &ca);
     pthread_condattr_destroy(&ca);
+    ferry__admin_conns_init(s);
     s->listen_fd = -1;
     int rc = server_config(s, o, err);
     admin_tls tls = {0};
@@ -592,10 +649,20 @@ int ferry_admin_start(const ferry_admin_options *o, ferry_admin_server **out, fe
     s->daemon =
         MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)FERRY_ADMIN_CONNECTIONS_MAX,
+                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->per_ip,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)FERRY_ADMIN_CONNECTION_TIMEOUT_S,
+                         MHD_OPTION_NOTIFY_CONNECTION, ferry__admin_conn_notify, s,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
                          no_unescape, NULL, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    /* the sweeper of late connections (conns.c), with every signal blocked too */
+    int swept = s->daemon ? ferry__admin_conns_start(s, err) : 0;
     if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (swept) {
+        MHD_stop_daemon(s->daemon);
+        ferry__admin_tls_free(&tls);
+        server_free(s);
+        return swept;
+    }
     ferry__admin_tls_free(&tls); /* libmicrohttpd copied what it needs */
     if (!s->daemon) {
         /* libmicrohttpd closes a socket it was given once it fails past the options */
@@ -641,6 +708,7 @@ void ferry_admin_stop(ferry_admin_server *s) {
                            "connections",
                            left, s->stop_ms);
     ferry__admin_tasks_stop(s); /* before the daemon: tasks borrow the server's resources */
-    MHD_stop_daemon(s->daemon);
+    MHD_stop_daemon(s->daemon); /* every connection's CLOSED notified */
+    ferry__admin_conns_stop(s);
     server_free(s);
 }

@@ -28,16 +28,38 @@ struct ferry_metrics_listener {
     int port;
 };
 
+#define TEXT_TYPE "text/plain; charset=utf-8"
+
+/* Queue r (destroyed here) as status with its Content-Type (and Allow). A header that cannot
+ * be added (out of memory) gives a bare 500 instead, and when even that cannot be built the
+ * connection is closed without an answer: never an answer with a wrong or missing type. */
+static enum MHD_Result send_answer(struct MHD_Connection *c, unsigned status,
+                                   struct MHD_Response *r, const char *type, const char *allow) {
+    int ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_YES;
+    if (allow) ok = ok && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) == MHD_YES;
+    if (!ok) {
+        static const char failed[] = "the answer could not be built\n";
+        MHD_destroy_response(r);
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        r = MHD_create_response_from_buffer(sizeof failed - 1, (void *)failed,
+                                            MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, TEXT_TYPE) != MHD_YES) {
+            MHD_destroy_response(r);
+            return MHD_NO;
+        }
+    }
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *body,
                              const char *allow) {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return send_answer(c, status, r, TEXT_TYPE, allow);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -68,10 +90,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, FERRY_METRICS_CONTENT_TYPE);
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
+    return send_answer(c, MHD_HTTP_OK, r, FERRY_METRICS_CONTENT_TYPE, NULL);
 }
 
 int ferry_metrics_listen(ferry_metrics *m, const char *addr, ferry_metrics_listener **out,

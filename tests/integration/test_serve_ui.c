@@ -222,16 +222,17 @@ static void test_read_only(void **state) {
         {"POST", "/api/dead-letters/purge", "{\"dryRun\":true}"},
     };
     size_t n = sizeof actions / sizeof actions[0];
-    long long before = audit_rows(schema, 403);
+    long long before = audit_rows(schema, 403), before401 = audit_rows(schema, 401);
     for (size_t i = 0; i < n; i++) {
-        /* with the all-scopes token, with a wrong one and with none: read-only wins */
+        /* with the all-scopes token: read-only; without a token the 401 comes first */
         sv_expect_error(&s, actions[i].method, actions[i].path, AUTH(ADMIN_SECRET), actions[i].body,
                         403, "the server is read-only (ferry serve --read-only)");
-        sv_expect_error(&s, actions[i].method, actions[i].path, NULL, actions[i].body, 403,
-                        "read-only");
+        sv_expect_error(&s, actions[i].method, actions[i].path, NULL, actions[i].body, 401,
+                        "needs a token");
     }
     /* every refusal audited, with the token's name when it had one */
-    assert_int_equal(audit_rows(schema, 403) - before, (long long)(2 * n));
+    assert_int_equal(audit_rows(schema, 403) - before, (long long)n);
+    assert_int_equal(audit_rows(schema, 401) - before401, (long long)n);
     assert_int_equal(ob_ll(db,
                            "SELECT count(*) FROM %s.admin_audit WHERE status = 403 AND actor = "
                            "'admin' AND path = '/api/queues/roq/pause'",
