@@ -153,9 +153,12 @@ static int queue_retry_selected(cli_ctx *x, const char *state) {
     }
     if (ended == FERRY_RETRY_SELECT_SCAN_MAX)
         fprintf(stderr,
-                "ferry %s: stopped after scanning %lld jobs (--scan-max); the rest were not "
-                "looked at\n",
-                x->spec->name, c.scanned);
+                "ferry %s: stopped at the scan limit after scanning %lld of %lld jobs "
+                "(--scan-max %lld); the rest were not looked at: run it again to go on (the "
+                "jobs retried have left the set, the ones that did not match are looked at "
+                "again) or give a larger --scan-max\n",
+                x->spec->name, c.scanned, c.total,
+                ro->scan_max ? ro->scan_max : (long long)FERRY_QUEUE_FIND_SCAN_DEFAULT);
     return CLI_EXIT_OK;
 }
 

@@ -650,8 +650,11 @@ FERRY_API int ferry_queue_throughput(ferry_queue *q, long long bucket_ms, size_t
 
 /* ---- retrying a selection of finished jobs ------------------------------------------- */
 
-#define FERRY_RETRY_SELECT_PAGE 200      /* jobs one page (chunk) looks at */
+#define FERRY_RETRY_SELECT_PAGE 200      /* jobs one page (chunk) looks at, at most */
 #define FERRY_RETRY_SELECT_TEXT_MAX 4096 /* bytes of reason_contains / data_contains */
+/* Bytes of job fields one page reads inside Redis, at most: past them the page ends early
+ * (after at least one job) and the next page continues. */
+#define FERRY_RETRY_SELECT_PAGE_BYTES (4 * 1024 * 1024)
 
 /* What ferry_queue_retry_selected has done so far (and in the end). */
 typedef struct ferry_queue_retry_counts {
@@ -664,7 +667,7 @@ typedef struct ferry_queue_retry_counts {
 
 /* How a ferry_queue_retry_selected call ended (*ended). */
 #define FERRY_RETRY_SELECT_DONE 0      /* every job of the state up to the start was seen */
-#define FERRY_RETRY_SELECT_SCAN_MAX 1  /* scan_max jobs were looked at first */
+#define FERRY_RETRY_SELECT_SCAN_MAX 1  /* scan_max jobs looked at first; the rest were not */
 #define FERRY_RETRY_SELECT_CANCELLED 2 /* the progress callback asked to stop */
 
 /* Which finished jobs ferry_queue_retry_selected retries; a zeroed struct retries every
@@ -685,17 +688,22 @@ typedef struct ferry_queue_retry_select {
     void *progress_ctx;
 } ferry_queue_retry_select;
 
-/* Retry the finished jobs of one state that a selector matches, oldest first: a page of
+/* Retry the finished jobs of one state that a selector matches, oldest first (by
+ * finishedOn, their score; equal scores by id, bytewise): a page of up to
  * FERRY_RETRY_SELECT_PAGE jobs of the set at a time, matched inside Redis by one read-only
- * script (job data is never read out), then each match retried exactly as
- * ferry_queue_retry_job(q, id, state, flags) retries it (same script: priority, lifo,
- * marker, `waiting` event, flow parent), so a match that moved meanwhile (retried,
- * removed, cleaned by someone else) is skipped, not forced. Only jobs whose finishedOn
- * (their score) is at most the time the call started are considered: jobs failing again
- * while it runs are not chased, so it ends. Unlike ferry_queue_retry_jobs it is not one
- * bulk move: between pages other clients run, and jobs another client removes from the set
- * meanwhile may make it miss a few jobs of the next page (it accounts for the jobs it
- * moves itself); jobs added with an older finishedOn may be looked at twice.
+ * script (job data is never read out; a job's data is read inside Redis only when
+ * data_contains is given, its failedReason only with reason_contains, and a page stops
+ * early after FERRY_RETRY_SELECT_PAGE_BYTES bytes of fields read), then each match retried
+ * exactly as ferry_queue_retry_job(q, id, state, flags) retries it (same script: priority,
+ * lifo, marker, `waiting` event, flow parent), so a match that moved meanwhile (retried,
+ * removed, cleaned by someone else) is skipped, not forced. Only jobs whose finishedOn is
+ * at most the time the call started are considered: jobs failing again while it runs are
+ * not chased, so it ends. Unlike ferry_queue_retry_jobs it is not one bulk move: between
+ * pages other clients run. Each page starts after the (finishedOn, id) the previous one
+ * stopped at, so jobs removed from the set meanwhile (removeOnFail trims, Queue.clean,
+ * ferry queue clean, another retry) never make it skip a job still there, and no job is
+ * looked at twice; a job added meanwhile with a finishedOn before that point (not
+ * something BullMQ does) is not looked at.
  * out (may be NULL): the counts, also after a failure midway. ended (may be NULL): how it
  *   ended (FERRY_RETRY_SELECT_*).
  * Returns: 0 (also when cancelled or stopped by scan_max).
@@ -705,8 +713,9 @@ typedef struct ferry_queue_retry_select {
  *   that failed ends the call; the counts say what was done).
  * Blocks: one round trip per page plus one per match, each within the queue's budget (the
  *   page read is retried once; a retry is not); the handle's mutex is taken per round
- *   trip, not held throughout. Threads: as every call on q; the callback runs on the
- *   calling thread. */
+ *   trip, not held throughout. Each page's script does O(log n) work to find its start
+ *   (however many jobs share a finishedOn) plus one HMGET per job looked at. Threads: as
+ *   every call on q; the callback runs on the calling thread. */
 FERRY_API int ferry_queue_retry_selected(ferry_queue *q, const ferry_queue_retry_select *sel,
                                          ferry_queue_retry_counts *out, int *ended,
                                          ferry_error *err);

@@ -9,11 +9,24 @@
 
 int ferry__api_audit_list(ferry__admin_req *r, ferry__admin_resp *out); /* api_audit.c */
 
+/* A selector member given as null: refused, since taking it for "any" would widen the
+ * selection to every job of the state (leave the member out for that). */
+static int refuse_null(ferry__admin_req *r, ferry__admin_resp *out, const char *key) {
+    json_t *v = r->body ? json_object_get(r->body, key) : NULL;
+    if (v && json_is_null(v))
+        return ferry__admin_fail(out, 400,
+                                 "body member %s: must be a string (null is not \"any\"; leave "
+                                 "the member out to match every job)",
+                                 key);
+    return 0;
+}
+
 /* POST /api/queues/{queue}/retry-all {"state", "name", "reasonContains", "dataContains"} */
 static int retry_all(ferry__admin_req *r, ferry__admin_resp *out) {
     static const char *const allowed[] = {"state", "name", "reasonContains", "dataContains", NULL};
     ferry_queue_retry_select sel = {0};
-    if (ferry__api_body_check(r, out, allowed) ||
+    if (ferry__api_body_check(r, out, allowed) || refuse_null(r, out, "name") ||
+        refuse_null(r, out, "reasonContains") || refuse_null(r, out, "dataContains") ||
         ferry__api_body_text(r, out, "state", &sel.state) ||
         ferry__api_body_text(r, out, "name", &sel.name) ||
         ferry__api_body_text(r, out, "reasonContains", &sel.reason_contains) ||
@@ -64,7 +77,10 @@ static int task_get(ferry__admin_req *r, ferry__admin_resp *out) {
     return 0;
 }
 
+/* POST /api/tasks/{id}/cancel: no body, or an empty object ({} is what the dashboard sends) */
 static int task_cancel(ferry__admin_req *r, ferry__admin_resp *out) {
+    static const char *const allowed[] = {NULL};
+    if (ferry__api_body_check(r, out, allowed)) return -1;
     json_t *t = NULL;
     char shown[128];
     const char *id = ferry__api_shown(r->params[0], shown, sizeof shown);

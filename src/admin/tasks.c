@@ -4,7 +4,9 @@
  * running tasks (at most FERRY__ADMIN_TASKS_RUNNING_MAX) and the last
  * FERRY__ADMIN_TASKS_FINISHED_KEPT finished ones, newest first; a cancel is seen after the
  * current chunk; the server's stop cancels every task and joins its thread. A task's finish
- * writes its own audit row (audit.c) and log record. */
+ * writes its own audit row (audit.c) and log record. A task looks at most at the server's
+ * scan limit of jobs (FERRY_SERVE_TASK_SCAN_MAX in the environment, else
+ * FERRY_QUEUE_FIND_SCAN_MAX) and says so when it stops there (state "stopped"). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +20,8 @@
 #include "util/error.h"
 #include "util/printable.h"
 
+#define TASK_SCAN_MAX_ENV "FERRY_SERVE_TASK_SCAN_MAX"
+
 typedef struct admin_task {
     struct admin_task *next; /* [tasks mu] newer first */
     ferry_admin_server *srv;
@@ -26,13 +30,16 @@ typedef struct admin_task {
     char sel_state[16];
     char request_id[ADMIN_REQUEST_ID_MAX + 1];
     long long created_at; /* ms since the epoch */
+    long long scan_max;   /* jobs it looks at, at most */
     /* [tasks mu] */
-    const char *state; /* "running", "done", "cancelled", "failed" */
+    const char *state; /* "running", "done", "stopped", "cancelled", "failed" */
     long long finished_at;
     ferry_queue_retry_counts counts;
     char *error;
+    char *message; /* why it stopped and how to go on ("stopped" only) */
     int joined;
     atomic_int cancel;
+    atomic_int exited; /* the thread is past its last use of the task: join does not wait */
     pthread_t thread;
 } admin_task;
 
@@ -42,6 +49,7 @@ struct admin_tasks {
     int running;
     int stopping;
     unsigned long seq;
+    long long scan_max; /* a task's scan limit (TASK_SCAN_MAX_ENV or FERRY_QUEUE_FIND_SCAN_MAX) */
 };
 
 static void task_free(admin_task *t) {
@@ -52,12 +60,34 @@ static void task_free(admin_task *t) {
     free(t->data);
     free(t->created_by);
     free(t->error);
+    free(t->message);
     free(t);
 }
 
+/* The scan limit from the environment: unset = FERRY_QUEUE_FIND_SCAN_MAX; anything but a
+ * whole number in 1..FERRY_QUEUE_FIND_SCAN_MAX is refused. */
+static int scan_max_from_env(long long *v, ferry_error *err) {
+    const char *env = getenv(TASK_SCAN_MAX_ENV);
+    *v = FERRY_QUEUE_FIND_SCAN_MAX;
+    if (!env) return 0;
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(env, &end, 10);
+    if (errno || end == env || *end || env[0] == '-' || env[0] == '+' || n < 1 ||
+        n > FERRY_QUEUE_FIND_SCAN_MAX)
+        return ferry__err(err, FERRY_EINVAL, "%s: expected a whole number of jobs in 1..%lld",
+                          TASK_SCAN_MAX_ENV, (long long)FERRY_QUEUE_FIND_SCAN_MAX);
+    *v = n;
+    return 0;
+}
+
 int ferry__admin_tasks_create(ferry_admin_server *s, ferry_error *err) {
+    long long scan_max;
+    int rc = scan_max_from_env(&scan_max, err);
+    if (rc) return rc;
     struct admin_tasks *ts = calloc(1, sizeof *ts);
     if (!ts) return ferry__err(err, FERRY_ENOMEM, "tasks: out of memory");
+    ts->scan_max = scan_max;
     pthread_mutex_init(&ts->mu, NULL);
     s->tasks = ts;
     return 0;
@@ -128,7 +158,9 @@ static json_t *task_json(const admin_task *t) {
     json_object_set_new(o, "matched", json_integer(t->counts.matched));
     json_object_set_new(o, "retried", json_integer(t->counts.retried));
     json_object_set_new(o, "skipped", json_integer(t->counts.skipped));
+    json_object_set_new(o, "scanMax", json_integer(t->scan_max));
     json_object_set_new(o, "error", str_or_null(t->error));
+    json_object_set_new(o, "message", str_or_null(t->message));
     json_object_set_new(o, "createdBy", str_or_null(t->created_by));
     json_object_set_new(o, "createdAt", json_integer(t->created_at));
     json_object_set_new(o, "finishedAt",
@@ -213,7 +245,7 @@ static void *task_main(void *arg) {
                                         .name = t->name,
                                         .reason_contains = t->reason,
                                         .data_contains = t->data,
-                                        .scan_max = FERRY_QUEUE_FIND_SCAN_MAX,
+                                        .scan_max = t->scan_max,
                                         .progress = task_progress,
                                         .progress_ctx = t};
         rc = ferry_queue_retry_selected(q, &sel, &c, &ended, &e);
@@ -221,16 +253,27 @@ static void *task_main(void *arg) {
     ferry_queue_close(q);
     const char *state = rc                                      ? "failed"
                         : ended == FERRY_RETRY_SELECT_CANCELLED ? "cancelled"
+                        : ended == FERRY_RETRY_SELECT_SCAN_MAX  ? "stopped"
                                                                 : "done";
+    char message[400] = "";
+    if (!rc && ended == FERRY_RETRY_SELECT_SCAN_MAX)
+        snprintf(message, sizeof message,
+                 "stopped at the scan limit of %lld jobs (%s): %lld of the %lld jobs were looked "
+                 "at, the rest were not; start the retry-all again to go on (the jobs retried "
+                 "have left the set, the ones that did not match are looked at again), narrow "
+                 "the selector%s",
+                 t->scan_max, TASK_SCAN_MAX_ENV, c.scanned, c.total,
+                 t->scan_max < FERRY_QUEUE_FIND_SCAN_MAX ? ", or raise the limit" : "");
     char summary[1200], shown[128], path[128];
     snprintf(summary, sizeof summary,
              "task %s retry-all %s: retried %lld of %lld matched, %lld scanned; %s%s%s", t->id,
              ferryx_printable(t->queue, shown, sizeof shown), c.retried, c.matched, c.scanned,
-             state, rc ? ": " : "", rc ? e.message : "");
+             state, rc || message[0] ? ": " : "", rc ? e.message : message);
     snprintf(path, sizeof path, "/api/tasks/%s", t->id);
     pthread_mutex_lock(&ts->mu);
     t->counts = c;
     if (rc) t->error = strdup(e.message);
+    if (message[0]) t->message = strdup(message);
     t->finished_at = (long long)ferry__now_ms();
     t->state = state;
     ts->running--;
@@ -238,22 +281,38 @@ static void *task_main(void *arg) {
     /* After the state: a client that sees "done" may look for the row a moment later. */
     ferry__admin_audit_internal(s, t->created_by, "TASK", path, rc ? 500 : 200, summary,
                                 t->request_id);
+    atomic_store(&t->exited, 1); /* the last use of t on this thread */
     return NULL;
 }
 
-/* Drop finished tasks past the kept number (caller holds ts->mu; joins their threads,
- * which are past their last lock). */
-static void prune(struct admin_tasks *ts) {
+/* Unlink finished tasks past the kept number whose thread has exited (caller holds ts->mu)
+ * and return them, for prune_free after the lock. A task still writing its audit row stays
+ * until a later prune (or the stop), so that neither the lock nor the request waits for
+ * it: GET /api/tasks shows only the kept number anyway. */
+static admin_task *prune_unlink(struct admin_tasks *ts) {
+    admin_task *dropped = NULL;
     int kept = 0;
     for (admin_task **pp = &ts->head; *pp;) {
         admin_task *t = *pp;
-        if (strcmp(t->state, "running") != 0 && ++kept > FERRY__ADMIN_TASKS_FINISHED_KEPT) {
+        if (strcmp(t->state, "running") != 0 && ++kept > FERRY__ADMIN_TASKS_FINISHED_KEPT &&
+            atomic_load(&t->exited)) {
             *pp = t->next;
-            if (!t->joined) pthread_join(t->thread, NULL);
-            task_free(t);
+            t->next = dropped;
+            dropped = t;
             continue;
         }
         pp = &t->next;
+    }
+    return dropped;
+}
+
+/* Join (their threads have exited: no wait) and free what prune_unlink returned. */
+static void prune_free(admin_task *t) {
+    while (t) {
+        admin_task *next = t->next;
+        if (!t->joined) pthread_join(t->thread, NULL);
+        task_free(t);
+        t = next;
     }
 }
 
@@ -283,11 +342,14 @@ int ferry__admin_task_start_retry(ferry__admin_req *r, const char *queue,
     snprintf(t->request_id, sizeof t->request_id, "%s", r->request_id);
     t->created_at = (long long)ferry__now_ms();
     t->state = "running";
+    t->scan_max = ts->scan_max;
     atomic_init(&t->cancel, 0);
+    atomic_init(&t->exited, 0);
     if (fail) {
         task_free(t);
         return ferry__err(err, FERRY_ENOMEM, "tasks: out of memory");
     }
+    admin_task *dropped = NULL;
     pthread_mutex_lock(&ts->mu);
     int rc = 0;
     if (ts->stopping) {
@@ -307,10 +369,11 @@ int ferry__admin_task_start_retry(ferry__admin_req *r, const char *queue,
             t->next = ts->head;
             ts->head = t;
             *task = task_json(t);
-            prune(ts);
+            dropped = prune_unlink(ts);
         }
     }
     pthread_mutex_unlock(&ts->mu);
+    prune_free(dropped);
     if (rc) task_free(t);
     return rc;
 }

@@ -13,7 +13,12 @@
 
 /* Start a retry-all task of queue `queue` (an existing queue; the caller checked) with the
  * selector sel (its strings are copied; progress fields ignored), created by r->actor.
- * Runs on a thread of its own with its own queue handle.
+ * Runs on a thread of its own with its own queue handle and looks at most at the server's
+ * scan limit of jobs (FERRY_SERVE_TASK_SCAN_MAX, read at the server's start; else
+ * FERRY_QUEUE_FIND_SCAN_MAX); its state ends "done", "stopped" (at that limit; "message"
+ * says so and how to go on), "cancelled" or "failed" ("error"). Drops the finished tasks
+ * past FERRY__ADMIN_TASKS_FINISHED_KEPT whose thread has exited (one still writing its
+ * audit row stays until a later start), joining them outside the registry's lock.
  * Returns: 0 and *task (the TASK JSON, caller decrefs).
  * Errors: FERRY_ETOOBIG when FERRY__ADMIN_TASKS_RUNNING_MAX tasks run (429);
  *   FERRY_ECLOSED when the server is stopping (503); FERRY_ENOMEM; thread creation
@@ -26,11 +31,13 @@ int ferry__admin_task_start_retry(ferry__admin_req *r, const char *queue,
  * decrefs; NULL when out of memory). Threads: any. Blocks: no. */
 json_t *ferry__admin_tasks_json(ferry__admin_req *r);
 
-/* The TASK JSON of task `id` (caller decrefs), NULL when unknown. */
+/* The TASK JSON of task `id` (caller decrefs), NULL when unknown. Threads: any. Blocks:
+ * no. */
 json_t *ferry__admin_task_json(ferry__admin_req *r, const char *id);
 
-/* Ask task `id` to stop after its current chunk. Returns 0 and *task (the TASK JSON now),
- * FERRY_ENOTFOUND when unknown, FERRY_ESTATE when it already finished (*task set too). */
+/* Ask task `id` to stop after its current chunk. Returns 0 and *task (the TASK JSON now,
+ * caller decrefs), FERRY_ENOTFOUND when unknown, FERRY_ESTATE when it already finished
+ * (*task set too). Threads: any. Blocks: no. */
 int ferry__admin_task_cancel(ferry__admin_req *r, const char *id, json_t **task);
 
 /* ---- audit.c ---- */

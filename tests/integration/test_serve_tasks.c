@@ -1,6 +1,9 @@
 /* test_serve_tasks.c - `ferry serve`'s server-side tasks and GET /api/audit, over real HTTP
- * against the real binary with Redis and PostgreSQL: a retry-all of 3000 failed jobs polled
- * until done (counts match Redis), a selector (only the matches move), a cancel midway
+ * against the real binary with Redis and PostgreSQL: a retry-all of 20000 failed jobs polled
+ * until done (seen midway, counts match Redis), a selector (only the matches move), null
+ * selector members and cancel bodies with unknown members refused, a task stopped at the
+ * server's scan limit (state "stopped", its message and audit row), a start that prunes a
+ * finished task still writing its audit row without waiting for it, a cancel midway
  * (some retried, state cancelled, the rest still failed, 409 after), the 5th concurrent
  * task refused with 429, wrong and read-only tokens refused with nothing moved, SIGTERM
  * while a task runs (exit 0 promptly, task cancelled), the audit rows of the request and
@@ -12,6 +15,8 @@
 #include "support/ob.h"
 #include "support/sv.h"
 #include "util/clock.h"
+
+#define FERRY_TEST_KEPT 32 /* finished tasks the registry keeps (tasks.h) */
 
 static const char *prefix;
 static PGconn *db;
@@ -55,9 +60,15 @@ static long long llen(const char *queue, const char *list) {
     return th_cmd_int(rc_conn, "LLEN %s:%s:%s", prefix, queue, list);
 }
 
+static void start_server_env(sv_server *s, const char *schema, const char *const *env) {
+    sv_start_env(s,
+                 SV_FLAGS("--prefix", prefix, "--database", th_env_require("DATABASE_URL"),
+                          "--schema", schema, "--token-file", token_file()),
+                 env);
+}
+
 static void start_server(sv_server *s, const char *schema) {
-    sv_start(s, SV_FLAGS("--prefix", prefix, "--database", th_env_require("DATABASE_URL"),
-                         "--schema", schema, "--token-file", token_file()));
+    start_server_env(s, schema, NULL);
 }
 
 /* POST retry-all; expects 202; returns the task id (malloc'd). */
@@ -77,7 +88,8 @@ static char *start_task(sv_server *s, const char *queue, const char *body) {
 }
 
 /* Poll GET /api/tasks/{id} until it is not running (15 s at most); returns the last TASK
- * (json_decref it); *partial = 1 when a poll saw it running with some jobs retried. */
+ * (json_decref it); *partial = 1 when a poll saw it running with some but not all of its
+ * jobs looked at (0 < scanned < total) and some retried. */
 static json_t *wait_task(sv_server *s, const char *id, int *partial) {
     char path[128];
     snprintf(path, sizeof path, "/api/tasks/%s", id);
@@ -89,7 +101,8 @@ static json_t *wait_task(sv_server *s, const char *id, int *partial) {
         sv_resp_free(&r);
         const char *st = json_string_value(json_object_get(t, "state"));
         if (strcmp(st, "running") != 0) return t;
-        if (partial && sv_jint(t, "retried") > 0) *partial = 1;
+        long long scanned = sv_jint(t, "scanned"), total = sv_jint(t, "total");
+        if (partial && scanned > 0 && scanned < total && sv_jint(t, "retried") > 0) *partial = 1;
         json_decref(t);
         if (th_mono_ms() > deadline) fail_msg("task %s still running after 15 s", id);
         th_sleep_ms(5);
@@ -99,7 +112,7 @@ static json_t *wait_task(sv_server *s, const char *id, int *partial) {
 static void test_retry_all_and_audit(void **state) {
     (void)state;
     const char *schema = ob_schema(db);
-    put_failed("big", 3000);
+    put_failed("big", 20000);
     sv_server s;
     start_server(&s, schema);
 
@@ -122,26 +135,37 @@ static void test_retry_all_and_audit(void **state) {
                         k ? "dataContains" : "reasonContains");
         free(body);
     }
+    /* null is not "any": a selector member given as null is refused */
+    sv_expect_error(&s, "POST", "/api/queues/big/retry-all", OPS, "{\"name\":null}", 400,
+                    "body member name: must be a string");
+    sv_expect_error(&s, "POST", "/api/queues/big/retry-all", OPS, "{\"dataContains\":null}", 400,
+                    "dataContains");
     sv_expect_error(&s, "POST", "/api/queues/nosuchq/retry-all", OPS, NULL, 404, "nosuchq");
     sv_expect_error(&s, "GET", "/api/tasks/t-nope", NULL, NULL, 404, "t-nope");
     sv_expect_error(&s, "POST", "/api/tasks/t-nope/cancel", OPS, NULL, 404, "t-nope");
-    assert_int_equal(zcard("big", "failed"), 3000);
+    assert_int_equal(zcard("big", "failed"), 20000);
 
     char *id = start_task(&s, "big", NULL);
+    /* a cancel body may only be empty */
+    char cpath[128];
+    snprintf(cpath, sizeof cpath, "/api/tasks/%s/cancel", id);
+    sv_expect_error(&s, "POST", cpath, OPS, "{\"force\":true}", 400, "force");
     int partial = 0;
     json_t *t = wait_task(&s, id, &partial);
     assert_string_equal(json_string_value(json_object_get(t, "state")), "done");
-    assert_int_equal(sv_jint(t, "total"), 3000);
-    assert_int_equal(sv_jint(t, "scanned"), 3000);
-    assert_int_equal(sv_jint(t, "matched"), 3000);
-    assert_int_equal(sv_jint(t, "retried"), 3000);
+    assert_int_equal(sv_jint(t, "total"), 20000);
+    assert_int_equal(sv_jint(t, "scanned"), 20000);
+    assert_int_equal(sv_jint(t, "matched"), 20000);
+    assert_int_equal(sv_jint(t, "retried"), 20000);
     assert_int_equal(sv_jint(t, "skipped"), 0);
     assert_true(json_is_null(json_object_get(t, "error")));
+    assert_true(json_is_null(json_object_get(t, "message")));
     assert_true(sv_jint(t, "finishedAt") >= sv_jint(t, "createdAt"));
+    /* a poll saw it midway, and the final counts are what Redis holds */
+    assert_true(partial);
+    assert_int_equal(zcard("big", "failed"), sv_jint(t, "total") - sv_jint(t, "retried"));
+    assert_int_equal(llen("big", "wait"), sv_jint(t, "retried"));
     json_decref(t);
-    if (!partial) fprintf(stderr, "note: no poll caught the task midway\n");
-    assert_int_equal(zcard("big", "failed"), 0);
-    assert_int_equal(llen("big", "wait"), 3000);
 
     /* a selector: only the "odd" jobs whose reason contains "boom 1" */
     put_failed("sel", 200);
@@ -190,7 +214,7 @@ static void test_retry_all_and_audit(void **state) {
     assert_string_equal(PQgetvalue(res, n - 1, 3), "200");
     char want[256];
     snprintf(want, sizeof want,
-             "task %s retry-all big: retried 3000 of 3000 matched, 3000 "
+             "task %s retry-all big: retried 20000 of 20000 matched, 20000 "
              "scanned; done",
              id);
     assert_string_equal(PQgetvalue(res, n - 1, 4), want);
@@ -316,6 +340,110 @@ static void test_cancel_limit_and_stop(void **state) {
     assert_true(zcard("huge", "failed") > 0); /* the stop came before the end */
 }
 
+/* A server whose tasks look at 250 jobs at most: a retry-all over 1000 stops there, as its
+ * own end ("stopped", with a message), not "done"; its audit row says so too. */
+static void test_scan_limit_stop(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    put_failed("capped", 1000);
+    sv_server s;
+    start_server_env(&s, schema, SV_FLAGS("FERRY_SERVE_TASK_SCAN_MAX=250"));
+    char *id = start_task(&s, "capped", "{\"name\":\"odd\"}");
+    json_t *t = wait_task(&s, id, NULL);
+    assert_string_equal(json_string_value(json_object_get(t, "state")), "stopped");
+    assert_int_equal(sv_jint(t, "scanMax"), 250);
+    assert_int_equal(sv_jint(t, "total"), 1000);
+    assert_int_equal(sv_jint(t, "scanned"), 250);
+    assert_int_equal(sv_jint(t, "retried"), 125);
+    assert_true(json_is_null(json_object_get(t, "error")));
+    const char *msg = json_string_value(json_object_get(t, "message"));
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "scan limit of 250 jobs"));
+    assert_non_null(strstr(msg, "250 of the 1000 jobs were looked at"));
+    assert_non_null(strstr(msg, "start the retry-all again"));
+    json_decref(t);
+    assert_int_equal(zcard("capped", "failed"), 1000 - 125);
+    assert_int_equal(llen("capped", "wait"), 125);
+    char path[128];
+    snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
+    sv_expect_error(&s, "POST", path, OPS, NULL, 409, "stopped");
+    sv_stop(&s);
+    PGresult *res = ob_sql(db,
+                           "SELECT summary FROM %s.admin_audit WHERE path = '/api/tasks/%s' AND "
+                           "method = 'TASK'",
+                           schema, id);
+    assert_int_equal(PQntuples(res), 1);
+    assert_non_null(strstr(PQgetvalue(res, 0, 0), "; stopped: stopped at the scan limit of 250"));
+    PQclear(res);
+    free(id);
+
+    /* a limit that is not a number of jobs: the server does not start */
+    cli_run r;
+    cli_exec_env(
+        &r, NULL, SV_FLAGS("FERRY_SERVE_TASK_SCAN_MAX=lots"),
+        SV_FLAGS("serve", "--listen", "127.0.0.1:0", "--redis", cli_url(), "--prefix", prefix));
+    assert_int_not_equal(r.code, 0);
+    assert_non_null(strstr(r.err, "FERRY_SERVE_TASK_SCAN_MAX"));
+    cli_run_free(&r);
+}
+
+/* A start that drops the oldest finished task past the kept 32 while that task's thread is
+ * still writing its audit row (made slow by a trigger) answers at once: the registry's lock
+ * is not held, nor the request kept, for that thread. */
+static void test_prune_does_not_wait(void **state) {
+    (void)state;
+    const char *schema = ob_schema(db);
+    put_failed("slowq", 1);
+    put_failed("tiny2", 1);
+    sv_server s;
+    start_server(&s, schema);
+    PQclear(ob_sql(db,
+                   "CREATE FUNCTION %s.slow_task_audit() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                   "BEGIN IF NEW.method = 'TASK' AND NEW.summary LIKE '%% retry-all slowq:%%' "
+                   "THEN PERFORM pg_sleep(6); END IF; RETURN NEW; END $$",
+                   schema));
+    PQclear(ob_sql(db,
+                   "CREATE TRIGGER slow_task_audit BEFORE INSERT ON %s.admin_audit FOR EACH ROW "
+                   "EXECUTE FUNCTION %s.slow_task_audit()",
+                   schema, schema));
+    long long t0 = th_mono_ms();
+    char *slow = start_task(&s, "slowq", NULL);
+    json_decref(wait_task(&s, slow, NULL)); /* finished; its thread now sleeps in the audit */
+    char *last = NULL;
+    for (int i = 0; i < FERRY_TEST_KEPT; i++) {
+        free(last);
+        last = start_task(&s, "tiny2", NULL);
+        json_decref(wait_task(&s, last, NULL));
+    }
+    /* 33 finished now: this start prunes the slow one */
+    long long t1 = th_mono_ms();
+    if (t1 - t0 > 4000) th_skip("too slow a machine to see the audit still running");
+    free(last);
+    last = start_task(&s, "tiny2", NULL);
+    long long took = th_mono_ms() - t1;
+    if (took >= 1500) fail_msg("the start that pruned took %lld ms", took);
+    t1 = th_mono_ms();
+    sv_resp r = sv_call(&s, "GET", "/api/tasks", NULL, NULL);
+    SV_EXPECT(r, 200);
+    assert_true(th_mono_ms() - t1 < 1500);
+    /* the slow one is past the kept 32: not shown, though not dropped yet */
+    json_t *tasks = json_object_get(r.json, "tasks");
+    for (size_t i = 0; i < json_array_size(tasks); i++)
+        assert_string_not_equal(json_string_value(json_object_get(json_array_get(tasks, i), "id")),
+                                slow);
+    sv_resp_free(&r);
+    json_decref(wait_task(&s, last, NULL));
+    sv_stop(&s); /* joins the slow one after its row */
+    PGresult *res = ob_sql(db,
+                           "SELECT count(*) FROM %s.admin_audit WHERE path = '/api/tasks/%s' AND "
+                           "method = 'TASK'",
+                           schema, slow);
+    assert_string_equal(PQgetvalue(res, 0, 0), "1");
+    PQclear(res);
+    free(last);
+    free(slow);
+}
+
 static int group_setup(void **state) {
     (void)state;
     db = ob_pg();
@@ -336,6 +464,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retry_all_and_audit),
         cmocka_unit_test(test_cancel_limit_and_stop),
+        cmocka_unit_test(test_scan_limit_stop),
+        cmocka_unit_test(test_prune_does_not_wait),
     };
     int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
     th_tmpdir_remove();

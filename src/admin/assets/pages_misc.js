@@ -208,8 +208,8 @@ export async function tasksPage(ctx) {
           .map(([k, v]) => k + '=' + v).join(', ')),
         cell('state', t.state),
         cell('counts', 'scanned ' + t.scanned + ' of ' + t.total + ', matched ' + t.matched +
-          ', retried ' + t.retried + ', skipped ' + t.skipped + (t.error ? ' (' + t.error +
-          ')' : '')),
+          ', retried ' + t.retried + ', skipped ' + t.skipped +
+          (t.error || t.message ? ' (' + (t.error || t.message) + ')' : '')),
         cell('by', t.createdBy || ''), cell('created', when(t.createdAt)),
         cell('finished', t.finishedAt ? when(t.finishedAt) : '–'),
         cell('actions', t.state === 'running' ? actionButton('task-cancel', 'Cancel', 'act',

@@ -114,7 +114,7 @@ function taskPanel(queue, task, onDone) {
       (t.matched || 0) + ', retried ' + (t.retried || 0) + ', skipped ' + (t.skipped || 0);
     counts.setAttribute('data-retried', String(t.retried || 0));
     counts.setAttribute('data-matched', String(t.matched || 0));
-    error.textContent = t.error || '';
+    error.textContent = t.error || t.message || '';
     if (t.state !== 'running') {
       cancel.hidden = true;
       if (!stopped) {
@@ -245,7 +245,8 @@ export async function queuePage(ctx) {
     const r = await post('/api/queues/' + q(name) + '/retry-all', body);
     clear(taskBox).appendChild(taskPanel(name, r.task, (t) => {
       flash('Task ' + t.id + ' ' + t.state + ': retried ' + t.retried + ' of ' + t.matched +
-        ' matched, ' + t.scanned + ' scanned' + (t.error ? ' (' + t.error + ')' : ''),
+        ' matched, ' + t.scanned + ' scanned' +
+        (t.error || t.message ? ' (' + (t.error || t.message) + ')' : ''),
       t.state === 'failed' ? 'error' : 'ok');
       feed.refresh();
     }));
