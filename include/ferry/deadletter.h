@@ -199,9 +199,12 @@ typedef struct ferry_dlq_filter {
     /* Only these rows: ids[0..nids), each a row id (UUID text, either case), 1..
      * FERRY_DLQ_IDS_MAX of them (a repeat counts once), and only while they still match the
      * rest of the filter: "execute the plan a dry run showed". ids NULL (nids 0) = any. A
-     * redrive or purge reports every listed id it does not take (deleted, or no longer
-     * matching: redriven meanwhile, say) as FERRY_DLQ_SKIPPED with only entry->id set, and
-     * counts it in stats->skipped (not in matched). */
+     * redrive or purge reports every listed id it does not take as FERRY_DLQ_SKIPPED with
+     * only entry->id set, and counts it in stats->skipped (not in matched). Its reason:
+     * "no longer matches the filter (...)" for a row still there (redriven meanwhile, say);
+     * "deleted since it was chosen (purged)" when an executed purge deleted it; "deleted
+     * since it was chosen" when the audit saw the row but no purge did; "not found (never
+     * existed or deleted since)" when the audit never saw the id (no row can tell more). */
     const char *const *ids;
     size_t nids;
 } ferry_dlq_filter;

@@ -115,9 +115,12 @@ typedef struct ferry_trace {
  * Returns: 0 and *out.
  * Errors: FERRY_EINVAL for an id that is not a UUID (the message says so, without quoting
  *   it) or bad options; FERRY_ENOTFOUND when nothing knows the id (no outbox row, job,
- *   marker or dead letter); FERRY_EDB / FERRY_EIO from PostgreSQL; Redis connect and
- *   transport errors; FERRY_ENOMEM.
- * Blocks: about six statements on conn (the session's statement_timeout applies), one
+ *   marker or dead letter); FERRY_ETIMEDOUT when PostgreSQL did not answer in time (the
+ *   snapshot's statements share 30 s, the ROLLBACK that ends it has 5 s): conn then has a
+ *   statement in flight and must be closed (PQfinish); FERRY_EDB / FERRY_EIO from
+ *   PostgreSQL; Redis connect and transport errors; FERRY_ENOMEM.
+ * Blocks: about six statements on conn, each ending by its deadline whatever the server
+ *   does (the session's statement_timeout still ends slow ones first on the server), one
  *   queue listing (a bounded SCAN, on a connection of its own) when no routes narrow the
  *   search, one pipelined EXISTS round trip, and a queue open plus one round trip per job
  *   found.

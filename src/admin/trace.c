@@ -5,7 +5,15 @@
  * event id, so the candidates are (queue, event id) for each queue the routes give (or every
  * queue under the prefix), (queue, job id) of each dead letter and (queue, new job id) of
  * each executed redrive; one pipelined EXISTS tells which are there, and only those are
- * read (a queue opened without writing its meta). Reads only; no payload in any message. */
+ * read (a queue opened without writing its meta). Reads only; no payload in any message.
+ *
+ * Every PostgreSQL statement ends by a deadline whatever the server does (ferry__pgc_exec
+ * over the caller's connection: libpq's blocking calls have none, and statement_timeout
+ * does nothing for a server that stopped answering): the snapshot's statements share
+ * PG_SNAPSHOT_MS, the ROLLBACK that ends it has PG_ROLLBACK_MS of its own. After a
+ * deadline the connection still has the statement in flight: no ROLLBACK is sent, the
+ * trace fails with FERRY_ETIMEDOUT, and the caller closes the connection (the admin pool
+ * drops one that is not idle). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +23,19 @@
 #include "outbox/routes.h"
 #include "pg/pg.h"
 #include "redis/conn.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/uuid7.h"
 
 #define EXISTS_CHUNK 1000
+#define PG_SNAPSHOT_MS 30000 /* BEGIN and the four reads, together */
+#define PG_ROLLBACK_MS 5000
+
+/* Tests only (tests/integration/test_trace_pg.c declares them): when > 0, the deadline of
+ * the snapshot and of the ROLLBACK in ms instead of the two above; when set, called with
+ * the connection and the statement's `what` before each statement is sent. */
+int ferry__trace_pg_ms;
+void (*ferry__trace_pg_hook)(PGconn *conn, const char *what);
 
 void ferry_trace_options_init(ferry_trace_options *o) {
     if (o) memset(o, 0, sizeof *o);
@@ -91,9 +108,26 @@ static int oom_err(ferry_error *err) {
 
 /* ---- PostgreSQL ------------------------------------------------------------------------ */
 
+/* The caller's connection as ferry__pgc_exec takes it, and the snapshot's deadline. */
+typedef struct tpg {
+    ferry__pgc c; /* c.conn borrowed; c.broken once a deadline passed or the link failed */
+    int64_t deadline;
+} tpg;
+
+static int pg_exec(tpg *db, int64_t deadline, const char *what, const char *sql, int nparams,
+                   const char *const *params, PGresult **out, ferry_error *err) {
+    if (ferry__trace_pg_hook) ferry__trace_pg_hook(db->c.conn, what);
+    return ferry__pgc_exec(&db->c, deadline, what, NULL, sql, nparams, params, out, err);
+}
+
+static int pg_run(tpg *db, const char *what, const char *sql, int nparams,
+                  const char *const *params, PGresult **out, ferry_error *err) {
+    return pg_exec(db, db->deadline, what, sql, nparams, params, out, err);
+}
+
 #define MS(expr) "COALESCE((extract(epoch FROM " expr ") * 1000)::bigint, 0)"
 
-static int read_outbox(PGconn *conn, const char *qs, ferry_trace *t, ferry_error *err) {
+static int read_outbox(tpg *db, const char *qs, ferry_trace *t, ferry_error *err) {
     char sql[FERRY__QSCHEMA_MAX + 400];
     snprintf(sql, sizeof sql,
              "SELECT id::text, topic, aggregate_id::text, trace_id, %s, %s, attempts, "
@@ -101,7 +135,7 @@ static int read_outbox(PGconn *conn, const char *qs, ferry_trace *t, ferry_error
              MS("created_at"), MS("published_at"), MS("quarantined_at"), qs);
     const char *p[] = {t->event_id};
     PGresult *r = NULL;
-    int rc = ferry__pg_run(conn, "trace: outbox", sql, 1, p, &r, err);
+    int rc = pg_run(db, "trace: outbox", sql, 1, p, &r, err);
     if (rc) return rc;
     if (PQntuples(r) == 1) {
         ferry_trace_outbox *ob = calloc(1, sizeof *ob);
@@ -124,7 +158,7 @@ static int read_outbox(PGconn *conn, const char *qs, ferry_trace *t, ferry_error
     return rc;
 }
 
-static int read_inbox(PGconn *conn, const char *qs, ferry_trace *t, ferry_error *err) {
+static int read_inbox(tpg *db, const char *qs, ferry_trace *t, ferry_error *err) {
     char sql[FERRY__QSCHEMA_MAX + 300];
     snprintf(sql, sizeof sql,
              "SELECT consumer, %s FROM %s.processed_messages WHERE message_id = $1::uuid "
@@ -132,7 +166,7 @@ static int read_inbox(PGconn *conn, const char *qs, ferry_trace *t, ferry_error 
              MS("processed_at"), qs, FERRY_TRACE_ROWS_MAX);
     const char *p[] = {t->event_id};
     PGresult *r = NULL;
-    int rc = ferry__pg_run(conn, "trace: inbox", sql, 1, p, &r, err);
+    int rc = pg_run(db, "trace: inbox", sql, 1, p, &r, err);
     if (rc) return rc;
     int n = PQntuples(r), oom = 0;
     if (n) {
@@ -150,7 +184,7 @@ static int read_inbox(PGconn *conn, const char *qs, ferry_trace *t, ferry_error 
 
 /* The dead letters of the event's jobs, and of the jobs their executed redrives created
  * (a redriven job that failed again is a dead letter with the redrive's job id). */
-static int read_dead_letters(PGconn *conn, const char *qs, const char *prefix, ferry_trace *t,
+static int read_dead_letters(tpg *db, const char *qs, const char *prefix, ferry_trace *t,
                              ferry_error *err) {
     char sql[4 * FERRY__QSCHEMA_MAX + 1200];
     snprintf(sql, sizeof sql,
@@ -170,7 +204,7 @@ static int read_dead_letters(PGconn *conn, const char *qs, const char *prefix, f
              FERRY_TRACE_ROWS_MAX);
     const char *p[] = {t->event_id, prefix};
     PGresult *r = NULL;
-    int rc = ferry__pg_run(conn, "trace: dead letters", sql, 2, p, &r, err);
+    int rc = pg_run(db, "trace: dead letters", sql, 2, p, &r, err);
     if (rc) return rc;
     int n = PQntuples(r), oom = 0;
     if (n) {
@@ -196,7 +230,7 @@ static int read_dead_letters(PGconn *conn, const char *qs, const char *prefix, f
     return oom ? oom_err(err) : 0;
 }
 
-static int read_redrives(PGconn *conn, const char *qs, ferry_trace *t, ferry_error *err) {
+static int read_redrives(tpg *db, const char *qs, ferry_trace *t, ferry_error *err) {
     if (!t->ndead_letters) return 0;
     const char **ids = calloc(t->ndead_letters, sizeof *ids);
     if (!ids) return oom_err(err);
@@ -213,7 +247,7 @@ static int read_redrives(PGconn *conn, const char *qs, ferry_trace *t, ferry_err
              MS("redriven_at"), qs, FERRY_TRACE_ROWS_MAX);
     const char *p[] = {arr};
     PGresult *r = NULL;
-    int rc = ferry__pg_run(conn, "trace: redrives", sql, 1, p, &r, err);
+    int rc = pg_run(db, "trace: redrives", sql, 1, p, &r, err);
     free(arr);
     if (rc) return rc;
     int n = PQntuples(r), oom = 0;
@@ -478,13 +512,25 @@ int ferry_trace_get(PGconn *conn, const ferry_trace_options *o, const char *even
     for (size_t i = 0; i < FERRY_UUID_STRLEN; i++)
         t->event_id[i] = (char)tolower((unsigned char)event_id[i]);
     /* one snapshot of the PostgreSQL sections, so they agree with each other */
-    rc = ferry__pg_run(conn, "trace", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,
-                       NULL, err);
-    if (rc == 0) rc = read_outbox(conn, qs, t, err);
-    if (rc == 0) rc = read_inbox(conn, qs, t, err);
-    if (rc == 0) rc = read_dead_letters(conn, qs, prefix, t, err);
-    if (rc == 0) rc = read_redrives(conn, qs, t, err);
-    if (PQtransactionStatus(conn) != PQTRANS_IDLE) PQclear(PQexec(conn, "ROLLBACK"));
+    int snapshot_ms = ferry__trace_pg_ms > 0 ? ferry__trace_pg_ms : PG_SNAPSHOT_MS;
+    int rollback_ms = ferry__trace_pg_ms > 0 ? ferry__trace_pg_ms : PG_ROLLBACK_MS;
+    tpg db = {.c = {.conn = conn}, .deadline = ferry__mono_ms() + snapshot_ms};
+    rc =
+        pg_run(&db, "trace", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, err);
+    if (rc == 0) rc = read_outbox(&db, qs, t, err);
+    if (rc == 0) rc = read_inbox(&db, qs, t, err);
+    if (rc == 0) rc = read_dead_letters(&db, qs, prefix, t, err);
+    if (rc == 0) rc = read_redrives(&db, qs, t, err);
+    /* a broken connection has a statement in flight: nothing more can be sent on it */
+    if (!db.c.broken && PQtransactionStatus(conn) != PQTRANS_IDLE) {
+        ferry_error rerr = {0};
+        int rrc = pg_exec(&db, ferry__mono_ms() + rollback_ms, "trace: rollback", "ROLLBACK", 0,
+                          NULL, NULL, &rerr);
+        if (rc == 0 && rrc) { /* the reads are fine, but the connection is left in a transaction */
+            rc = rrc;
+            if (err) *err = rerr;
+        }
+    }
     if (rc == 0) rc = fill_routes(o, t, err);
     char **names = NULL;
     size_t nnames = 0;

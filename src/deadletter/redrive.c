@@ -145,8 +145,18 @@ static int chosen(const action *x, const char *id) {
     return 0;
 }
 
-/* The ids of the filter's list that were not chosen (deleted, or no longer matching the
- * rest of the filter), each reported SKIPPED once, before the run. */
+/* Why a listed id has no row. Only the audit can tell a row that existed: every dry run
+ * and purge of it left a row in dead_letter_redrives (kept after the row is deleted). An
+ * id the audit never saw may never have existed, or been deleted without ferry's purge
+ * (by hand, by SQL): the reason says both. `purged` / `audited` come from one query. */
+static const char *why_missing(int purged, int audited) {
+    if (purged) return "deleted since it was chosen (purged)";
+    if (audited) return "deleted since it was chosen";
+    return "not found (never existed or deleted since)";
+}
+
+/* The ids of the filter's list that were not chosen (no row with the id, or a row no
+ * longer matching the rest of the filter), each reported SKIPPED once, before the run. */
 static int skip_unchosen(action *x, const ferry_dlq_filter *f, ferry_error *err) {
     if (!f || !f->ids || !f->nids) return 0;
     const char **missing = calloc(f->nids, sizeof *missing);
@@ -163,23 +173,34 @@ static int skip_unchosen(action *x, const ferry_dlq_filter *f, ferry_error *err)
     if (nm) {
         char *arr = ferry__pg_text_array(missing, nm);
         if (!arr) rc = ferry__err(err, FERRY_ENOMEM, "dead letters: out of memory");
-        char sql[FERRY__QSCHEMA_MAX + 100];
-        snprintf(sql, sizeof sql, "SELECT id::text FROM %s.dead_letters WHERE id = ANY($1::uuid[])",
-                 x->qs);
+        /* per id: has a row now, was purged (an executed purge audited it), was audited */
+        char sql[3 * FERRY__QSCHEMA_MAX + 400];
+        snprintf(sql, sizeof sql,
+                 "SELECT u.id::text, EXISTS (SELECT 1 FROM %s.dead_letters d WHERE d.id = u.id), "
+                 "EXISTS (SELECT 1 FROM %s.dead_letter_redrives a WHERE a.dead_letter_id = u.id "
+                 "AND a.action = 'purge' AND NOT a.dry_run), EXISTS (SELECT 1 FROM "
+                 "%s.dead_letter_redrives a WHERE a.dead_letter_id = u.id) FROM "
+                 "unnest($1::uuid[]) AS u(id)",
+                 x->qs, x->qs, x->qs);
         const char *p[] = {arr};
         if (rc == 0) rc = ferry__pg_run(x->conn, "dead letters", sql, 1, p, &r, err);
         free(arr);
     }
     for (size_t i = 0; rc == 0 && i < nm; i++) {
-        int exists = 0;
-        for (int k = 0; !exists && k < PQntuples(r); k++)
-            exists = !strcasecmp(PQgetvalue(r, k, 0), missing[i]);
+        int exists = 0, purged = 0, audited = 0;
+        for (int k = 0; k < PQntuples(r); k++)
+            if (!strcasecmp(PQgetvalue(r, k, 0), missing[i])) {
+                exists = PQgetvalue(r, k, 1)[0] == 't';
+                purged = PQgetvalue(r, k, 2)[0] == 't';
+                audited = PQgetvalue(r, k, 3)[0] == 't';
+                break;
+            }
         ferry_dlq_entry gone = {0};
         for (size_t c = 0; c < FERRY_DLQ_ID_STRLEN && missing[i][c]; c++)
             gone.id[c] = (char)tolower((unsigned char)missing[i][c]);
         emit(x, &gone, NULL, FERRY_DLQ_SKIPPED,
              exists ? "no longer matches the filter (redriven or changed since it was chosen)"
-                    : "deleted since it was chosen");
+                    : why_missing(purged, audited));
     }
     PQclear(r);
     free(missing);

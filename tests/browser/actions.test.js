@@ -3,7 +3,8 @@
 // buttons disabled; the admin pauses and resumes a queue, retries, promotes and removes one
 // job (the confirmation's cancel leaves it), cleans a state, runs a retry-all task by name
 // over 2000 failed jobs (only matching jobs move), cancels a retry-all midway, filters dead
-// letters, dry-runs and executes exactly the plan shown; the audit page lists it all by admin.
+// letters, dry-runs and executes exactly the plan shown, purges exactly the rows its dry run
+// counted (not a row that matches after it); the audit page lists it all by admin.
 'use strict';
 const d = require('./lib/dash');
 const { h, assert } = d;
@@ -331,6 +332,44 @@ suite.check('admin: dead letters filtered, dry run = PostgreSQL, execute redrive
   }
 });
 
+suite.check('admin: purge deletes exactly the rows its dry run counted, not one that matches later', async () => {
+  const page = ctx.page;
+  const s = ctx.schema;
+  await d.go(page, '#/dead-letters');
+  await setField(page, 'dl-filter-queue', Q);
+  await setField(page, 'dl-filter-error', 'declined');
+  await page.getByTestId('dl-apply').click();
+  const rows = page.locator('[data-testid="dl-table"] [data-testid="dl-row"]');
+  await h.waitFor(async () => (await rows.count()) === 2, { what: '2 dl-row after the filter' });
+  const mine = `prefix = '${prefix}'`;
+  const planned = (await d.sqlRows(`SELECT id::text FROM ${s}.dead_letters WHERE ${mine} AND queue = '${Q}'
+    AND error ILIKE '%declined%'`)).map((r) => r.id).sort();
+  assert.strictEqual(planned.length, 2);
+  const total = await d.sqlInt(`SELECT count(*) FROM ${s}.dead_letters WHERE ${mine}`);
+
+  await clearFlash(page);
+  await page.getByTestId('dl-purge').click();
+  const dlg = page.getByTestId('confirm-dialog');
+  await dlg.waitFor({ state: 'visible' });
+  assert.match(await page.getByTestId('confirm-text').textContent(), /Delete 2 dead letter/);
+  // After the dry run, before the confirmation: a new row that matches the filter.
+  await d.sql(`INSERT INTO ${s}.dead_letters (prefix, queue, job_name, job_id, data, error, attempts_made, job_timestamp)
+    VALUES ('${prefix}', '${Q}', 'charge', 'late-declined', '{}', 'card declined', 3, 8)`);
+  await page.getByTestId('confirm-ok').click();
+  await dlg.waitFor({ state: 'hidden' });
+  await d.waitFlash(page, 'ok', /Purged 2 dead letter/);
+
+  const left = await d.sqlRows(`SELECT id::text, job_id FROM ${s}.dead_letters WHERE ${mine} AND queue = '${Q}'
+    AND error ILIKE '%declined%'`);
+  assert.deepStrictEqual(left.map((r) => r.job_id), ['late-declined'], 'the row that matched later is still there');
+  const inList = planned.map((id) => `'${id}'`).join(',');
+  assert.strictEqual(await d.sqlInt(`SELECT count(*) FROM ${s}.dead_letters WHERE id IN (${inList})`), 0, 'the planned rows are gone');
+  assert.strictEqual(await d.sqlInt(`SELECT count(*) FROM ${s}.dead_letters WHERE ${mine}`), total - 2 + 1, 'nothing else deleted');
+  const purged = (await d.sqlRows(`SELECT dead_letter_id::text AS id FROM ${s}.dead_letter_redrives
+    WHERE action = 'purge' AND NOT dry_run`)).map((r) => r.id).sort();
+  assert.deepStrictEqual(purged, planned, 'the audit names exactly the planned rows');
+});
+
 suite.check('the audit page shows these actions by admin', async () => {
   const page = ctx.page;
   await d.go(page, '#/audit');
@@ -344,6 +383,7 @@ suite.check('the audit page shows these actions by admin', async () => {
     ['POST', `/api/queues/${Q}/clean`],
     ['POST', `/api/queues/${BULK}/retry-all`],
     ['POST', '/api/dead-letters/redrive'],
+    ['POST', '/api/dead-letters/purge'],
   ];
   let texts = [];
   await h.waitFor(async () => {

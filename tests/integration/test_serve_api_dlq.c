@@ -56,7 +56,6 @@ static int teardown(void **state) {
 /* Record one failure under the test's prefix, failed at failed_ms (0 = now); its row id. */
 static void record(const char *queue, const char *job_id, const char *error, long long failed_ms,
                    char id_out[40]) {
-    ferry_dlq_options o = {schema};
     ferry_dlq_failure f = {.prefix = prefix,
                            .queue = queue,
                            .job_id = job_id,
@@ -66,13 +65,7 @@ static void record(const char *queue, const char *job_id, const char *error, lon
                            .attempts_made = 3,
                            .job_timestamp_ms = 1000,
                            .failed_at_ms = failed_ms};
-    ferry_error e = {0};
-    if (ferry_dlq_record(db, &o, &f, NULL, &e)) fail_msg("record: %s", e.message);
-    PGresult *r =
-        ob_sql(db, "SELECT id::text FROM %s.dead_letters WHERE queue = '%s' AND job_id = '%s'",
-               schema, queue, job_id);
-    snprintf(id_out, 40, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
+    ob_dlq_record(db, schema, &f, id_out);
 }
 
 /* The table and the test's Redis keys as text, to compare before and after. */
@@ -400,7 +393,6 @@ static void test_outbox(void **state) {
 static void test_refused_row(void **state) {
     (void)state;
     char id[40];
-    ferry_dlq_options o = {schema};
     ferry_dlq_failure f = {.prefix = prefix,
                            .queue = "txt",
                            .job_id = "1",
@@ -408,11 +400,7 @@ static void test_refused_row(void **state) {
                            .data = "not json {",
                            .error = "bad",
                            .attempts_made = 1};
-    ferry_error e = {0};
-    if (ferry_dlq_record(db, &o, &f, NULL, &e)) fail_msg("record: %s", e.message);
-    PGresult *q = ob_sql(db, "SELECT id::text FROM %s.dead_letters WHERE queue = 'txt'", schema);
-    snprintf(id, sizeof id, "%s", PQgetvalue(q, 0, 0));
-    PQclear(q);
+    ob_dlq_record(db, schema, &f, id);
     char p[200];
     snprintf(p, sizeof p, "/api/dead-letters/%s", id);
     sv_resp r = sv_call(&srv, "GET", p, NULL, NULL);

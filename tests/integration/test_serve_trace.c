@@ -7,8 +7,10 @@
  *  - an id nothing knows: 404; not a UUID: 400 naming it; a server without a database: 503;
  *  - a dry-run redrive groups its rows by queue, name and the error's first line; executing
  *    with "ids" redrives exactly those rows; executed again, a row that stopped matching
- *    comes back "skipped" with its reason; bad "ids" (not an array, empty, over 1000, a
- *    non-UUID item): 400 naming the member, nothing changed. */
+ *    comes back "skipped" with its reason; an id that never had a row is "not found (never
+ *    existed or deleted since)", a purged one "deleted since it was chosen (purged)"; bad
+ *    "ids" (not an array, empty, over 1000, a non-UUID item): 400 naming the member,
+ *    nothing changed. */
 #include <stdlib.h>
 
 #include "support/ob.h"
@@ -154,7 +156,6 @@ static void test_trace_errors(void **state) {
 /* ---- the dead-letter plan --------------------------------------------------------------- */
 
 static void record(const char *job_id, const char *error, char id_out[40]) {
-    ferry_dlq_options o = {schema};
     ferry_dlq_failure f = {.prefix = prefix,
                            .queue = "qx",
                            .job_id = job_id,
@@ -163,12 +164,7 @@ static void record(const char *job_id, const char *error, char id_out[40]) {
                            .error = error,
                            .attempts_made = 1,
                            .job_timestamp_ms = 1000};
-    ferry_error e = {0};
-    if (ferry_dlq_record(db, &o, &f, NULL, &e)) fail_msg("record: %s", e.message);
-    PGresult *r =
-        ob_sql(db, "SELECT id::text FROM %s.dead_letters WHERE job_id = '%s'", schema, job_id);
-    snprintf(id_out, 40, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
+    ob_dlq_record(db, schema, &f, id_out);
 }
 
 static json_t *group_of(json_t *groups, const char *reason) {
@@ -238,6 +234,43 @@ static void test_plan_groups_and_ids(void **state) {
     assert_int_equal(redrives_of(a), 1);
 }
 
+/* A dry run naming ids that never had a row, and one a purge deleted: each "skipped" with
+ * what the server can truly tell ("not found ..." vs "deleted ... (purged)"). */
+static void test_plan_missing_ids(void **state) {
+    (void)state;
+    char a[40];
+    record("x9", "gone soon", a);
+    char body[512];
+    snprintf(body, sizeof body, "{\"dryRun\":false,\"ids\":[\"%s\"]}", a);
+    sv_resp r = sv_call(&srv, "POST", "/api/dead-letters/purge", ADMIN, body);
+    SV_EXPECT(r, 200);
+    assert_int_equal(sv_jint(r.json, "done"), 1);
+    sv_resp_free(&r);
+    const char *ghost = "0190a5c4-7b1e-7c3d-9f00-0000000000ee";
+    for (int purge = 0; purge < 2; purge++) {
+        snprintf(body, sizeof body, "{\"ids\":[\"%s\",\"%s\"]}", ghost, a);
+        r = sv_call(&srv, "POST", purge ? "/api/dead-letters/purge" : "/api/dead-letters/redrive",
+                    ADMIN, body);
+        SV_EXPECT(r, 200);
+        assert_int_equal(sv_jint(r.json, "matched"), 0);
+        assert_int_equal(sv_jint(r.json, "skipped"), 2);
+        json_t *items = get(r.json, "items");
+        assert_int_equal(json_array_size(items), 2);
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            assert_string_equal(str(it, "status"), "skipped");
+            if (!strcmp(str(it, "id"), ghost))
+                assert_string_equal(str(it, "reason"),
+                                    "not found (never existed or deleted since)");
+            else
+                assert_string_equal(str(it, "reason"), "deleted since it was chosen (purged)");
+        }
+        assert_null(strstr(r.body, "deleted since it was chosen\""));
+        sv_resp_free(&r);
+    }
+}
+
 static void test_bad_ids(void **state) {
     (void)state;
     long long before = ob_ll(db, "SELECT count(*) FROM %s.dead_letter_redrives", schema);
@@ -269,6 +302,7 @@ int main(void) {
         cmocka_unit_test(test_trace_every_section),
         cmocka_unit_test(test_trace_errors),
         cmocka_unit_test(test_plan_groups_and_ids),
+        cmocka_unit_test(test_plan_missing_ids),
         cmocka_unit_test(test_bad_ids),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);

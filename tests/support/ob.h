@@ -1,6 +1,7 @@
-/* ob.h - helpers of the outbox integration tests (test_outbox*.c, test_redis_acl.c), prefix
- * ob_ (each test file is its own executable, so these are static): a private schema per test
- * migrated through the library, SQL helpers that fail the test on error, routes files, and `ferry
+/* ob.h - helpers of the outbox integration tests (test_outbox*.c, test_redis_acl.c, and the
+ * PostgreSQL side of the dead-letter and trace tests), prefix ob_ (each test file is its own
+ * executable, so these are static): a private schema per test migrated through the library,
+ * SQL helpers that fail the test on error, recording a dead letter, routes files, and `ferry
  * relay` processes ($FERRY_BIN) started with posix_spawn, their stderr kept in a file so a failure
  * can show it, stopped with real signals. */
 #ifndef FERRY_TEST_OB_H
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ferry/deadletter.h"
 #include "ferry/outbox.h"
 #include "support/cli.h" /* the outbox tests also run `ferry outbox ...` */
 #include "support/th.h"
@@ -110,7 +112,29 @@ static inline const char *ob_schema(PGconn *c) {
     return s;
 }
 
-/* Append one event in its own transaction (commit = 1) or rolled back; id_out gets the id. */
+/* Record the dead letter f in schema (ferry_dlq_record) and write its row id to id_out: the
+ * row of f's failure (prefix, queue, job id, job timestamp, attempts made), also when that
+ * failure was recorded before. Fails the test on any error. */
+static inline void ob_dlq_record(PGconn *c, const char *schema, const ferry_dlq_failure *f,
+                                 char id_out[40]) {
+    ferry_dlq_options o = {schema};
+    ferry_error e = {0};
+    if (ferry_dlq_record(c, &o, f, NULL, &e)) fail_msg("record: %s", e.message);
+    char ts[32], attempts[32], sql[512];
+    snprintf(ts, sizeof ts, "%lld", f->job_timestamp_ms);
+    snprintf(attempts, sizeof attempts, "%ld", f->attempts_made);
+    snprintf(sql, sizeof sql,
+             "SELECT id::text FROM %s.dead_letters WHERE prefix = $1 AND queue = $2 AND "
+             "job_id = $3 AND job_timestamp = $4 AND attempts_made = $5",
+             schema);
+    const char *p[] = {f->prefix ? f->prefix : "bull", f->queue, f->job_id, ts, attempts};
+    PGresult *r = PQexecParams(c, sql, 5, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        fail_msg("the dead letter of job %s in %s: %s", f->job_id, f->queue, PQerrorMessage(c));
+    snprintf(id_out, 40, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
 /* A scratch database of the test's own (for settings made with ALTER DATABASE): one per
  * process, dropped by ob_scratch_drop (ob_close calls it). */
 static char ob_scratch_name[64];

@@ -1,5 +1,5 @@
 // pages_deadletters.js - #/dead-letters: filters and list, redrive as dry run → plan → execute
-// the same plan (ids), purge (dry run, confirm, execute), and the redrive/purge audit.
+// the same plan (ids), purge (dry run, confirm, delete exactly the dry run's ids), and the audit.
 
 import { h, clear, num, table, cell, when, errorBox, section } from './dom.js';
 import { get, post, qs, feed } from './api.js';
@@ -128,18 +128,22 @@ export async function deadLettersPage(ctx) {
     loadAudit();
     flash('Dry run: ' + r.matched + ' row(s) in the plan, nothing changed', 'ok');
   });
+  // Purge deletes exactly the rows its dry run counted (their ids), as redrive executes its
+  // plan: a row that starts matching the filter between the two requests is not deleted.
   const purge = actionButton('dl-purge', 'Purge…', 'redrive', async () => {
     const f = filterOf(inputs);
     const r = await post('/api/dead-letters/purge', Object.assign({ dryRun: true }, f));
-    if (!r.matched) {
+    const ids = (r.items || []).filter((it) => it.status === 'would').map((it) => it.id);
+    if (!ids.length) {
       flash('Purge: no row matches', 'ok');
       return;
     }
-    const ok = await confirmDialog('Delete ' + r.matched + ' dead letter(s) for good? ' +
+    const ok = await confirmDialog('Delete ' + ids.length + ' dead letter(s) for good? ' +
       'Their audit history stays.', 'Delete');
     if (!ok) return;
-    const x = await post('/api/dead-letters/purge', Object.assign({}, f, { dryRun: false }));
-    flash('Purged ' + x.done + ' dead letter(s)', 'ok');
+    const x = await post('/api/dead-letters/purge', Object.assign({}, f, { dryRun: false, ids }));
+    flash('Purged ' + x.done + ' dead letter(s)' + (x.skipped ? ', ' + x.skipped +
+      ' skipped (changed since the dry run)' : ''), 'ok');
     feed.refresh();
     loadList();
     loadAudit();
