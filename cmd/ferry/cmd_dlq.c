@@ -1,12 +1,14 @@
 /* cmd_dlq.c - `ferry dlq sync | list | show | redrive | purge`: the dead letters of
  * ferry/deadletter.h from the command line. Redrive and purge are dry runs unless
  * --execute; both are audited by the library, dry runs included. */
+#include <errno.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -493,31 +495,76 @@ static void ids_free(char **ids, size_t n) {
     free(ids);
 }
 
+/* The whole of an ids file, read with a bound (a 300 MB line or /dev/zero is refused after
+ * IDS_FILE_MAX bytes, not held in memory): a NUL-terminated buffer the caller frees, or
+ * NULL with the usage error reported in *rc. */
+static char *ids_slurp(const cmd_spec *spec, const char *path, size_t *len, int *rc) {
+    char b[256];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *rc = opts_usage_error(spec, "--ids-file: cannot open %s: %s", shown(path, b, sizeof b),
+                               strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        *rc = opts_usage_error(spec, "--ids-file: %s is a directory", shown(path, b, sizeof b));
+        return NULL;
+    }
+    char *buf = malloc(IDS_FILE_MAX + 2);
+    size_t got = 0;
+    while (buf && got <= IDS_FILE_MAX) {
+        size_t r = fread(buf + got, 1, IDS_FILE_MAX + 1 - got, f);
+        if (r == 0) break;
+        got += r;
+    }
+    int bad = buf && ferror(f);
+    int read_errno = errno;
+    fclose(f);
+    if (!buf) {
+        *rc = opts_usage_error(spec, "--ids-file: out of memory");
+    } else if (bad) {
+        *rc = opts_usage_error(spec, "--ids-file: cannot read %s: %s", shown(path, b, sizeof b),
+                               strerror(read_errno));
+    } else if (got > IDS_FILE_MAX) {
+        *rc = opts_usage_error(spec, "--ids-file: over %d bytes", IDS_FILE_MAX);
+    } else {
+        buf[got] = 0;
+        *len = got;
+        return buf;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* The ids of an ids file: one UUID a line; blank lines, lines starting with # and blanks or
+ * CR around an id are ignored; anything else (a NUL byte included) is refused naming the
+ * line. */
 static int ids_read(const cmd_spec *spec, const char *path, char ***ids, size_t *n) {
     *ids = NULL;
     *n = 0;
-    char b[256];
-    FILE *f = fopen(path, "rb");
-    if (!f) return opts_usage_error(spec, "--ids-file: cannot open %s", shown(path, b, sizeof b));
-    char *line = NULL;
-    size_t cap = 0, total = 0;
-    ssize_t len;
-    long lineno = 0;
     int rc = 0;
+    size_t len = 0;
+    char *text = ids_slurp(spec, path, &len, &rc);
+    if (!text) return rc;
     char **v = calloc(FERRY_DLQ_IDS_MAX, sizeof *v);
     if (!v) rc = opts_usage_error(spec, "--ids-file: out of memory");
-    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+    long lineno = 0;
+    for (size_t at = 0; rc == 0 && at < len;) {
+        char *s = text + at;
+        char *nl = memchr(s, '\n', len - at);
+        size_t l = nl ? (size_t)(nl - s) : len - at;
+        at += l + (nl ? 1 : 0);
         lineno++;
-        total += (size_t)len;
-        if (total > IDS_FILE_MAX) {
-            rc = opts_usage_error(spec, "--ids-file: over %d bytes", IDS_FILE_MAX);
+        if (memchr(s, 0, l)) {
+            rc = opts_usage_error(spec, "--ids-file: line %ld holds a NUL byte", lineno);
             break;
         }
-        char *s = line;
+        s[l] = 0;
         while (*s == ' ' || *s == '\t')
-            s++;
-        size_t l = strlen(s);
-        while (l && (s[l - 1] == '\n' || s[l - 1] == '\r' || s[l - 1] == ' ' || s[l - 1] == '\t'))
+            s++, l--;
+        while (l && (s[l - 1] == '\r' || s[l - 1] == ' ' || s[l - 1] == '\t'))
             s[--l] = 0;
         if (!l || *s == '#') continue;
         if (!uuid_form(s)) {
@@ -536,8 +583,7 @@ static int ids_read(const cmd_spec *spec, const char *path, char ***ids, size_t 
         }
         (*n)++;
     }
-    free(line);
-    fclose(f);
+    free(text);
     if (rc == 0 && *n == 0) rc = opts_usage_error(spec, "--ids-file: no id in the file");
     if (rc) {
         ids_free(v, *n);

@@ -6,10 +6,14 @@
  *    and a listed id with no row are reported SKIPPED with their reason, counted in
  *    skipped and not in matched; repeats count once; upper-case ids work;
  *  - purge with ids deletes exactly those;
+ *  - an id with no row is "not found (never existed or deleted since)" when the audit never
+ *    saw it, "deleted since it was chosen" when a dry run chose it, "... (purged)" when a
+ *    purge deleted it: redrive and purge, dry run and executed;
  *  - refused: an empty list, over FERRY_DLQ_IDS_MAX ids, an id that is not a UUID (named by
  *    its index), nothing changed;
  *  - `ferry dlq redrive --ids-file FILE --execute` redrives exactly the rows listed (comments
- *    and blank lines ignored); a line that is not an id: exit 2, nothing changed. */
+ *    and blank lines ignored; an id with no row printed "not found"); a line that is not an
+ *    id: exit 2, nothing changed. */
 #include <stdlib.h>
 
 #include "ferry/deadletter.h"
@@ -23,7 +27,6 @@ static ferry_redis_options rro;
 static char ids[5][40];
 
 static void record(const char *queue, const char *job_id, const char *error, char id_out[40]) {
-    ferry_dlq_options o = {schema};
     ferry_dlq_failure f = {.prefix = prefix,
                            .queue = queue,
                            .job_id = job_id,
@@ -32,12 +35,7 @@ static void record(const char *queue, const char *job_id, const char *error, cha
                            .error = error,
                            .attempts_made = 1,
                            .job_timestamp_ms = 1000};
-    ferry_error e = {0};
-    if (ferry_dlq_record(db, &o, &f, NULL, &e)) fail_msg("record: %s", e.message);
-    PGresult *r =
-        ob_sql(db, "SELECT id::text FROM %s.dead_letters WHERE job_id = '%s'", schema, job_id);
-    snprintf(id_out, 40, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
+    ob_dlq_record(db, schema, &f, id_out);
 }
 
 static int setup(void **state) {
@@ -158,7 +156,7 @@ static void test_execute_exactly_the_plan(void **state) {
     assert_int_equal(status_of(&s, ids[1], &why), FERRY_DLQ_SKIPPED);
     assert_non_null(strstr(why, "no longer matches"));
     assert_int_equal(status_of(&s, ghost, &why), FERRY_DLQ_SKIPPED);
-    assert_non_null(strstr(why, "deleted"));
+    assert_string_equal(why, "not found (never existed or deleted since)");
     assert_int_equal(redrive_count(ids[0]), 1);
     assert_int_equal(redrive_count(ids[1]), 1); /* not twice */
     assert_int_equal(redrive_count(ids[2]), 0); /* not in the plan */
@@ -205,6 +203,53 @@ static void test_upper_case_and_purge(void **state) {
         ob_ll(db, "SELECT count(*) FROM %s.dead_letters WHERE id = '%s'", schema, ids[3]), 1);
 }
 
+/* An id without a row: the reason says what the audit can tell, never more (an id no dry
+ * run or purge ever saw is "not found", not "deleted since it was chosen"). */
+static void test_missing_ids_reasons(void **state) {
+    (void)state;
+    char c[40];
+    record("qd", "d1", "boom", c);
+    seen s;
+    ferry_dlq_action_stats st;
+    ferry_error e = {0};
+    /* c is chosen by a dry run (audited), then deleted by hand, not by a purge */
+    const char *one[] = {c};
+    ferry_dlq_filter fc = {.ids = one, .nids = 1};
+    assert_int_equal(redrive(&fc, 0, &s, &st, &e), 0);
+    assert_int_equal(st.would, 1);
+    PQclear(ob_sql(db, "DELETE FROM %s.dead_letters WHERE id = '%s'", schema, c));
+    const char *ghost = "0190a5c4-7b1e-7c3d-9f00-00000000abcd"; /* never a row */
+    const char *list[] = {ghost, ids[4], c};                    /* ids[4]: purged above */
+    ferry_dlq_filter f = {.ids = list, .nids = 3};
+    for (int purge = 0; purge < 2; purge++) {
+        for (int execute = 0; execute < 2; execute++) {
+            if (!purge) {
+                assert_int_equal(redrive(&f, execute, &s, &st, &e), 0);
+            } else {
+                ferry_dlq_options o = {schema};
+                ferry_dlq_action_options a;
+                ferry_dlq_action_options_init(&a);
+                a.execute = execute;
+                a.actor = "ids-test";
+                a.item = item;
+                a.userdata = &s;
+                memset(&s, 0, sizeof s);
+                assert_int_equal(ferry_dlq_purge(db, &o, &f, &a, &st, &e), 0);
+            }
+            assert_int_equal(st.matched, 0);
+            assert_int_equal(st.skipped, 3);
+            assert_int_equal(s.n, 3);
+            const char *why = NULL;
+            assert_int_equal(status_of(&s, ghost, &why), FERRY_DLQ_SKIPPED);
+            assert_string_equal(why, "not found (never existed or deleted since)");
+            assert_int_equal(status_of(&s, ids[4], &why), FERRY_DLQ_SKIPPED);
+            assert_string_equal(why, "deleted since it was chosen (purged)");
+            assert_int_equal(status_of(&s, c, &why), FERRY_DLQ_SKIPPED);
+            assert_string_equal(why, "deleted since it was chosen");
+        }
+    }
+}
+
 static void test_refused(void **state) {
     (void)state;
     long long before = ob_ll(db, "SELECT count(*) FROM %s.dead_letter_redrives", schema);
@@ -245,7 +290,8 @@ static void test_cli_ids_file(void **state) {
     record("qc", "c1", "boom", a);
     record("qc", "c2", "boom", b);
     char text[200];
-    snprintf(text, sizeof text, "# reviewed plan\n\n  %s  \n", b);
+    snprintf(text, sizeof text, "# reviewed plan\n\n  %s  \n%s\n", b,
+             "0190a5c4-7b1e-7c3d-9f00-00000000cdef");
     const char *path = ob_file("ids.txt", text);
     cli_run r;
     CLI(r, "dlq", "redrive", "--ids-file", path, "--queue", "qc", "--execute", "--actor", "cli",
@@ -253,6 +299,10 @@ static void test_cli_ids_file(void **state) {
         "--prefix", prefix);
     CLI_EXPECT(r, 0);
     if (!strstr(r.out, "1 row redriven")) fail_msg("output: %s", r.out);
+    if (!strstr(r.out, "skipped 0190a5c4-7b1e-7c3d-9f00-00000000cdef: not found (never existed "
+                       "or deleted since)"))
+        fail_msg("output: %s", r.out);
+    if (strstr(r.out, "deleted since it was chosen")) fail_msg("output: %s", r.out);
     cli_run_free(&r);
     assert_int_equal(redrive_count(a), 0);
     assert_int_equal(redrive_count(b), 1);
@@ -266,13 +316,55 @@ static void test_cli_ids_file(void **state) {
     assert_int_equal(redrive_count(a), 0);
 }
 
+/* An ids file that is not one is refused before anything is read into memory past 1 MiB
+ * or connected to: an endless file (/dev/zero), a 2 MiB line, a directory, a NUL byte
+ * hiding junk after a valid id. */
+static void test_cli_ids_file_bounds(void **state) {
+    (void)state;
+    char a[40];
+    record("qb", "b1", "boom", a);
+    const char *nul = ob_file("nul-ids.txt", "");
+    FILE *f = fopen(nul, "wb");
+    assert_non_null(f);
+    fprintf(f, "%s", a);
+    fputc(0, f);
+    fprintf(f, "garbage\n");
+    fclose(f);
+    const char *big = ob_file("big-ids.txt", "");
+    f = fopen(big, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 2 * 1024 * 1024; i++)
+        fputc('a', f);
+    fclose(f);
+    struct {
+        const char *path, *says;
+    } cases[] = {
+        {"/dev/zero", "--ids-file: over 1048576 bytes"},
+        {big, "--ids-file: over 1048576 bytes"},
+        {th_tmpdir(), "is a directory"},
+        {nul, "--ids-file: line 1 holds a NUL byte"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_run r;
+        CLI(r, "dlq", "purge", "--ids-file", cases[i].path, "--execute", "--database",
+            th_env_require("DATABASE_URL"), "--schema", schema);
+        CLI_EXPECT(r, 2);
+        if (!strstr(r.err, cases[i].says)) fail_msg("%s: stderr: %s", cases[i].path, r.err);
+        cli_run_free(&r);
+    }
+    assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.dead_letters WHERE id = '%s'", schema, a),
+                     1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list_with_ids),
         cmocka_unit_test(test_execute_exactly_the_plan),
         cmocka_unit_test(test_upper_case_and_purge),
+        cmocka_unit_test(test_missing_ids_reasons),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_cli_ids_file),
+        cmocka_unit_test(test_cli_ids_file_bounds),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     th_tmpdir_remove();
