@@ -167,6 +167,9 @@ static int trace_run(int argc, char **argv, db_opts *d) {
     rc = ferry_trace_get(pg, &to, id, &t, &e);
     PQfinish(pg);
     ferry_routes_free(routes);
+    /* the library's messages start "trace: "; this command's own prefix says so already */
+    if (rc && strncmp(e.message, "trace: ", 7) == 0)
+        memmove(e.message, e.message + 7, strlen(e.message + 7) + 1);
     if (rc == FERRY_ENOTFOUND) {
         char msg[4 * FERRY_ERROR_MESSAGE_MAX];
         fprintf(stderr, "ferry trace: %s\n", ferryx_printable(e.message, msg, sizeof msg));
@@ -174,7 +177,7 @@ static int trace_run(int argc, char **argv, db_opts *d) {
     }
     if (rc) {
         if (e.code == FERRY_EDB || e.code == FERRY_EIO) return db_report(&trace_spec, d->url, &e);
-        return cli_report(&trace_spec, &conn, "trace", &e);
+        return cli_report(&trace_spec, &conn, NULL, &e);
     }
     if (o.json) {
         char *text = ferry_trace_json(t);

@@ -93,7 +93,11 @@ PGconn *db_connect(const cmd_spec *spec, const db_opts *d) {
             line[--n] = '\0';
         ferry_outbox_database_url_mask(d->url,
                                        line); /* libpq quotes hosts, ports, database names */
-        fprintf(stderr, "ferry %s: database %s (%s): %s\n", spec->name, where, d->url_source, line);
+        if (strcmp(d->url_source, "libpq defaults") == 0) /* `where` says so already */
+            fprintf(stderr, "ferry %s: database %s: %s\n", spec->name, where, line);
+        else
+            fprintf(stderr, "ferry %s: database %s (%s): %s\n", spec->name, where, d->url_source,
+                    line);
         PQfinish(conn);
         return NULL;
     }
