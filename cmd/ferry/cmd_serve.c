@@ -151,10 +151,12 @@ static void serve_log(const ferry_admin_log_record *rec, void *userdata) {
     if (rec->remote) logline_set_str(f, "remote", rec->remote);
     if (rec->kind == FERRY_ADMIN_LOG_ACCESS) {
         json_object_set_new(f, "duration_ms", json_real(rec->duration_ms));
+        if (rec->summary) logline_set_str(f, "summary", rec->summary);
         logline_event("serve", rec->level, "serve.request", f,
-                      "%s %s %d %.1f ms actor=%s request=%s remote=%s trace=%s", rec->method,
+                      "%s %s %d %.1f ms actor=%s request=%s remote=%s trace=%s%s%s", rec->method,
                       rec->path, rec->status, rec->duration_ms, rec->actor, rec->request_id,
-                      rec->remote, or_dash(rec->trace_id));
+                      rec->remote, or_dash(rec->trace_id), rec->summary ? " " : "",
+                      rec->summary ? rec->summary : "");
     } else if (rec->kind == FERRY_ADMIN_LOG_AUDIT) {
         if (rec->summary) logline_set_str(f, "summary", rec->summary);
         char why[FERRY_ERROR_MESSAGE_MAX + 64] = "";

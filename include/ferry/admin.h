@@ -102,7 +102,10 @@ typedef struct ferry_admin_log_record {
     const char *actor;       /* the token's name, "anonymous" (open read), "unknown" (refused) */
     const char *trace_id;    /* the trace id of a valid W3C traceparent header, else NULL */
     const char *remote;      /* "ADDR:PORT" of the peer */
-    const char *summary;     /* AUDIT: the handler's one line ("retried 12 jobs") or NULL */
+    const char *summary;     /* AUDIT: the handler's one line ("retried 12 jobs"); ACCESS of
+                                an event stream: how it ended ("stream ended: client gone",
+                                "... max age", "... server stop", "... out of memory");
+                                else NULL */
     const char *audit_error; /* AUDIT: why the row was not written, NULL when it was (or when
                                 no database is configured: then this record is the audit) */
 } ferry_admin_log_record;

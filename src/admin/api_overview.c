@@ -7,19 +7,30 @@
  * Each source stands alone: PostgreSQL down, or no database, gives that part null and its
  * reason ("outboxError", "deadLettersError", "inboxError"); only Redis unreachable fails the
  * whole answer (503). Work is bounded: at most OVERVIEW_QUEUES_MAX queues in detail
- * ("queuesComplete" false past them), 6 Redis round trips each (counts, ages, paused, rate
- * limit, workers, throughput), and three statements with a database. docs/serve.md
- * "Dashboard" states the cost of a refresh. The stream (stream.c) sends the same JSON. */
+ * ("queuesComplete" false past them), and three statements with a database. Redis is read
+ * over ONE connection (a cached handle's, so a warm overview opens none): the SCAN of the
+ * queue names (one round trip per 1000 keys of the database), then the queues' reads
+ * pipelined, QUEUES_PER_TRIP queues per round trip (CMDS_PER_QUEUE commands each: counts,
+ * ages, paused, throughput, rate limit), with the one CLIENT LIST of the overview (workers
+ * of every queue counted from the client names) in the first. So 100 queues in a small
+ * database cost 3 round trips. docs/serve.md "Dashboard" states the cost of a refresh. The
+ * stream (stream.c) sends the same JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "admin/api_json.h"
 #include "admin/framework.h"
 #include "ferry/deadletter.h"
 #include "ferry/inbox.h"
+#include "queue/keys.h"
+#include "queue/queue_module.h"
+#include "redis/conn.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/numtext.h"
 #include "util/printable.h"
 
 #define OVERVIEW_QUEUES_MAX 200
@@ -52,29 +63,435 @@ typedef struct totals {
     double oldest_ready_s;
 } totals;
 
-/* One queue's detail; 0, or the error of a call (Redis). */
-static int queue_detail(ferry__admin_req *r, ferry_queue *q, const char *name, totals *t,
-                        json_t **out, ferry_error *err) {
-    ferry_job_counts c;
-    ferry_job_ages a;
-    int paused = 0;
-    long long ttl = 0, done[THROUGHPUT_BUCKETS], failed[THROUGHPUT_BUCKETS];
-    (void)r;
-    int rc = ferry_queue_counts(q, &c, err);
-    if (!rc) rc = ferry_queue_ages(q, &a, err);
-    if (!rc) rc = ferry_queue_is_paused(q, &paused, err);
-    if (rc) return rc;
-    /* the rest is shown as null with its reason, unless Redis itself is gone */
-    ferry_error te = {0}, le = {0};
-    int trc = ferry_queue_throughput(q, THROUGHPUT_BUCKET_MS, THROUGHPUT_BUCKETS, done, failed,
-                                     NULL, &te);
-    int lrc = ferry_queue_rate_limit_ttl(q, &ttl, &le);
-    if ((trc && redis_down(trc)) || (lrc && redis_down(lrc))) {
-        *err = trc ? te : le;
-        return trc ? trc : lrc;
+/* ---- Redis: every queue over one connection ------------------------------------------- */
+
+/* The overview reads Redis through the connection of one queue handle borrowed from the
+ * server's cache under this name (only the handle's connection is used, never its keys),
+ * so the connection outlives an overview: a warm overview opens none. A real queue of
+ * this name would share the cached handle, which is harmless (handles of a name are
+ * interchangeable). */
+#define OVERVIEW_CONN_QUEUE "ferry-serve-overview"
+#define QUEUES_PER_TRIP 50      /* queues read in one pipelined round trip */
+#define CMDS_PER_QUEUE 18       /* commands (and replies) per queue in that round trip */
+#define NAMES_SCAN_COUNT "1000" /* keys Redis looks at per SCAN (as ferry_queue_names) */
+#define NAMES_SCANS_MAX 10000L  /* SCAN calls at most: 10^7 keys */
+
+/* Where a queue's replies are among its CMDS_PER_QUEUE: MULTI, 8 counts, EXEC; queueAges;
+ * HEXISTS meta paused; queueThroughput; MULTI, HGET meta max, GET limiter, PTTL limiter,
+ * EXEC. */
+enum { R_COUNTS = 9, R_AGES = 10, R_PAUSED = 11, R_THROUGHPUT = 12, R_LIMIT = 17 };
+
+/* ferry_queue_counts' commands, in ferry_job_counts order (one MULTI: one snapshot). */
+static const struct {
+    const char *cmd, *suffix;
+} COUNT_CMDS[] = {
+    {"LLEN", "wait"},
+    {"LLEN", "active"},
+    {"ZCARD", "completed"},
+    {"ZCARD", "failed"},
+    {"ZCARD", "delayed"},
+    {"ZCARD", "prioritized"},
+    {"ZCARD", "waiting-children"},
+    {"LLEN", "paused"},
+};
+#define NCOUNTS (sizeof COUNT_CMDS / sizeof COUNT_CMDS[0])
+
+typedef struct ov_queue {
+    const char *name; /* borrowed from the names list */
+    ferry__keys keys;
+    long long workers;
+} ov_queue;
+
+/* One pipelined round trip: CLIENT LIST first when asked, then qs[0..n)'s commands. */
+typedef struct ov_trip {
+    const ov_queue *qs;
+    size_t n;
+    int client_list;
+    char now[32]; /* ms, for queueAges */
+} ov_trip;
+
+static int append(ferry_conn *c, int argc, const char *const *argv, ferry_error *err) {
+    return ferry__conn_append_argv(c, argc, (const char **)argv, NULL, err);
+}
+
+/* The commands of one queue (CMDS_PER_QUEUE of them). */
+static int append_queue(ferry_conn *c, const ov_queue *oq, const char *now, ferry_error *err) {
+    enum { K_META = NCOUNTS, K_LIMITER, K_N };
+    char key[K_N][FERRY__QKEY_LEN];
+    for (size_t i = 0; i < NCOUNTS; i++)
+        if (!ferry__key(&oq->keys, COUNT_CMDS[i].suffix, key[i], sizeof key[i]))
+            return ferry__err(err, FERRY_EINVAL, "overview: a queue key is too long");
+    if (!ferry__key(&oq->keys, "meta", key[K_META], sizeof key[K_META]) ||
+        !ferry__key(&oq->keys, "limiter", key[K_LIMITER], sizeof key[K_LIMITER]))
+        return ferry__err(err, FERRY_EINVAL, "overview: a queue key is too long");
+    const ferry_script *ages = ferry__script_get("queueAges");
+    const ferry_script *tp = ferry__script_get("queueThroughput");
+    if (!ages || !tp) return ferry__err(err, FERRY_EINVAL, "overview: a script is not built in");
+    char sample[16], bucket_ms[24], buckets[16];
+    snprintf(sample, sizeof sample, "%d", FERRY_QUEUE_AGES_SAMPLE);
+    snprintf(bucket_ms, sizeof bucket_ms, "%d", THROUGHPUT_BUCKET_MS);
+    snprintf(buckets, sizeof buckets, "%d", THROUGHPUT_BUCKETS);
+    int rc = append(c, 1, (const char *[]){"MULTI"}, err);
+    for (size_t i = 0; !rc && i < NCOUNTS; i++)
+        rc = append(c, 2, (const char *[]){COUNT_CMDS[i].cmd, key[i]}, err);
+    if (!rc) rc = append(c, 1, (const char *[]){"EXEC"}, err);
+    /* queueAges: wait, paused, prioritized, active, delayed; base, now, sample */
+    const char *akeys[] = {key[0], key[7], key[5], key[1], key[4]};
+    const char *aargs[] = {oq->keys.base, now, sample};
+    if (!rc) rc = ferry__conn_append_evalsha(c, ages, 5, akeys, 3, aargs, NULL, err);
+    if (!rc) rc = append(c, 3, (const char *[]){"HEXISTS", key[K_META], "paused"}, err);
+    const char *tkeys[] = {key[2], key[3]}, *targs[] = {bucket_ms, buckets};
+    if (!rc) rc = ferry__conn_append_evalsha(c, tp, 2, tkeys, 2, targs, NULL, err);
+    if (!rc) rc = append(c, 1, (const char *[]){"MULTI"}, err);
+    if (!rc) rc = append(c, 3, (const char *[]){"HGET", key[K_META], "max"}, err);
+    if (!rc) rc = append(c, 2, (const char *[]){"GET", key[K_LIMITER]}, err);
+    if (!rc) rc = append(c, 2, (const char *[]){"PTTL", key[K_LIMITER]}, err);
+    if (!rc) rc = append(c, 1, (const char *[]){"EXEC"}, err);
+    return rc;
+}
+
+static int trip_append(ferry_queue *hq, void *ctx, size_t *n, ferry_error *err) {
+    const ov_trip *t = ctx;
+    ferry_conn *c = ferry__queue_conn(hq);
+    *n = (t->client_list ? 1 : 0) + t->n * CMDS_PER_QUEUE;
+    int rc = t->client_list ? append(c, 2, (const char *[]){"CLIENT", "LIST"}, err) : 0;
+    for (size_t i = 0; !rc && i < t->n; i++)
+        rc = append_queue(c, &t->qs[i], t->now, err);
+    return rc;
+}
+
+static int is_noscript(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && !memcmp(r->str, "NOSCRIPT", 8);
+}
+
+static void replies_free(redisReply **rr, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (rr[i]) freeReplyObject(rr[i]);
+}
+
+/* Run trip t on hq's connection into rr[0..*n) (the exchange's reconnect, deadline and one
+ * retry on a transport failure). After SCRIPT FLUSH (a NOSCRIPT reply) the scripts are
+ * loaded and the trip is run once more. */
+static int run_trip(ferry_queue *hq, const ov_trip *t, redisReply **rr, size_t cap, size_t *n,
+                    ferry_error *err) {
+    for (int reloaded = 0;; reloaded = 1) {
+        ferry__queue_lock(hq);
+        int rc = ferry__queue_exchange(hq, trip_append, (void *)t, 1, rr, cap, n, err);
+        int noscript = 0;
+        for (size_t i = 0; !rc && !reloaded && i < t->n; i++) {
+            size_t b = (t->client_list ? 1 : 0) + i * CMDS_PER_QUEUE;
+            noscript |= is_noscript(rr[b + R_AGES]) || is_noscript(rr[b + R_THROUGHPUT]);
+        }
+        if (noscript) {
+            replies_free(rr, *n);
+            *n = 0;
+            rc = ferry__conn_load_scripts(ferry__queue_conn(hq), err);
+        }
+        ferry__queue_unlock(hq);
+        if (rc || !noscript) return rc;
     }
+}
+
+/* A reply that is not what was asked for: FERRY_EREDIS for an error reply, else EPROTO. */
+static int bad_reply(const ov_queue *oq, const char *what, const redisReply *r, ferry_error *err) {
+    char shown[128];
+    ferryx_printable(oq->name, shown, sizeof shown);
+    if (r && r->type == REDIS_REPLY_ERROR)
+        return ferry__err(err, FERRY_EREDIS, "queue %s: %s: %s", shown, what, r->str);
+    return ferry__err(err, FERRY_EPROTO, "queue %s: %s: unexpected reply", shown, what);
+}
+
+static int is_int(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_INTEGER;
+}
+
+static int parse_counts(const ov_queue *oq, const redisReply *x, ferry_job_counts *c,
+                        ferry_error *err) {
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != NCOUNTS)
+        return bad_reply(oq, "counts", x, err);
+    long long v[NCOUNTS];
+    for (size_t i = 0; i < NCOUNTS; i++) {
+        if (!is_int(x->element[i])) return bad_reply(oq, "counts", x->element[i], err);
+        v[i] = x->element[i]->integer;
+    }
+    *c = (ferry_job_counts){.waiting = v[0],
+                            .active = v[1],
+                            .completed = v[2],
+                            .failed = v[3],
+                            .delayed = v[4],
+                            .prioritized = v[5],
+                            .waiting_children = v[6],
+                            .paused = v[7]};
+    return 0;
+}
+
+/* Seconds from ms to now_ms, never negative (writers' clocks may be ahead of ours). */
+static double age_s(long long now_ms, long long ms) {
+    return ms < now_ms ? (double)(now_ms - ms) / 1000.0 : 0.0;
+}
+
+static int parse_ages(const ov_queue *oq, const redisReply *x, long long now, ferry_job_ages *a,
+                      ferry_error *err) {
+    memset(a, 0, sizeof *a);
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 4)
+        return bad_reply(oq, "queueAges", x, err);
+    for (size_t i = 0; i < 4; i++)
+        if (!is_int(x->element[i])) return bad_reply(oq, "queueAges", x->element[i], err);
+    a->ready_found = x->element[0]->integer != 0;
+    a->active_found = x->element[2]->integer != 0;
+    if (a->ready_found) a->oldest_ready_s = age_s(now, x->element[1]->integer);
+    if (a->active_found) a->oldest_active_s = age_s(now, x->element[3]->integer);
+    return 0;
+}
+
+static int parse_buckets(const ov_queue *oq, const redisReply *x, long long *out,
+                         ferry_error *err) {
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != THROUGHPUT_BUCKETS)
+        return bad_reply(oq, "queueThroughput", x, err);
+    for (size_t i = 0; i < THROUGHPUT_BUCKETS; i++) {
+        if (!is_int(x->element[i]) || x->element[i]->integer < 0)
+            return bad_reply(oq, "queueThroughput", x->element[i], err);
+        out[i] = x->element[i]->integer;
+    }
+    return 0;
+}
+
+static int parse_throughput(const ov_queue *oq, const redisReply *x, long long *done,
+                            long long *failed, ferry_error *err) {
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 3 || !is_int(x->element[0]))
+        return bad_reply(oq, "queueThroughput", x, err);
+    int rc = parse_buckets(oq, x->element[1], done, err);
+    return rc ? rc : parse_buckets(oq, x->element[2], failed, err);
+}
+
+/* A number as Lua's tonumber() reads it (BullMQ's getRateLimitTTL); *ok = 0 when nil. */
+static double lua_number(const redisReply *v, int *ok) {
+    char buf[64], *end;
+    *ok = 0;
+    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf) return 0;
+    memcpy(buf, v->str, v->len);
+    buf[v->len] = 0;
+    double d = ferryx_strtod_c(buf, &end);
+    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+        end++;
+    if (end == buf || *end) return 0;
+    *ok = 1;
+    return d;
+}
+
+/* ferry_queue_rate_limit_ttl's computation from the EXEC of HGET meta max, GET limiter,
+ * PTTL limiter. */
+static int parse_limit(const ov_queue *oq, const redisReply *x, long long *ttl, ferry_error *err) {
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 3)
+        return bad_reply(oq, "rate limit ttl", x, err);
+    for (size_t i = 0; i < 3; i++)
+        if (x->element[i]->type == REDIS_REPLY_ERROR)
+            return bad_reply(oq, "rate limit ttl", x->element[i], err);
+    if (!is_int(x->element[2])) return bad_reply(oq, "rate limit ttl", x->element[2], err);
+    long long t = x->element[2]->integer;
+    if (x->element[0]->type == REDIS_REPLY_STRING) {
+        /* meta.max set: limited only when the count reached it */
+        int max_ok, used_ok;
+        double max = lua_number(x->element[0], &max_ok);
+        double used = lua_number(x->element[1], &used_ok);
+        if (!used_ok) used = 0;
+        t = max_ok && max <= used && t > 0 ? t : 0;
+    }
+    *ttl = t;
+    return 0;
+}
+
+/* The value of `key` in one CLIENT LIST line [p, end), as a pointer and length (0 absent). */
+static const char *client_field(const char *p, const char *end, const char *key, size_t *len) {
+    size_t klen = strlen(key);
+    while (p < end) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *stop = sp ? sp : end;
+        if ((size_t)(stop - p) > klen && !memcmp(p, key, klen) && p[klen] == '=') {
+            *len = (size_t)(stop - p - klen - 1);
+            return p + klen + 1;
+        }
+        p = stop + 1;
+    }
+    *len = 0;
+    return NULL;
+}
+
+/* Workers per queue from one CLIENT LIST: a worker's connection is named
+ * "<prefix>:<base64(queue)>" or "<prefix>:<base64(queue)>:w:<worker name>" (Node's and
+ * ferry's; src/queue/admin_workers.c), and base64 has no ':'. Returns 0, or FERRY_ENOMEM. */
+static int count_workers(const char *prefix, const redisReply *list, ov_queue *qs, size_t n,
+                         ferry_error *err) {
+    size_t plen = strlen(prefix);
+    char **b64 = calloc(n ? n : 1, sizeof *b64);
+    if (!b64) return ferry__err(err, FERRY_ENOMEM, "overview: out of memory");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        size_t qlen = strlen(qs[i].keys.queue);
+        if (!(b64[i] = malloc(4 * ((qlen + 2) / 3) + 1)))
+            rc = ferry__err(err, FERRY_ENOMEM, "overview: out of memory");
+        else
+            EVP_EncodeBlock((unsigned char *)b64[i], (const unsigned char *)qs[i].keys.queue,
+                            (int)qlen);
+        qs[i].workers = 0;
+    }
+    const char *p = list->str, *all_end = list->str + list->len;
+    while (!rc && p < all_end) {
+        const char *nl = memchr(p, '\n', (size_t)(all_end - p));
+        const char *end = nl ? nl : all_end;
+        if (end > p && end[-1] == '\r') end--;
+        size_t len = 0;
+        const char *name = client_field(p, end, "name", &len);
+        p = nl ? nl + 1 : all_end;
+        if (!name || len <= plen + 1 || memcmp(name, prefix, plen) || name[plen] != ':') continue;
+        const char *q = name + plen + 1, *qend = name + len;
+        const char *colon = memchr(q, ':', (size_t)(qend - q));
+        if (colon && ((size_t)(qend - colon) < 3 || memcmp(colon, ":w:", 3))) continue;
+        size_t qn = (size_t)((colon ? colon : qend) - q);
+        for (size_t i = 0; i < n; i++)
+            if (strlen(b64[i]) == qn && !memcmp(b64[i], q, qn)) {
+                qs[i].workers++;
+                break;
+            }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(b64[i]);
+    free(b64);
+    return rc;
+}
+
+/* The prefix as a SCAN MATCH pattern for "<prefix>:*:meta" (glob characters escaped). */
+static int meta_pattern(const char *prefix, char *out, size_t cap) {
+    size_t len = 0;
+    for (const char *p = prefix; *p; p++) {
+        if (strchr("*?[]\\", *p)) {
+            if (len + 1 >= cap) return -1;
+            out[len++] = '\\';
+        }
+        if (len + 1 >= cap) return -1;
+        out[len++] = *p;
+    }
+    static const char tail[] = ":*:meta";
+    if (len + sizeof tail > cap) return -1;
+    memcpy(out + len, tail, sizeof tail);
+    return 0;
+}
+
+struct scan_ctx {
+    const char *cursor, *pattern;
+};
+
+static int scan_append(ferry_queue *hq, void *vctx, size_t *n, ferry_error *err) {
+    struct scan_ctx *c = vctx;
+    *n = 1;
+    return append(
+        ferry__queue_conn(hq), 6,
+        (const char *[]){"SCAN", c->cursor, "MATCH", c->pattern, "COUNT", NAMES_SCAN_COUNT}, err);
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ferry_queue_names (the queues under the prefix: "<prefix>:<name>:meta" keys, sorted, at
+ * most max, *complete = 0 when cut) on hq's connection instead of a new one. *names is
+ * freed with ferry_queue_job_ids_free. */
+static int scan_names(ferry_queue *hq, const char *prefix, size_t max, char ***names, size_t *n,
+                      int *complete, ferry_error *err) {
+    *names = NULL;
+    *n = 0;
+    *complete = 0;
+    char pattern[2 * FERRY_QUEUE_NAME_MAX + 16];
+    if (meta_pattern(prefix, pattern, sizeof pattern))
+        return ferry__err(err, FERRY_EINVAL, "queue names: prefix too long");
+    size_t plen = strlen(prefix);
+    char **out = calloc(max + 1, sizeof *out);
+    if (!out) return ferry__err(err, FERRY_ENOMEM, "queue names: out of memory");
+    size_t got = 0;
+    char cursor[32] = "0";
+    int done = 0, truncated = 0, rc = 0;
+    for (long call = 0; !rc && !done && !truncated && call < NAMES_SCANS_MAX; call++) {
+        struct scan_ctx c = {cursor, pattern};
+        redisReply *r = NULL;
+        size_t nr = 0;
+        ferry__queue_lock(hq);
+        rc = ferry__queue_exchange(hq, scan_append, &c, 1, &r, 1, &nr, err);
+        ferry__queue_unlock(hq);
+        if (rc) break;
+        if (r->type == REDIS_REPLY_ERROR) {
+            rc = ferry__err(err, FERRY_EREDIS, "queue names: SCAN: %s", r->str);
+        } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+                   r->element[0]->type != REDIS_REPLY_STRING ||
+                   r->element[0]->len >= sizeof cursor ||
+                   r->element[1]->type != REDIS_REPLY_ARRAY) {
+            rc = ferry__err(err, FERRY_EPROTO, "queue names: SCAN: unexpected reply");
+        } else {
+            memcpy(cursor, r->element[0]->str, r->element[0]->len);
+            cursor[r->element[0]->len] = 0;
+            done = strcmp(cursor, "0") == 0;
+            const redisReply *keys = r->element[1];
+            for (size_t i = 0; !rc && i < keys->elements; i++) {
+                const redisReply *k = keys->element[i];
+                static const char meta[] = ":meta";
+                size_t mlen = sizeof meta - 1;
+                if (k->type != REDIS_REPLY_STRING || k->len <= plen + 1 + mlen ||
+                    memcmp(k->str, prefix, plen) || k->str[plen] != ':' ||
+                    memcmp(k->str + k->len - mlen, meta, mlen))
+                    continue;
+                const char *name = k->str + plen + 1;
+                size_t len = k->len - plen - 1 - mlen;
+                if (memchr(name, ':', len) || memchr(name, '\0', len)) continue;
+                if (got == max) { /* one more than asked for: the list is cut */
+                    truncated = 1;
+                    break;
+                }
+                if (!(out[got] = strndup(name, len)))
+                    rc = ferry__err(err, FERRY_ENOMEM, "queue names: out of memory");
+                else
+                    got++;
+            }
+        }
+        freeReplyObject(r);
+    }
+    if (rc) {
+        ferry_queue_job_ids_free(out, got);
+        return rc;
+    }
+    /* SCAN may return a key twice: sort, then drop repeats */
+    if (got) qsort(out, got, sizeof *out, by_name);
+    size_t uniq = 0;
+    for (size_t i = 0; i < got; i++) {
+        if (uniq && !strcmp(out[uniq - 1], out[i])) {
+            free(out[i]);
+            continue;
+        }
+        out[uniq++] = out[i];
+    }
+    *names = out;
+    *n = uniq;
+    *complete = done && !truncated;
+    return 0;
+}
+
+/* One queue's JSON from its replies rr[0..CMDS_PER_QUEUE), added into t; 0, or the error
+ * that fails the overview (counts, ages or paused unreadable). workers < 0: unknown, with
+ * its reason in we. */
+static int queue_json(const ov_queue *oq, redisReply **rr, long long now, const ferry_error *we,
+                      totals *t, json_t **out, ferry_error *err) {
+    ferry_job_counts c = {0};
+    ferry_job_ages a = {0};
+    int rc = parse_counts(oq, rr[R_COUNTS], &c, err);
+    if (!rc) rc = parse_ages(oq, rr[R_AGES], now, &a, err);
+    if (!rc && !is_int(rr[R_PAUSED])) rc = bad_reply(oq, "HEXISTS meta paused", rr[R_PAUSED], err);
+    if (rc) return rc;
+    int paused = rr[R_PAUSED]->integer != 0;
+    /* the rest is shown as null with its reason */
+    ferry_error te = {0}, le = {0};
+    long long ttl = 0, done[THROUGHPUT_BUCKETS] = {0}, failed[THROUGHPUT_BUCKETS] = {0};
+    int trc = parse_throughput(oq, rr[R_THROUGHPUT], done, failed, &te);
+    int lrc = parse_limit(oq, rr[R_LIMIT], &ttl, &le);
     json_t *o = json_object();
-    json_object_set_new(o, "name", ferry__api_str(name));
+    json_object_set_new(o, "name", ferry__api_str(oq->name));
     json_t *counts = json_object();
     json_object_set_new(counts, "wait", json_integer(c.waiting));
     json_object_set_new(counts, "active", json_integer(c.active));
@@ -96,16 +513,12 @@ static int queue_detail(ferry__admin_req *r, ferry_queue *q, const char *name, t
     } else {
         json_object_set_new(o, "rateLimitedMs", json_integer(ttl > 0 ? ttl : 0));
     }
-    ferry_queue_worker *w = NULL;
-    size_t nw = 0;
-    ferry_error we = {0};
-    if (ferry_queue_workers(q, &w, &nw, &we) == 0) {
-        json_object_set_new(o, "workers", json_integer((json_int_t)nw));
-        ferry_queue_workers_free(w, nw);
-        t->workers += (long long)nw;
+    if (oq->workers >= 0) {
+        json_object_set_new(o, "workers", json_integer((json_int_t)oq->workers));
+        t->workers += oq->workers;
     } else {
         json_object_set_new(o, "workers", json_null()); /* CLIENT LIST refused (hosted Redis) */
-        json_object_set_new(o, "workersError", err_text("", &we));
+        json_object_set_new(o, "workersError", err_text("", we));
     }
     if (trc) {
         json_object_set_new(o, "throughput", json_null());
@@ -126,29 +539,79 @@ static int queue_detail(ferry__admin_req *r, ferry_queue *q, const char *name, t
     return 0;
 }
 
+/* The queues' part of the overview into list, on hq's connection: ceil(n / QUEUES_PER_TRIP)
+ * pipelined round trips, CLIENT LIST in the first. Returns 0, or the Redis error. */
+static int read_queues(ferry_queue *hq, const char *prefix, ov_queue *qs, size_t n, totals *t,
+                       json_t *list, ferry_error *err) {
+    size_t cap = 1 + QUEUES_PER_TRIP * CMDS_PER_QUEUE;
+    redisReply **rr = calloc(cap, sizeof *rr);
+    if (!rr) return ferry__err(err, FERRY_ENOMEM, "overview: out of memory");
+    ferry_error we = {0};
+    int rc = 0;
+    for (size_t off = 0; !rc && off < n; off += QUEUES_PER_TRIP) {
+        ov_trip trip = {.qs = qs + off,
+                        .n = n - off < QUEUES_PER_TRIP ? n - off : QUEUES_PER_TRIP,
+                        .client_list = off == 0};
+        long long now = (long long)ferry__now_ms();
+        snprintf(trip.now, sizeof trip.now, "%lld", now);
+        size_t got = 0;
+        rc = run_trip(hq, &trip, rr, cap, &got, err);
+        if (rc) break;
+        redisReply **q0 = rr;
+        if (trip.client_list) {
+            const redisReply *cl = rr[0];
+            int wrc = 0;
+            if (cl->type == REDIS_REPLY_STRING || cl->type == REDIS_REPLY_STATUS)
+                wrc = count_workers(prefix, cl, qs, n, &we);
+            else
+                wrc = cl->type == REDIS_REPLY_ERROR
+                          ? ferry__err(&we, FERRY_EREDIS, "CLIENT LIST: %s", cl->str)
+                          : ferry__err(&we, FERRY_EPROTO, "CLIENT LIST: unexpected reply");
+            if (wrc)
+                for (size_t i = 0; i < n; i++)
+                    qs[i].workers = -1;
+            q0 = rr + 1;
+        }
+        for (size_t i = 0; !rc && i < trip.n; i++) {
+            json_t *one = NULL;
+            rc = queue_json(&trip.qs[i], q0 + i * CMDS_PER_QUEUE, now, &we, t, &one, err);
+            if (!rc) json_array_append_new(list, one);
+        }
+        replies_free(rr, got);
+        memset(rr, 0, cap * sizeof *rr);
+    }
+    free(rr);
+    return rc;
+}
+
 /* "queues", "queuesComplete" and "totals" into o. Returns 0, or the Redis error. */
 static int add_queues(ferry__admin_req *r, json_t *o, totals *t, ferry_error *err) {
+    const char *prefix = r->cfg->prefix ? r->cfg->prefix : FERRY_DEFAULT_PREFIX;
+    ferry_queue *hq = NULL;
+    int rc = ferry__admin_queue(r, OVERVIEW_CONN_QUEUE, &hq, err);
+    if (rc) return rc;
     char **names = NULL;
     size_t n = 0;
     int complete = 0;
-    int rc = ferry_queue_names(r->cfg->redis, r->cfg->prefix, OVERVIEW_QUEUES_MAX + 1, &names, &n,
-                               &complete, err);
-    if (rc) return rc;
-    if (n > OVERVIEW_QUEUES_MAX) complete = 0;
-    json_t *list = json_array();
-    for (size_t i = 0; i < n && i < OVERVIEW_QUEUES_MAX; i++) {
-        ferry_queue *q = NULL;
-        rc = ferry__admin_queue(r, names[i], &q, err);
-        if (rc == FERRY_EINVAL) { /* a meta key whose name no queue API takes */
-            rc = 0;
-            continue;
-        }
-        json_t *one = NULL;
-        if (!rc) rc = queue_detail(r, q, names[i], t, &one, err);
-        ferry__admin_queue_release(r, q);
-        if (rc) break;
-        json_array_append_new(list, one);
+    rc = scan_names(hq, prefix, OVERVIEW_QUEUES_MAX + 1, &names, &n, &complete, err);
+    if (rc) {
+        ferry__admin_queue_release(r, hq);
+        return rc;
     }
+    if (n > OVERVIEW_QUEUES_MAX) complete = 0;
+    ov_queue *qs = calloc(n ? n : 1, sizeof *qs);
+    json_t *list = json_array();
+    size_t nq = 0;
+    if (!qs || !list) rc = ferry__err(err, FERRY_ENOMEM, "overview: out of memory");
+    for (size_t i = 0; !rc && i < n && i < OVERVIEW_QUEUES_MAX; i++) {
+        ferry_error e = {0};
+        /* a meta key whose name no queue API takes is left out */
+        if (ferry__keys_init(&qs[nq].keys, prefix, names[i], &e)) continue;
+        qs[nq++].name = names[i];
+    }
+    if (!rc) rc = read_queues(hq, prefix, qs, nq, t, list, err);
+    ferry__admin_queue_release(r, hq);
+    free(qs);
     ferry_queue_job_ids_free(names, n);
     if (rc) {
         json_decref(list);
@@ -314,8 +777,15 @@ json_t *ferry__admin_overview(ferry__admin_req *r, int *status, ferry_error *err
     return o;
 }
 
-/* GET /api/overview */
+/* GET /api/overview: takes no query parameter (a typo is refused, not ignored). */
 static int overview(ferry__admin_req *r, ferry__admin_resp *out) {
+    admin_request *ar = r->server;
+    if (ar->nquery) {
+        char shown[96];
+        return ferry__admin_fail(out, 400,
+                                 "unknown query parameter \"%s\" (GET /api/overview takes none)",
+                                 ferry__api_shown(ar->query_keys[0], shown, sizeof shown));
+    }
     ferry_error err = {0};
     int status = 500;
     json_t *o = ferry__admin_overview(r, &status, &err);

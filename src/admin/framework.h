@@ -145,11 +145,12 @@ struct ferry_admin_server {
     pthread_cond_t stream_cv;
     int streams_open;
     int stopping;
-    /* the last overview a stream built, shared by streams for a second [snap_mu, held while
-     * one is built so concurrent streams wait for it rather than build their own] */
+    /* the last event a stream built (overview or error), shared by streams for a second.
+     * snap_mu is held by the one stream building (taken with trylock under stream_mu only);
+     * snap_text and snap_ms are guarded by stream_mu */
     pthread_mutex_t snap_mu;
     char *snap_text;
-    int64_t snap_ms; /* monotonic start of its build */
+    int64_t snap_ms; /* monotonic end of its build */
 
     /* conns.c: open connections, their deadlines, the sweeper that closes late ones
      * [conns_mu] */
@@ -303,8 +304,10 @@ void ferry__admin_stream_discard(admin_request *ar);
 /* The overview JSON (GET /api/overview's body), from the request's borrowed resources;
  * adds a point to the server's history when the newest is ADMIN_HISTORY_INTERVAL_MS old.
  * Returns the object (caller decrefs), or NULL with *status (503 Redis unreachable, 500)
- * and the message in err. Blocks: per queue 6 round trips (at most 200 queues), and a few
- * PostgreSQL statements with a database. Threads: any (the ring is locked). */
+ * and the message in err. Blocks: over one cached connection, one SCAN per 1000 keys, then
+ * ceil(queues/50) pipelined round trips (the overview's one CLIENT LIST in the first; at
+ * most 200 queues), and a few PostgreSQL statements with a database. Threads: any (the ring is
+ * locked). */
 json_t *ferry__admin_overview(ferry__admin_req *r, int *status, ferry_error *err);
 /* The access log record of a request (stream.c logs at a stream's end). */
 void ferry__admin_access_log(admin_request *ar, int status);

@@ -106,7 +106,8 @@ void ferry__admin_access_log(admin_request *ar, int status) {
 #define ANSWER_FAILED_BODY "{\"error\":\"internal error: the answer could not be built\"}\n"
 
 /* Add every header of an answer: Content-Type, X-Request-Id, the request's own static
- * headers (own_headers) or the JSON answer's Cache-Control and CSP, the security headers,
+ * headers (own_headers) or the JSON answer's Cache-Control, CSP and a handler's
+ * Retry-After, the security headers,
  * Allow, WWW-Authenticate, Connection: close. Returns 0, or -1 when one could not be added
  * (libmicrohttpd out of memory, or a value it refuses): the caller must not send resp. */
 static int add_headers(const admin_request *ar, struct MHD_Response *resp, const char *type,
@@ -122,6 +123,12 @@ static int add_headers(const admin_request *ar, struct MHD_Response *resp, const
              MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") == MHD_YES;
         ok = ok &&
              MHD_add_response_header(resp, "Content-Security-Policy", ADMIN_CSP_JSON) == MHD_YES;
+        /* of a handler's own headers a JSON answer carries only Retry-After (a 429's): the
+         * others (an asset's ETag, Cache-Control) belong to the text it did not send */
+        for (size_t i = 0; ok && i < ar->ntext_headers; i++)
+            if (strcmp(ar->text_headers[i][0], "Retry-After") == 0)
+                ok =
+                    MHD_add_response_header(resp, "Retry-After", ar->text_headers[i][1]) == MHD_YES;
     }
     ok = ok && MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") == MHD_YES;
     ok = ok && MHD_add_response_header(resp, "X-Frame-Options", "DENY") == MHD_YES;
