@@ -33,10 +33,13 @@ extern "C" {
 #define FERRY_ADMIN_CONNECTIONS_PER_IP_DEFAULT 32   /* connections of one client address */
 #define FERRY_ADMIN_HEAD_TIMEOUT_S 10               /* a request head's time (see options) */
 #define FERRY_ADMIN_REQUEST_TIMEOUT_S 30            /* a request's, an answer's (see options) */
-#define FERRY_ADMIN_READY_TIMEOUT_DEFAULT_MS 2000   /* each /readyz check's deadline */
-#define FERRY_ADMIN_STOP_TIMEOUT_DEFAULT_MS 10000   /* ferry_admin_stop's grace for requests */
-#define FERRY_ADMIN_STREAMS_MAX 8                   /* GET /api/stream open at once (429 past) */
-#define FERRY_ADMIN_STREAM_SECONDS 300              /* one event stream's life (then it ends) */
+#define FERRY_ADMIN_ANSWER_MIN_RATE                                                                \
+    (16 * 1024)                                   /* bytes/s: an answer's time grows by its        \
+                                                     size at this rate (see options) */
+#define FERRY_ADMIN_READY_TIMEOUT_DEFAULT_MS 2000 /* each /readyz check's deadline */
+#define FERRY_ADMIN_STOP_TIMEOUT_DEFAULT_MS 10000 /* ferry_admin_stop's grace for requests */
+#define FERRY_ADMIN_STREAMS_MAX 8                 /* GET /api/stream open at once (429 past) */
+#define FERRY_ADMIN_STREAM_SECONDS 300            /* one event stream's life (then it ends) */
 
 /* Scopes a token may hold (a bit set). "read" is implied by holding any. */
 #define FERRY_ADMIN_SCOPE_READ 1
@@ -150,8 +153,9 @@ typedef struct ferry_admin_options {
      * bound clients at the proxy). Whatever it is, a connection is closed when its request
      * head is not complete within FERRY_ADMIN_HEAD_TIMEOUT_S of its start (or of the
      * previous answer), its head and body within FERRY_ADMIN_REQUEST_TIMEOUT_S, or when
-     * the client takes more than FERRY_ADMIN_REQUEST_TIMEOUT_S to read an answer (an event
-     * stream excepted); a handler's own time is bounded by its Redis and PostgreSQL calls. */
+     * the client takes more than FERRY_ADMIN_REQUEST_TIMEOUT_S, plus the answer's size at
+     * FERRY_ADMIN_ANSWER_MIN_RATE, to read an answer (an event stream excepted); a handler's own
+     * time is bounded by its Redis and PostgreSQL calls. */
     int connections_per_ip;
     const char *tls_cert_file; /* PEM certificate (chain) and key: HTTPS when both */
     const char *tls_key_file;  /*   are set; one without the other is FERRY_EINVAL */

@@ -53,7 +53,8 @@ void ferry__admin_conns_destroy(ferry_admin_server *s) {
 
 /* Set slot's deadline for `phase` [conns_mu held]; wakes the sweeper when it is the
  * earliest. */
-static void set_phase(ferry_admin_server *s, admin_conn *slot, int phase, int64_t now) {
+static void set_phase(ferry_admin_server *s, admin_conn *slot, int phase, int64_t now,
+                      int64_t extra_ms) {
     slot->phase = phase;
     switch (phase) {
     case ADMIN_CONN_HEAD:
@@ -64,7 +65,7 @@ static void set_phase(ferry_admin_server *s, admin_conn *slot, int phase, int64_
         slot->deadline_ms = slot->since_ms + FERRY_ADMIN_REQUEST_TIMEOUT_S * 1000;
         break;
     case ADMIN_CONN_ANSWER:
-        slot->deadline_ms = now + FERRY_ADMIN_REQUEST_TIMEOUT_S * 1000;
+        slot->deadline_ms = now + FERRY_ADMIN_REQUEST_TIMEOUT_S * 1000 + extra_ms;
         break;
     default: /* a handler running, an event stream */
         slot->deadline_ms = 0;
@@ -94,7 +95,7 @@ void ferry__admin_conn_notify(void *cls, struct MHD_Connection *c, void **socket
             slot->fd = fi->connect_fd;
             slot->shut = 0;
             memcpy(slot->remote, remote, sizeof remote);
-            set_phase(s, slot, ADMIN_CONN_HEAD, ferry__mono_ms());
+            set_phase(s, slot, ADMIN_CONN_HEAD, ferry__mono_ms(), 0);
             *socket_context = slot;
             break;
         }
@@ -113,13 +114,20 @@ void ferry__admin_conn_notify(void *cls, struct MHD_Connection *c, void **socket
 }
 
 void ferry__admin_conn_phase(ferry_admin_server *s, struct MHD_Connection *c, int phase) {
+    ferry__admin_conn_answer_phase(s, c, phase, 0);
+}
+
+void ferry__admin_conn_answer_phase(ferry_admin_server *s, struct MHD_Connection *c, int phase,
+                                    size_t answer_bytes) {
+    /* a big answer gets its size's time at FERRY_ADMIN_ANSWER_MIN_RATE on top */
+    int64_t extra_ms = (int64_t)(answer_bytes / (FERRY_ADMIN_ANSWER_MIN_RATE / 1000));
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     admin_conn *slot = ci ? ci->socket_context : NULL;
     if (!slot) return;
     pthread_mutex_lock(&s->conns_mu);
     /* the slot is this connection's until CLOSED, which comes after its last request */
-    if (slot->conn == c && !slot->shut) set_phase(s, slot, phase, ferry__mono_ms());
+    if (slot->conn == c && !slot->shut) set_phase(s, slot, phase, ferry__mono_ms(), extra_ms);
     pthread_mutex_unlock(&s->conns_mu);
 }
 

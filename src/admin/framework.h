@@ -249,6 +249,11 @@ void ferry__admin_conn_notify(void *cls, struct MHD_Connection *c, void **socket
  * an answer was sent, BODY once the head is in, NONE while the handler runs (and for an
  * event stream), ANSWER once an answer is queued. On c's thread; cannot fail. */
 void ferry__admin_conn_phase(ferry_admin_server *s, struct MHD_Connection *c, int phase);
+/* As ferry__admin_conn_phase; an ANSWER of answer_bytes gets, on top of its
+ * FERRY_ADMIN_REQUEST_TIMEOUT_S, the time to send them at FERRY_ADMIN_ANSWER_MIN_RATE, so a
+ * client reading a big answer over a slow link is not cut. */
+void ferry__admin_conn_answer_phase(ferry_admin_server *s, struct MHD_Connection *c, int phase,
+                                    size_t answer_bytes);
 
 /* ---- auth.c ---- */
 

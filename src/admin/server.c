@@ -146,6 +146,7 @@ static int add_headers(const admin_request *ar, struct MHD_Response *resp, const
 static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int status, json_t *json,
                               const char *allow, int challenge) {
     struct MHD_Response *resp;
+    size_t bytes = 0; /* the body's size, for the time the client has to read it */
     int text = ar->text_set && (status == 200 || status == 304);
     int stream = ar->stream && status == 200;
     if (ar->stream && !stream) ferry__admin_stream_discard(ar);
@@ -155,12 +156,13 @@ static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int s
         if (!resp) return MHD_NO;
     } else if (text && ar->text_static) {
         json_decref(json);
-        resp = MHD_create_response_from_buffer(status == 304 ? 0 : ar->text_len,
-                                               (void *)ar->text_static, MHD_RESPMEM_PERSISTENT);
+        bytes = status == 304 ? 0 : ar->text_len;
+        resp =
+            MHD_create_response_from_buffer(bytes, (void *)ar->text_static, MHD_RESPMEM_PERSISTENT);
     } else if (text) {
         json_decref(json);
-        resp = MHD_create_response_from_buffer(status == 304 ? 0 : ar->text_len, ar->text_body,
-                                               MHD_RESPMEM_MUST_FREE);
+        bytes = status == 304 ? 0 : ar->text_len;
+        resp = MHD_create_response_from_buffer(bytes, ar->text_body, MHD_RESPMEM_MUST_FREE);
         if (resp) ar->text_body = NULL;
     } else {
         if (!json) json = json_object();
@@ -174,6 +176,7 @@ static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int s
         }
         body[n] = '\n';
         body[n + 1] = '\0';
+        bytes = n + 1;
         resp = MHD_create_response_from_buffer(n + 1, body, MHD_RESPMEM_MUST_FREE);
         if (!resp) free(body);
     }
@@ -203,8 +206,9 @@ static enum MHD_Result answer(admin_request *ar, struct MHD_Connection *c, int s
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     ar->done = 1;
-    /* the client has FERRY_ADMIN_REQUEST_TIMEOUT_S to read it; a stream bounds its own life */
-    ferry__admin_conn_phase(ar->srv, c, stream ? ADMIN_CONN_NONE : ADMIN_CONN_ANSWER);
+    /* the client has FERRY_ADMIN_REQUEST_TIMEOUT_S (and its size's time) to read it; a stream
+     * bounds its own life */
+    ferry__admin_conn_answer_phase(ar->srv, c, stream ? ADMIN_CONN_NONE : ADMIN_CONN_ANSWER, bytes);
     if (!stream) ferry__admin_access_log(ar, status); /* a stream's is written at its end */
     return ret;
 }
@@ -217,10 +221,14 @@ static json_t *error_json(const char *msg) {
 }
 
 /* An answer the framework gives itself (before or instead of the handler), audited when
- * the route is an action's. */
+ * the route is an action's, with the refusal's message as the row's summary. */
 static enum MHD_Result refuse(admin_request *ar, struct MHD_Connection *c, int status,
                               const char *msg, const char *allow, int challenge) {
-    if (ar->audited) ferry__admin_audit(ar, status, NULL);
+    if (ar->audited) {
+        /* the audit row's write has its own deadlines: the connection's must not cut it */
+        ferry__admin_conn_phase(ar->srv, c, ADMIN_CONN_NONE);
+        ferry__admin_audit(ar, status, msg);
+    }
     return answer(ar, c, status, error_json(msg), allow, challenge);
 }
 
@@ -384,7 +392,12 @@ static enum MHD_Result finish(admin_request *ar, struct MHD_Connection *c) {
     json_decref(body);
     int status = out.status ? out.status : rc ? 500 : 200;
     if (status < 100 || status > 599) status = 500;
-    if (ar->audited) ferry__admin_audit(ar, status, out.audit_summary);
+    if (ar->audited) {
+        /* a refused action's row says why (the 400's, 404's, 409's or 429's message) */
+        const char *why = out.audit_summary;
+        if (!why && status >= 400) why = json_string_value(json_object_get(out.json, "error"));
+        ferry__admin_audit(ar, status, why);
+    }
     free(out.audit_summary);
     return answer(ar, c, status, out.json, NULL, 0);
 }

@@ -63,7 +63,8 @@ struct admin_stream {
     int64_t interval_ms;
     int64_t end_ms, next_event_ms, next_keepalive_ms; /* monotonic */
     int sent_retry, ended;
-    int fd; /* the connection's socket (libmicrohttpd's; only polled here), -1 unknown */
+    int started; /* the reader was called: the answer went out, stream_done logs it */
+    int fd;      /* the connection's socket (libmicrohttpd's; only polled here), -1 unknown */
     const char *end_reason; /* static; NULL while open */
     char *pend;             /* text not yet handed to libmicrohttpd */
     size_t pend_len, pend_off;
@@ -227,6 +228,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     admin_stream *st = cls;
     ferry_admin_server *s = st->s;
+    st->started = 1;
     for (;;) {
         if (st->pend && st->pend_off < st->pend_len) {
             size_t n = st->pend_len - st->pend_off;
@@ -279,7 +281,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_done(void *cls) {
     admin_stream *st = cls;
     ferry_admin_server *s = st->s;
-    if (s->log) {
+    /* a response destroyed before it was sent (its headers failed) is logged by its caller */
+    if (s->log && st->started) {
         char summary[64];
         snprintf(summary, sizeof summary, "stream ended: %s",
                  st->end_reason ? st->end_reason : "client gone");
@@ -315,9 +318,8 @@ struct MHD_Response *ferry__admin_stream_response(admin_request *ar) {
     st->fd = ci ? ci->connect_fd : -1;
     /* nginx: pass events at once */
     if (MHD_add_response_header(resp, "X-Accel-Buffering", "no") != MHD_YES) {
-        st->ended = 1;
-        st->end_reason = "out of memory (no answer sent)";
-        MHD_destroy_response(resp); /* calls stream_done */
+        MHD_destroy_response(resp);       /* calls stream_done, which frees st */
+        ferry__admin_access_log(ar, 500); /* no answer is sent: the connection is closed */
         return NULL;
     }
     return resp;

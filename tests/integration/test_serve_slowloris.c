@@ -65,6 +65,21 @@ static int peer_closed(int fd) {
     }
 }
 
+/* Read what an event stream sent so far without blocking: adds the "event: overview" lines
+ * seen to *events (an event split over two reads may be missed; the callers want several);
+ * returns 1 when the server has closed the stream. */
+static int stream_drain(int fd, int *events) {
+    char buf[8192];
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+        if (r == 0) return 1;
+        if (r < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : 1;
+        buf[r] = 0;
+        for (const char *p = buf; (p = strstr(p, "event: overview")); p++)
+            (*events)++;
+    }
+}
+
 /* GET /healthz from `from` on a connection of its own: the status, 0 when no answer came
  * within timeout_ms. */
 static int healthz_from(const sv_server *s, const char *from, int timeout_ms) {
@@ -214,6 +229,11 @@ static void test_body_deadline(void **state) {
     const char *tokens = sv_token_file("tokens", "ops read,act " OPS_SECRET "\n", 0600);
     sv_server s;
     sv_start(&s, SV_FLAGS("--prefix", th_prefix(), "--token-file", tokens));
+    /* an event stream open meanwhile has no deadline: it outlives the 30 s */
+    int sfd = connect_from(&s, "127.0.0.3");
+    assert_true(sfd >= 0);
+    send_all(sfd, "GET /api/stream?interval=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+    int events = 0;
     int fd = connect_from(&s, "127.0.0.1");
     assert_true(fd >= 0);
     long long t0 = th_mono_ms();
@@ -223,6 +243,7 @@ static void test_body_deadline(void **state) {
     long long closed = 0;
     while (th_mono_ms() - t0 < 45000) {
         th_sleep_ms(1000);
+        if (stream_drain(sfd, &events)) fail_msg("the event stream was closed");
         if (peer_closed(fd)) {
             closed = th_mono_ms() - t0;
             break;
@@ -230,6 +251,14 @@ static void test_body_deadline(void **state) {
         send_all(fd, " ");
     }
     close(fd);
+    /* 3 s more past the 30 s (the stream began before t0): events still come */
+    events = 0;
+    for (int i = 0; i < 3; i++) {
+        th_sleep_ms(1000);
+        if (stream_drain(sfd, &events)) fail_msg("the event stream was closed past 30 s");
+    }
+    close(sfd);
+    if (events < 1) fail_msg("no event on the stream past 30 s");
     printf("# body trickler closed after %lld ms\n", closed);
     if (!closed) fail_msg("a body trickled a byte a second was not closed within 45 s");
     if (closed < FERRY_ADMIN_REQUEST_TIMEOUT_S * 1000 - 1000 ||

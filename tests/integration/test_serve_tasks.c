@@ -338,6 +338,14 @@ static void test_cancel_limit_and_stop(void **state) {
         free(ids[i]);
     }
     assert_true(zcard("huge", "failed") > 0); /* the stop came before the end */
+    /* the refused 5th has its audit row, and the row says why */
+    PGresult *res = ob_sql(db,
+                           "SELECT summary FROM %s.admin_audit WHERE path = "
+                           "'/api/queues/huge/retry-all' AND status = 429",
+                           schema);
+    assert_int_equal(PQntuples(res), 1);
+    if (!strstr(PQgetvalue(res, 0, 0), "at most 4")) fail_msg("summary: %s", PQgetvalue(res, 0, 0));
+    PQclear(res);
 }
 
 /* A server whose tasks look at 250 jobs at most: a retry-all over 1000 stops there, as its
