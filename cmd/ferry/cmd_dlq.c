@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -572,6 +573,10 @@ static int ids_read(const cmd_spec *spec, const char *path, char ***ids, size_t 
                                   lineno);
             break;
         }
+        int repeat = 0; /* a repeated id counts once, as the library counts it */
+        for (size_t i = 0; !repeat && i < *n; i++)
+            repeat = strcasecmp(v[i], s) == 0;
+        if (repeat) continue;
         if (*n == FERRY_DLQ_IDS_MAX) {
             rc = opts_usage_error(spec, "--ids-file: more than %d ids (run it in parts)",
                                   FERRY_DLQ_IDS_MAX);

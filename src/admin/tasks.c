@@ -73,7 +73,7 @@ static int scan_max_from_env(long long *v, ferry_error *err) {
     char *end = NULL;
     errno = 0;
     long long n = strtoll(env, &end, 10);
-    if (errno || end == env || *end || env[0] == '-' || env[0] == '+' || n < 1 ||
+    if (errno || end == env || *end || !(env[0] >= '0' && env[0] <= '9') || n < 1 ||
         n > FERRY_QUEUE_FIND_SCAN_MAX)
         return ferry__err(err, FERRY_EINVAL, "%s: expected a whole number of jobs in 1..%lld",
                           TASK_SCAN_MAX_ENV, (long long)FERRY_QUEUE_FIND_SCAN_MAX);

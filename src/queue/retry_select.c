@@ -62,7 +62,9 @@ static int read_page(ferry_queue *q, const char *set_key, const struct cursor *c
     for (size_t i = 5; ok && i < r->elements; i++)
         ok = r->element[i]->type == REDIS_REPLY_STRING;
     if (ok)
-        ok = r->element[1]->integer <= count && r->elements - PAGE_HEAD <= (size_t)count &&
+        ok = r->element[1]->integer <= count &&
+             r->elements - PAGE_HEAD <= (size_t)r->element[1]->integer &&
+             r->element[2]->integer <= r->element[1]->integer &&
              r->element[5]->len < sizeof cur->score &&
              (r->element[1]->integer == 0 || r->element[5]->len > 0) &&
              (r->element[1]->integer > 0 || r->element[3]->integer == 1);

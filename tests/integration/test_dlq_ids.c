@@ -354,6 +354,27 @@ static void test_cli_ids_file_bounds(void **state) {
     }
     assert_int_equal(ob_ll(db, "SELECT count(*) FROM %s.dead_letters WHERE id = '%s'", schema, a),
                      1);
+    /* 1000 ids and one of them again: a repeat counts once, as the library counts it; 1001
+     * different ids are too many */
+    for (int distinct = 1000; distinct <= 1001; distinct++) {
+        const char *path = ob_file("many-ids.txt", "");
+        f = fopen(path, "wb");
+        assert_non_null(f);
+        for (int i = 0; i < distinct; i++)
+            fprintf(f, "0190a5c4-7b1e-7c3d-9f00-%012d\n", i);
+        if (distinct == 1000) fprintf(f, "0190A5C4-7B1E-7C3D-9F00-%012d\n", 7);
+        fclose(f);
+        cli_run r;
+        CLI(r, "dlq", "purge", "--ids-file", path, "--database", th_env_require("DATABASE_URL"),
+            "--schema", schema);
+        if (distinct == 1000) {
+            CLI_EXPECT(r, 0);
+        } else {
+            CLI_EXPECT(r, 2);
+            if (!strstr(r.err, "more than 1000 ids")) fail_msg("stderr: %s", r.err);
+        }
+        cli_run_free(&r);
+    }
 }
 
 int main(void) {
