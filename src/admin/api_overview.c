@@ -30,7 +30,6 @@
 #include "redis/conn.h"
 #include "util/clock.h"
 #include "util/error.h"
-#include "util/numtext.h"
 #include "util/printable.h"
 
 #define OVERVIEW_QUEUES_MAX 200
@@ -71,10 +70,8 @@ typedef struct totals {
  * this name would share the cached handle, which is harmless (handles of a name are
  * interchangeable). */
 #define OVERVIEW_CONN_QUEUE "ferry-serve-overview"
-#define QUEUES_PER_TRIP 50      /* queues read in one pipelined round trip */
-#define CMDS_PER_QUEUE 18       /* commands (and replies) per queue in that round trip */
-#define NAMES_SCAN_COUNT "1000" /* keys Redis looks at per SCAN (as ferry_queue_names) */
-#define NAMES_SCANS_MAX 10000L  /* SCAN calls at most: 10^7 keys */
+#define QUEUES_PER_TRIP 50 /* queues read in one pipelined round trip */
+#define CMDS_PER_QUEUE 18  /* commands (and replies) per queue in that round trip */
 
 /* Where a queue's replies are among its CMDS_PER_QUEUE: MULTI, 8 counts, EXEC; queueAges;
  * HEXISTS meta paused; queueThroughput; MULTI, HGET meta max, GET limiter, PTTL limiter,
@@ -264,23 +261,6 @@ static int parse_throughput(const ov_queue *oq, const redisReply *x, long long *
     return rc ? rc : parse_buckets(oq, x->element[2], failed, err);
 }
 
-/* A number as Lua's tonumber() reads it (BullMQ's getRateLimitTTL); *ok = 0 when nil. */
-static double lua_number(const redisReply *v, int *ok) {
-    char buf[64], *end;
-    *ok = 0;
-    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf) return 0;
-    memcpy(buf, v->str, v->len);
-    buf[v->len] = 0;
-    double d = ferryx_strtod_c(buf, &end);
-    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
-        end++;
-    if (end == buf || *end) return 0;
-    *ok = 1;
-    return d;
-}
-
-/* ferry_queue_rate_limit_ttl's computation from the EXEC of HGET meta max, GET limiter,
- * PTTL limiter. */
 static int parse_limit(const ov_queue *oq, const redisReply *x, long long *ttl, ferry_error *err) {
     if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 3)
         return bad_reply(oq, "rate limit ttl", x, err);
@@ -288,16 +268,7 @@ static int parse_limit(const ov_queue *oq, const redisReply *x, long long *ttl, 
         if (x->element[i]->type == REDIS_REPLY_ERROR)
             return bad_reply(oq, "rate limit ttl", x->element[i], err);
     if (!is_int(x->element[2])) return bad_reply(oq, "rate limit ttl", x->element[2], err);
-    long long t = x->element[2]->integer;
-    if (x->element[0]->type == REDIS_REPLY_STRING) {
-        /* meta.max set: limited only when the count reached it */
-        int max_ok, used_ok;
-        double max = lua_number(x->element[0], &max_ok);
-        double used = lua_number(x->element[1], &used_ok);
-        if (!used_ok) used = 0;
-        t = max_ok && max <= used && t > 0 ? t : 0;
-    }
-    *ttl = t;
+    *ttl = ferry__queue_limit_ttl_of(x->element[0], x->element[1], x->element[2]->integer);
     return 0;
 }
 
@@ -358,119 +329,6 @@ static int count_workers(const char *prefix, const redisReply *list, ov_queue *q
         free(b64[i]);
     free(b64);
     return rc;
-}
-
-/* The prefix as a SCAN MATCH pattern for "<prefix>:*:meta" (glob characters escaped). */
-static int meta_pattern(const char *prefix, char *out, size_t cap) {
-    size_t len = 0;
-    for (const char *p = prefix; *p; p++) {
-        if (strchr("*?[]\\", *p)) {
-            if (len + 1 >= cap) return -1;
-            out[len++] = '\\';
-        }
-        if (len + 1 >= cap) return -1;
-        out[len++] = *p;
-    }
-    static const char tail[] = ":*:meta";
-    if (len + sizeof tail > cap) return -1;
-    memcpy(out + len, tail, sizeof tail);
-    return 0;
-}
-
-struct scan_ctx {
-    const char *cursor, *pattern;
-};
-
-static int scan_append(ferry_queue *hq, void *vctx, size_t *n, ferry_error *err) {
-    struct scan_ctx *c = vctx;
-    *n = 1;
-    return append(
-        ferry__queue_conn(hq), 6,
-        (const char *[]){"SCAN", c->cursor, "MATCH", c->pattern, "COUNT", NAMES_SCAN_COUNT}, err);
-}
-
-static int by_name(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* ferry_queue_names (the queues under the prefix: "<prefix>:<name>:meta" keys, sorted, at
- * most max, *complete = 0 when cut) on hq's connection instead of a new one. *names is
- * freed with ferry_queue_job_ids_free. */
-static int scan_names(ferry_queue *hq, const char *prefix, size_t max, char ***names, size_t *n,
-                      int *complete, ferry_error *err) {
-    *names = NULL;
-    *n = 0;
-    *complete = 0;
-    char pattern[2 * FERRY_QUEUE_NAME_MAX + 16];
-    if (meta_pattern(prefix, pattern, sizeof pattern))
-        return ferry__err(err, FERRY_EINVAL, "queue names: prefix too long");
-    size_t plen = strlen(prefix);
-    char **out = calloc(max + 1, sizeof *out);
-    if (!out) return ferry__err(err, FERRY_ENOMEM, "queue names: out of memory");
-    size_t got = 0;
-    char cursor[32] = "0";
-    int done = 0, truncated = 0, rc = 0;
-    for (long call = 0; !rc && !done && !truncated && call < NAMES_SCANS_MAX; call++) {
-        struct scan_ctx c = {cursor, pattern};
-        redisReply *r = NULL;
-        size_t nr = 0;
-        ferry__queue_lock(hq);
-        rc = ferry__queue_exchange(hq, scan_append, &c, 1, &r, 1, &nr, err);
-        ferry__queue_unlock(hq);
-        if (rc) break;
-        if (r->type == REDIS_REPLY_ERROR) {
-            rc = ferry__err(err, FERRY_EREDIS, "queue names: SCAN: %s", r->str);
-        } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-                   r->element[0]->type != REDIS_REPLY_STRING ||
-                   r->element[0]->len >= sizeof cursor ||
-                   r->element[1]->type != REDIS_REPLY_ARRAY) {
-            rc = ferry__err(err, FERRY_EPROTO, "queue names: SCAN: unexpected reply");
-        } else {
-            memcpy(cursor, r->element[0]->str, r->element[0]->len);
-            cursor[r->element[0]->len] = 0;
-            done = strcmp(cursor, "0") == 0;
-            const redisReply *keys = r->element[1];
-            for (size_t i = 0; !rc && i < keys->elements; i++) {
-                const redisReply *k = keys->element[i];
-                static const char meta[] = ":meta";
-                size_t mlen = sizeof meta - 1;
-                if (k->type != REDIS_REPLY_STRING || k->len <= plen + 1 + mlen ||
-                    memcmp(k->str, prefix, plen) || k->str[plen] != ':' ||
-                    memcmp(k->str + k->len - mlen, meta, mlen))
-                    continue;
-                const char *name = k->str + plen + 1;
-                size_t len = k->len - plen - 1 - mlen;
-                if (memchr(name, ':', len) || memchr(name, '\0', len)) continue;
-                if (got == max) { /* one more than asked for: the list is cut */
-                    truncated = 1;
-                    break;
-                }
-                if (!(out[got] = strndup(name, len)))
-                    rc = ferry__err(err, FERRY_ENOMEM, "queue names: out of memory");
-                else
-                    got++;
-            }
-        }
-        freeReplyObject(r);
-    }
-    if (rc) {
-        ferry_queue_job_ids_free(out, got);
-        return rc;
-    }
-    /* SCAN may return a key twice: sort, then drop repeats */
-    if (got) qsort(out, got, sizeof *out, by_name);
-    size_t uniq = 0;
-    for (size_t i = 0; i < got; i++) {
-        if (uniq && !strcmp(out[uniq - 1], out[i])) {
-            free(out[i]);
-            continue;
-        }
-        out[uniq++] = out[i];
-    }
-    *names = out;
-    *n = uniq;
-    *complete = done && !truncated;
-    return 0;
 }
 
 /* One queue's JSON from its replies rr[0..CMDS_PER_QUEUE), added into t; 0, or the error
@@ -593,7 +451,7 @@ static int add_queues(ferry__admin_req *r, json_t *o, totals *t, ferry_error *er
     char **names = NULL;
     size_t n = 0;
     int complete = 0;
-    rc = scan_names(hq, prefix, OVERVIEW_QUEUES_MAX + 1, &names, &n, &complete, err);
+    rc = ferry__queue_names_on(hq, prefix, OVERVIEW_QUEUES_MAX + 1, &names, &n, &complete, err);
     if (rc) {
         ferry__admin_queue_release(r, hq);
         return rc;

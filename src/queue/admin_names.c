@@ -1,4 +1,5 @@
-/* admin_names.c - the queues under a key prefix (ferry_queue_names): a bounded SCAN for
+/* admin_names.c - the queues under a key prefix (ferry_queue_names, and
+ * ferry__queue_names_on on a queue handle's connection): a bounded SCAN for
  * "<prefix>:*:meta", the key every BullMQ 6.7.0 queue (Node's or ferry's) writes when it
  * is opened. Redis has no index of queues, so this walks the keyspace a page at a time. */
 #include <stdio.h>
@@ -6,7 +7,9 @@
 #include <string.h>
 
 #include "queue/keys.h"
+#include "queue/queue_internal.h"
 #include "redis/conn.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /* Keys Redis looks at per SCAN call (a hint; about a millisecond of Redis time). */
@@ -50,26 +53,32 @@ static int by_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int ferry_queue_names(const ferry_redis_options *redis, const char *prefix, size_t max,
-                      char ***names, size_t *n, int *complete, ferry_error *err) {
+/* The arguments of a names call checked (names and n cleared); 0 or FERRY_EINVAL. */
+static int names_check(const char **prefix, size_t max, char ***names, size_t *n, int *complete,
+                       ferry_error *err) {
     if (names) *names = NULL;
     if (n) *n = 0;
     if (complete) *complete = 0;
     if (!names || !n) return ferry__err(err, FERRY_EINVAL, "ferry_queue_names: NULL argument");
-    if (!prefix) prefix = FERRY_DEFAULT_PREFIX;
-    size_t plen = strlen(prefix);
+    if (!*prefix) *prefix = FERRY_DEFAULT_PREFIX;
+    size_t plen = strlen(*prefix);
     if (plen == 0 || plen > FERRY_QUEUE_NAME_MAX)
         return ferry__err(err, FERRY_EINVAL, "queue names: the prefix must be 1 to %d bytes",
                           FERRY_QUEUE_NAME_MAX);
     if (max == 0 || max > FERRY_QUEUE_NAMES_MAX)
         return ferry__err(err, FERRY_EINVAL, "queue names: max must be 1 to %d",
                           FERRY_QUEUE_NAMES_MAX);
+    return 0;
+}
+
+/* The SCAN walk of ferry_queue_names on connection c (arguments checked). */
+static int names_walk(ferry_conn *c, const char *prefix, size_t max, char ***names, size_t *n,
+                      int *complete, ferry_error *err) {
+    size_t plen = strlen(prefix);
     char pattern[2 * FERRY_QUEUE_NAME_MAX + 16];
     if (match_pattern(prefix, pattern, sizeof pattern))
         return ferry__err(err, FERRY_EINVAL, "queue names: prefix too long");
-    ferry_conn *c = NULL;
-    int rc = ferry__conn_open(redis, NULL, &c, err);
-    if (rc) return rc;
+    int rc = 0;
     char **out = NULL;
     size_t got = 0, cap = 0;
     char cursor[32] = "0";
@@ -120,7 +129,6 @@ int ferry_queue_names(const ferry_redis_options *redis, const char *prefix, size
         }
         freeReplyObject(r);
     }
-    ferry__conn_close(c);
     if (rc) {
         for (size_t i = 0; i < got; i++)
             free(out[i]);
@@ -145,4 +153,31 @@ int ferry_queue_names(const ferry_redis_options *redis, const char *prefix, size
     *n = uniq;
     if (complete) *complete = done && !truncated;
     return 0;
+}
+
+int ferry_queue_names(const ferry_redis_options *redis, const char *prefix, size_t max,
+                      char ***names, size_t *n, int *complete, ferry_error *err) {
+    int rc = names_check(&prefix, max, names, n, complete, err);
+    if (rc) return rc;
+    ferry_conn *c = NULL;
+    if ((rc = ferry__conn_open(redis, NULL, &c, err)) != 0) return rc;
+    rc = names_walk(c, prefix, max, names, n, complete, err);
+    ferry__conn_close(c);
+    return rc;
+}
+
+int ferry__queue_names_on(ferry_queue *q, const char *prefix, size_t max, char ***names, size_t *n,
+                          int *complete, ferry_error *err) {
+    int rc = names_check(&prefix, max, names, n, complete, err);
+    if (rc) return rc;
+    if (!q) return ferry__err(err, FERRY_EINVAL, "queue names: NULL queue");
+    pthread_mutex_lock(&q->mu);
+    rc = ferry__queue_connect(q, ferry__mono_ms() + q->connect_ms + q->command_ms, err);
+    if (!rc) {
+        rc = names_walk(q->conn, prefix, max, names, n, complete, err);
+        if (rc && rc != FERRY_EINVAL && rc != FERRY_ENOMEM && rc != FERRY_EREDIS)
+            ferry__queue_drop_conn(q); /* transport trouble: the next call reconnects */
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
 }

@@ -113,6 +113,18 @@ static void reply_text(const redisReply *v, char *buf, size_t cap) {
 
 /* ---- manual rate limit ---------------------------------------------------------------- */
 
+long long ferry__queue_limit_ttl_of(const redisReply *max, const redisReply *count,
+                                    long long pttl) {
+    if (max->type != REDIS_REPLY_STRING) return pttl;
+    /* meta.max set: limited only when the count reached it (a non-numeric max or count
+     * counts as "not limited", as tonumber() giving nil does in BullMQ) */
+    int max_ok, used_ok;
+    double m = lua_number(max, &max_ok);
+    double used = lua_number(count, &used_ok);
+    if (!used_ok) used = 0;
+    return max_ok && m <= used && pttl > 0 ? pttl : 0;
+}
+
 int ferry_queue_rate_limit(ferry_queue *q, long long ms, ferry_error *err) {
     if (!q) return ferry__err(err, FERRY_EINVAL, "ferry_queue_rate_limit: queue is NULL");
     if (ms < 1 || ms > FERRY_LIMIT_MS_MAX)
@@ -169,19 +181,8 @@ int ferry_queue_rate_limit_ttl(ferry_queue *q, long long *ttl_ms, ferry_error *e
     if (rc == 0 && x->element[2]->type != REDIS_REPLY_INTEGER)
         rc = ferry__err(err, FERRY_EPROTO, "queue %s: rate limit ttl: PTTL is not an integer",
                         q->shown);
-    if (rc == 0) {
-        long long t = x->element[2]->integer;
-        if (x->element[0]->type == REDIS_REPLY_STRING) {
-            /* meta.max set: limited only when the count reached it (a non-numeric max or
-             * count counts as "not limited", as tonumber() giving nil does in BullMQ) */
-            int max_ok, used_ok;
-            double max = lua_number(x->element[0], &max_ok);
-            double used = lua_number(x->element[1], &used_ok);
-            if (!used_ok) used = 0;
-            t = max_ok && max <= used && t > 0 ? t : 0;
-        }
-        *ttl_ms = t;
-    }
+    if (rc == 0)
+        *ttl_ms = ferry__queue_limit_ttl_of(x->element[0], x->element[1], x->element[2]->integer);
     for (size_t i = 0; i < n; i++)
         if (r[i]) freeReplyObject(r[i]);
     return rc;

@@ -65,11 +65,24 @@ int ferry__queue_reply_error(const ferry_queue *q, const redisReply *r, const ch
  * lock; valid during the exchange). */
 ferry_conn *ferry__queue_conn(ferry_queue *q);
 
+/* ferry_queue_names (the queues under prefix, sorted, at most max, *complete = 0 when cut;
+ * free *names with ferry_queue_job_ids_free) over q's connection instead of a new one:
+ * connects first when needed, takes q's lock for the whole walk (one SCAN round trip per
+ * 1000 keys of the database, each within the queue's command timeout); a transport error
+ * drops the connection, so the next call reconnects. Errors: as ferry_queue_names. */
+int ferry__queue_names_on(ferry_queue *q, const char *prefix, size_t max, char ***names, size_t *n,
+                          int *complete, ferry_error *err);
+
 /* Read Redis' maxmemory-policy on q's connection (connecting first when needed, within the
  * queue's connect + command timeouts; takes the lock itself). Returns what
  * ferry__redis_eviction_policy returns: 0 with policy filled, 1 when INFO is refused, or a
  * negative error with *err. */
 int ferry__queue_eviction_policy(ferry_queue *q, char *policy, size_t cap, ferry_error *err);
+
+/* BullMQ's getRateLimitTTL from the replies of HGET <meta> max, GET <limiter> and PTTL
+ * <limiter> (checked by the caller: not errors, pttl an integer): pttl when the limiter is
+ * at its max (or no max is set), else 0. Pure. */
+long long ferry__queue_limit_ttl_of(const redisReply *max, const redisReply *count, long long pttl);
 
 /* ---- keys and limits (constant after open; thread-safe) ------------------------------ */
 
